@@ -1,0 +1,27 @@
+# Installs the build tree into a scratch prefix, then configures, builds and runs
+# examples/embed against it with find_package(spillway CONFIG): proof that the export works.
+set(prefix ${BINARY_DIR}/test-install/prefix)
+set(example_build ${BINARY_DIR}/test-install/example)
+file(REMOVE_RECURSE ${BINARY_DIR}/test-install)
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix}
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "install failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/embed -B ${example_build}
+                        -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "configuring the example failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${example_build} RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "building the example failed: ${rc}")
+endif()
+execute_process(COMMAND ${example_build}/embed_example RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+message(STATUS "${out}")
+if(rc)
+  message(FATAL_ERROR "the example failed: ${rc}")
+endif()
+if(NOT out MATCHES "admitted 5 of 8")
+  message(FATAL_ERROR "the example printed an unexpected result")
+endif()

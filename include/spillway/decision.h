@@ -1,0 +1,23 @@
+// The answer to one check. Units: microseconds. Plain value type.
+#pragma once
+
+#include <cstdint>
+
+#include "spillway/duration.h"
+
+namespace spillway {
+
+// retry_after when the request can never be admitted (cost above the limit or burst).
+inline constexpr Micros kNever = -1;
+
+struct Decision {
+  bool allowed = false;
+  std::int64_t limit = 0;      // L, requests (cost units) per period
+  std::int64_t remaining = 0;  // after this decision, never below 0
+  Micros retry_after = 0;      // 0 when allowed; smallest wait until admitted; kNever if never
+  Micros reset_after = 0;      // time until the key is back to its idle state
+
+  friend bool operator==(const Decision&, const Decision&) = default;
+};
+
+}  // namespace spillway

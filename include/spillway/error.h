@@ -1,0 +1,33 @@
+// Error values returned on the request path. spillway never throws while deciding; functions
+// that can fail return Result<T> (std::expected) whose error names what was wrong.
+#pragma once
+
+#include <expected>
+#include <string>
+#include <string_view>
+
+namespace spillway {
+
+enum class Errc {
+  kInvalidArgument,  // caller input was rejected; nothing was changed
+  kStoreFull,        // the store tracks its maximum number of keys and could not take a new one
+  kUnavailable,      // the backend could not be reached or answered with an error
+  kTimeout,          // the backend did not answer in time
+  kInternal,         // a bug: an invariant did not hold
+};
+
+struct Error {
+  Errc code;
+  std::string message;  // one line, names the offending field or value
+};
+
+template <typename T>
+using Result = std::expected<T, Error>;
+
+inline std::unexpected<Error> invalid_argument(std::string message) {
+  return std::unexpected(Error{Errc::kInvalidArgument, std::move(message)});
+}
+
+std::string_view errc_name(Errc code);
+
+}  // namespace spillway

@@ -1,0 +1,69 @@
+// A validated limiter definition: algorithm, limit L per period P, burst B.
+//
+// A Limit can only be built by Limit::make, which rejects what the algorithms cannot decide
+// exactly. All arithmetic in spillway is exact integer arithmetic: T = P/L is kept as the
+// fraction period_units()/limit_units() (P and L divided by their gcd), never rounded. Every
+// intermediate value is kept below kMaxExact (2^52), which also keeps the Redis Lua mirror
+// (double precision numbers) exact. Immutable; safe to share between threads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "spillway/duration.h"
+#include "spillway/error.h"
+
+namespace spillway {
+
+enum class Algorithm : std::uint8_t {
+  kFixedWindow,
+  kSlidingLog,
+  kSlidingWindow,
+  kTokenBucket,
+  kGcra,
+};
+inline constexpr int kAlgorithmCount = 5;
+
+// "fixed_window", "sliding_log", "sliding_window", "token_bucket", "gcra".
+std::string_view algorithm_name(Algorithm a);
+Result<Algorithm> parse_algorithm(std::string_view name);
+
+inline constexpr std::int64_t kMaxExact = std::int64_t{1} << 52;
+
+// The latest `now` spillway accepts (about year 2112 in µs since the Unix epoch).
+inline constexpr Micros kMaxNow = kMaxExact;
+
+class Limit {
+ public:
+  // burst defaults to limit and is only accepted for token_bucket and gcra.
+  static Result<Limit> make(Algorithm algorithm, std::int64_t limit, Micros period,
+                            std::optional<std::int64_t> burst = std::nullopt);
+
+  Algorithm algorithm() const { return algorithm_; }
+  std::int64_t limit() const { return limit_; }
+  Micros period() const { return period_; }
+  std::int64_t burst() const { return burst_; }
+
+  // L / gcd(L, P) and P / gcd(L, P): the emission interval T is period_units / limit_units µs.
+  std::int64_t limit_units() const { return limit_units_; }
+  std::int64_t period_units() const { return period_units_; }
+
+  // "gcra 60/1m burst 60", for logs and errors.
+  std::string describe() const;
+
+  friend bool operator==(const Limit&, const Limit&) = default;
+
+ private:
+  Limit() = default;
+
+  Algorithm algorithm_ = Algorithm::kGcra;
+  std::int64_t limit_ = 1;
+  Micros period_ = 1;
+  std::int64_t burst_ = 1;
+  std::int64_t limit_units_ = 1;
+  std::int64_t period_units_ = 1;
+};
+
+}  // namespace spillway

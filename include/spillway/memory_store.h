@@ -1,0 +1,57 @@
+// The in-process store: the embedded default, no server needed.
+//
+// Thread safety: all methods may be called concurrently. Keys are spread over independently
+// locked shards (no global lock); a check holds exactly one shard lock for the time of the math.
+//
+// Memory: a key is tracked only while its limiter is not idle. Idle keys are dropped by sweep(),
+// which runs on its own as shards grow and, with options.sweep_interval > 0, from a background
+// thread, so memory returns to its baseline once traffic stops.
+//
+// Capacity: at most options.max_keys keys are tracked. When a shard is full, a check on a new key
+// first sweeps that shard; if it is still full the check returns Errc::kStoreFull (the caller
+// decides to fail open or closed). Keys already tracked keep being decided exactly, so the store
+// never admits above its limit a key that it tracks.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <thread>
+
+#include "spillway/clock.h"
+#include "spillway/store.h"
+
+namespace spillway {
+
+struct MemoryStoreOptions {
+  std::size_t shards = 64;                      // rounded up to a power of two
+  std::size_t max_keys = 10'000'000;            // across all algorithms and shards
+  std::shared_ptr<const Clock> clock;           // default: SystemClock
+  std::chrono::milliseconds sweep_interval{0};  // background sweep period; 0 = no thread
+};
+
+class MemoryStore final : public Store {
+ public:
+  explicit MemoryStore(MemoryStoreOptions options = {});
+  ~MemoryStore() override;
+  MemoryStore(const MemoryStore&) = delete;
+  MemoryStore& operator=(const MemoryStore&) = delete;
+
+  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
+                         std::optional<Micros> now = std::nullopt) override;
+
+  // Drops every key that is idle at `now` and returns how many were dropped.
+  std::size_t sweep(Micros now);
+  std::size_t sweep() { return sweep(clock_->now()); }
+
+  // Keys tracked now, across all algorithms.
+  std::size_t size() const;
+
+ private:
+  class Impl;
+  std::shared_ptr<const Clock> clock_;
+  std::unique_ptr<Impl> impl_;
+  std::jthread sweeper_;  // declared last: stopped and joined before impl_ goes away
+};
+
+}  // namespace spillway

@@ -1,0 +1,48 @@
+// The interface every backend implements: one atomic check of one key against one Limit.
+//
+// Thread safety: every Store is safe to call from many threads at once.
+// Keys are arbitrary byte strings of 1..kMaxKeyBytes bytes. The state of a key is separate per
+// Limit: the same key checked under two different Limits is two independent limiters.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "spillway/clock.h"
+#include "spillway/decision.h"
+#include "spillway/error.h"
+#include "spillway/limit.h"
+
+namespace spillway {
+
+inline constexpr std::size_t kMaxKeyBytes = 1024;
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Decides whether `cost` units may pass for `key` now. cost 0 is a peek (reports, changes
+  // nothing). `now` (µs) overrides the store's clock; for replay and tests. A denied request
+  // changes no state. Invalid input returns Errc::kInvalidArgument and changes nothing.
+  virtual Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
+                                 std::optional<Micros> now = std::nullopt) = 0;
+};
+
+// Checks the arguments every backend shares (key length, cost range, now range).
+Result<void> validate_check(std::string_view key, std::int64_t cost, std::optional<Micros> now);
+
+struct StoreOptions {
+  std::shared_ptr<const Clock> clock;  // default: SystemClock
+  // memory: sweep idle keys from a background thread at this period (0 = only as shards grow).
+  // Must be 0 when every check passes its own `now` on a clock other than `clock` (replay).
+  std::chrono::milliseconds sweep_interval{1000};
+};
+
+// Opens a backend by URL: "memory" (the embedded default) or, in builds with the Redis backend,
+// "redis://[user:password@]host:port[/db]". An unknown URL is Errc::kInvalidArgument.
+Result<std::unique_ptr<Store>> open_store(std::string_view url, StoreOptions options = {});
+
+}  // namespace spillway

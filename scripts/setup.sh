@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what spillway needs to build, test and benchmark on Debian bookworm (apt-get).
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libboost1.81-dev libhiredis-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
+  redis-server nginx-light wrk clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The Debian packages start redis-server and nginx as system services; the tests start their own
+# on free loopback ports and do not need those.

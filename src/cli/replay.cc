@@ -1,0 +1,132 @@
+#include "src/cli/replay.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "spillway/limit.h"
+#include "spillway/store.h"
+#include "src/cli/args.h"
+
+namespace spillway::cli {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+struct ReplaySetup {
+  Limit limit;
+  std::string backend;
+  std::optional<std::string> file;
+};
+
+Result<ReplaySetup> parse_setup(int argc, char** argv, int first) {
+  auto args = Args::parse(argc, argv, first, {"algorithm", "limit", "period", "burst", "backend"});
+  if (!args) return std::unexpected(args.error());
+  for (const char* required : {"algorithm", "limit", "period"}) {
+    if (!args->has(required))
+      return invalid_argument(std::string("--") + required + " is required");
+  }
+  if (args->positional().size() > 1) {
+    return invalid_argument("unexpected argument \"" + args->positional()[1] +
+                            "\" (one FILE at most)");
+  }
+  auto algorithm = parse_algorithm(*args->get("algorithm"));
+  if (!algorithm) return invalid_argument("--algorithm: " + algorithm.error().message);
+  auto limit = args->get_int("limit", 1, kMaxExact);
+  if (!limit) return std::unexpected(limit.error());
+  auto period = parse_duration(*args->get("period"));
+  if (!period) return invalid_argument("--period: " + period.error().message);
+  auto burst = args->get_int("burst", 1, kMaxExact);
+  if (!burst) return std::unexpected(burst.error());
+  auto made = Limit::make(*algorithm, **limit, *period, *burst);
+  if (!made) return invalid_argument("--limit/--period/--burst: " + made.error().message);
+  ReplaySetup setup{.limit = *made, .backend = args->get("backend").value_or("memory"), .file = {}};
+  if (!args->positional().empty()) setup.file = args->positional()[0];
+  return setup;
+}
+
+}  // namespace
+
+Result<std::optional<TraceLine>> parse_trace_line(std::string_view line) {
+  line = trim(line);
+  if (line.empty() || line.front() == '#') return std::optional<TraceLine>{};
+  std::string_view fields[3];
+  std::size_t count = 0;
+  while (true) {
+    std::size_t comma = line.find(',');
+    if (count == 3)
+      return invalid_argument("expected t_us,key[,cost] but found more than 3 fields");
+    fields[count++] = trim(line.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    line.remove_prefix(comma + 1);
+  }
+  if (count < 2) return invalid_argument("expected t_us,key[,cost] but found 1 field");
+  std::optional<std::int64_t> at = parse_int(fields[0]);
+  if (!at || *at < 0 || *at > kMaxNow) {
+    return invalid_argument("t_us \"" + std::string(fields[0]) +
+                            "\" must be a whole number of µs from 0 to 2^52");
+  }
+  if (fields[1].empty()) return invalid_argument("key is empty");
+  std::int64_t cost = 1;
+  if (count == 3) {
+    std::optional<std::int64_t> parsed = parse_int(fields[2]);
+    if (!parsed || *parsed < 0) {
+      return invalid_argument("cost \"" + std::string(fields[2]) +
+                              "\" must be a whole number >= 0");
+    }
+    cost = *parsed;
+  }
+  return TraceLine{.at = *at, .key = std::string(fields[1]), .cost = cost};
+}
+
+int run_replay(int argc, char** argv, int first, std::istream& in, std::ostream& out,
+               std::ostream& err) {
+  auto setup = parse_setup(argc, argv, first);
+  if (!setup) {
+    err << "spillway replay: " << setup.error().message << "\n";
+    return 2;
+  }
+  std::ifstream file;
+  if (setup->file) {
+    file.open(*setup->file);
+    if (!file) {
+      err << "spillway replay: cannot open trace file \"" << *setup->file << "\"\n";
+      return 2;
+    }
+  }
+  std::istream& trace = setup->file ? file : in;
+  auto store = open_store(setup->backend, {.clock = std::make_shared<ManualClock>(),
+                                           .sweep_interval = std::chrono::milliseconds(0)});
+  if (!store) {
+    err << "spillway replay: --backend: " << store.error().message << "\n";
+    return store.error().code == Errc::kInvalidArgument ? 2 : 1;
+  }
+
+  out << "t_us,key,cost,allowed,remaining,retry_after_us,reset_after_us\n";
+  std::string line;
+  for (std::size_t number = 1; std::getline(trace, line); ++number) {
+    auto parsed = parse_trace_line(line);
+    if (!parsed) {
+      err << "spillway replay: trace line " << number << ": " << parsed.error().message << "\n";
+      return 1;
+    }
+    if (!*parsed) continue;
+    const TraceLine& request = **parsed;
+    auto decision = (*store)->check(request.key, setup->limit, request.cost, request.at);
+    if (!decision) {
+      err << "spillway replay: trace line " << number << ": " << decision.error().message << "\n";
+      return 1;
+    }
+    out << request.at << ',' << request.key << ',' << request.cost << ','
+        << (decision->allowed ? 1 : 0) << ',' << decision->remaining << ',' << decision->retry_after
+        << ',' << decision->reset_after << '\n';
+  }
+  return 0;
+}
+
+}  // namespace spillway::cli

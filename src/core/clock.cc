@@ -1,0 +1,12 @@
+#include "spillway/clock.h"
+
+#include <chrono>
+
+namespace spillway {
+
+Micros SystemClock::now() const {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace spillway

@@ -1,0 +1,33 @@
+#include "src/core/fixed_window.h"
+
+#include <algorithm>
+
+namespace spillway::core {
+
+Decision decide(FixedWindowState& state, const Limit& limit, Micros now, std::int64_t cost) {
+  const std::int64_t cap = limit.limit();
+  const Micros period = limit.period();
+  const bool active = state.count > 0;
+  const Micros at = active ? std::max(now, state.window * period) : now;
+  const std::int64_t window = at / period;
+  const Micros window_end = (window + 1) * period;
+  std::int64_t used = (active && state.window == window) ? state.count : 0;
+
+  Decision d{.allowed = false, .limit = cap};
+  if (cost <= cap && used + cost <= cap) {
+    d.allowed = true;
+    used += cost;
+    if (cost > 0) state = {.window = window, .count = used};
+  } else {
+    d.retry_after = cost > cap ? kNever : window_end - now;
+  }
+  d.remaining = cap - used;
+  d.reset_after = used > 0 ? window_end - now : 0;
+  return d;
+}
+
+Micros idle_at(const FixedWindowState& state, const Limit& limit) {
+  return state.count > 0 ? (state.window + 1) * limit.period() : 0;
+}
+
+}  // namespace spillway::core

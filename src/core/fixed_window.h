@@ -1,0 +1,24 @@
+// Fixed window counter (SPEC §2): count n of window w = floor(now / P); admits iff n + c <= L.
+// Admits up to 2L within one period across a window edge: that is its nature, not a bug.
+#pragma once
+
+#include <cstdint>
+
+#include "spillway/decision.h"
+#include "spillway/limit.h"
+
+namespace spillway::core {
+
+struct FixedWindowState {
+  std::int64_t window = 0;  // w of the counted window
+  std::int64_t count = 0;   // n, cost units admitted in window w; 0 means idle
+};
+
+// Pure: decides from (state, limit, now µs, cost); modifies `state` only when it admits cost > 0.
+// A `now` before the start of the key's window is treated as that start.
+Decision decide(FixedWindowState& state, const Limit& limit, Micros now, std::int64_t cost);
+
+// When the key is back to idle (µs, absolute).
+Micros idle_at(const FixedWindowState& state, const Limit& limit);
+
+}  // namespace spillway::core

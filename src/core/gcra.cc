@@ -1,0 +1,54 @@
+#include "src/core/gcra.h"
+
+#include <algorithm>
+
+#include "src/core/int_math.h"
+
+namespace spillway::core {
+
+// Scaled arithmetic: a time x is the pair (x_us, x_rem) = x_us + x_rem / limit_units µs, and
+// T = period_units / limit_units µs, so c*T adds c*period_units to x_rem.
+Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t cost) {
+  const std::int64_t scale = limit.limit_units();
+  const std::int64_t interval = limit.period_units();       // T, scaled
+  const std::int64_t tolerance = limit.burst() * interval;  // B*T, scaled
+
+  const bool active = state.last != kNoTime;
+  const Micros at = active ? std::max(now, state.last) : now;
+  // x = max(tat, now); tat < at exactly when tat_us < at, because tat_rem < scale.
+  Micros x_us = at;
+  std::int64_t x_rem = 0;
+  if (active && state.tat_us >= at) {
+    x_us = state.tat_us;
+    x_rem = state.tat_rem;
+  }
+  std::int64_t debt = (x_us - at) * scale + x_rem;  // (x - now) scaled, in [0, B*T]
+
+  Decision d{.allowed = false, .limit = limit.limit()};
+  if (cost > limit.burst()) {
+    d.retry_after = kNever;
+  } else if (debt + cost * interval <= tolerance) {
+    d.allowed = true;
+    if (cost > 0) {
+      const std::int64_t rem = x_rem + cost * interval;
+      x_us += rem / scale;
+      x_rem = rem % scale;
+      debt += cost * interval;
+      state = {.tat_us = x_us, .tat_rem = x_rem, .last = at};
+    }
+  } else {
+    // Admitted at the first t with (x - t) * scale <= (B - c) * T.
+    const Micros admit_at = x_us + ceil_div(x_rem - (tolerance - cost * interval), scale);
+    d.retry_after = admit_at - now;
+  }
+  d.remaining = std::max<std::int64_t>(0, (tolerance - debt) / interval);
+  d.reset_after = x_us + (x_rem > 0 ? 1 : 0) - now;
+  return d;
+}
+
+Micros idle_at(const GcraState& state, const Limit&) {
+  if (state.last == kNoTime) return 0;
+  return state.tat_us + (state.tat_rem > 0 ? 1 : 0);
+}
+
+}  // namespace spillway::core

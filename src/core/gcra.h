@@ -1,0 +1,27 @@
+// GCRA (SPEC §2): theoretical arrival time tat, starting at now; with T = P/L, admits iff
+// max(tat, now) + c*T - now <= B*T, then tat = max(tat, now) + c*T.
+//
+// tat is exact: tat = tat_us + tat_rem / limit_units() µs, 0 <= tat_rem < limit_units(), and
+// T = period_units() / limit_units() µs (see Limit). Same decisions as token_bucket for the same
+// (L, P, B) on every trace.
+#pragma once
+
+#include <cstdint>
+
+#include "spillway/decision.h"
+#include "spillway/limit.h"
+#include "src/core/token_bucket.h"  // kNoTime
+
+namespace spillway::core {
+
+struct GcraState {
+  Micros tat_us = 0;
+  std::int64_t tat_rem = 0;
+  Micros last = kNoTime;  // time of the last admission; kNoTime means idle
+};
+
+Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t cost);
+
+Micros idle_at(const GcraState& state, const Limit& limit);
+
+}  // namespace spillway::core

@@ -1,0 +1,29 @@
+// Sliding window log (SPEC §2): admitted (t_i, c_i) with now - P < t_i <= now; admits iff
+// sum(c_i) + c <= L. Exact; costs O(entries) memory, at most L entries per key (equal timestamps
+// are merged), so it suits small limits.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "spillway/decision.h"
+#include "spillway/limit.h"
+
+namespace spillway::core {
+
+struct SlidingLogState {
+  struct Entry {
+    Micros at;          // t_i
+    std::int64_t cost;  // c_i > 0
+  };
+  std::vector<Entry> entries;  // ascending by `at`, unique `at`; may hold expired entries
+  std::int64_t total = 0;      // sum of all cost in `entries`
+};
+
+// Pure: modifies `state` only when it admits cost > 0 (it then also drops expired entries).
+// A `now` before the newest entry is treated as the newest entry's time.
+Decision decide(SlidingLogState& state, const Limit& limit, Micros now, std::int64_t cost);
+
+Micros idle_at(const SlidingLogState& state, const Limit& limit);
+
+}  // namespace spillway::core

@@ -1,0 +1,24 @@
+// Sliding window counter (SPEC §2): counts of windows w and w-1; with r = now - w*P, admits iff
+// prev*(P - r)/P + cur + c <= L. Evaluated exactly as prev*(P - r) + (cur + c)*P <= L*P.
+#pragma once
+
+#include <cstdint>
+
+#include "spillway/decision.h"
+#include "spillway/limit.h"
+
+namespace spillway::core {
+
+struct SlidingWindowState {
+  Micros last = 0;            // time of the last admission; `current` counts window last / P
+  std::int64_t previous = 0;  // count of the window before that one
+  std::int64_t current = 0;   // previous == current == 0 means idle
+};
+
+// Pure: modifies `state` only when it admits cost > 0. A `now` before the last admission is
+// treated as the time of the last admission (the estimate is larger earlier in a window).
+Decision decide(SlidingWindowState& state, const Limit& limit, Micros now, std::int64_t cost);
+
+Micros idle_at(const SlidingWindowState& state, const Limit& limit);
+
+}  // namespace spillway::core

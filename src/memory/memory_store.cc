@@ -1,0 +1,87 @@
+#include "spillway/memory_store.h"
+
+#include <bit>
+#include <condition_variable>
+#include <thread>
+
+#include "src/core/fixed_window.h"
+#include "src/core/gcra.h"
+#include "src/core/sliding_log.h"
+#include "src/core/sliding_window.h"
+#include "src/core/token_bucket.h"
+#include "src/memory/sharded_table.h"
+
+namespace spillway {
+class MemoryStore::Impl {
+ public:
+  explicit Impl(const MemoryStoreOptions& options)
+      : fixed_window_(shards(options), tracked_, options.max_keys),
+        sliding_log_(shards(options), tracked_, options.max_keys),
+        sliding_window_(shards(options), tracked_, options.max_keys),
+        token_bucket_(shards(options), tracked_, options.max_keys),
+        gcra_(shards(options), tracked_, options.max_keys) {}
+
+  Result<Decision> check(std::string_view key, const Limit& limit, Micros now, std::int64_t cost) {
+    switch (limit.algorithm()) {
+      case Algorithm::kFixedWindow:
+        return fixed_window_.check(key, limit, now, cost);
+      case Algorithm::kSlidingLog:
+        return sliding_log_.check(key, limit, now, cost);
+      case Algorithm::kSlidingWindow:
+        return sliding_window_.check(key, limit, now, cost);
+      case Algorithm::kTokenBucket:
+        return token_bucket_.check(key, limit, now, cost);
+      case Algorithm::kGcra:
+        return gcra_.check(key, limit, now, cost);
+    }
+    return std::unexpected(Error{Errc::kInternal, "unknown algorithm"});
+  }
+
+  std::size_t sweep(Micros now) {
+    return fixed_window_.sweep(now) + sliding_log_.sweep(now) + sliding_window_.sweep(now) +
+           token_bucket_.sweep(now) + gcra_.sweep(now);
+  }
+
+  std::size_t size() const { return tracked_.load(std::memory_order_relaxed); }
+
+ private:
+  static std::size_t shards(const MemoryStoreOptions& options) {
+    return std::bit_ceil(std::max<std::size_t>(1, options.shards));
+  }
+
+  std::atomic<std::size_t> tracked_{0};
+  memory::ShardedTable<core::FixedWindowState> fixed_window_;
+  memory::ShardedTable<core::SlidingLogState> sliding_log_;
+  memory::ShardedTable<core::SlidingWindowState> sliding_window_;
+  memory::ShardedTable<core::TokenBucketState> token_bucket_;
+  memory::ShardedTable<core::GcraState> gcra_;
+};
+
+MemoryStore::MemoryStore(MemoryStoreOptions options)
+    : clock_(options.clock ? options.clock : std::make_shared<SystemClock>()),
+      impl_(std::make_unique<Impl>(options)) {
+  if (options.sweep_interval.count() > 0) {
+    sweeper_ = std::jthread([this, interval = options.sweep_interval](std::stop_token stop) {
+      std::mutex mutex;
+      std::condition_variable_any wake;
+      std::unique_lock lock(mutex);
+      while (!wake.wait_for(lock, stop, interval, [] { return false; })) sweep();
+    });
+  }
+}
+
+MemoryStore::~MemoryStore() = default;
+
+Result<Decision> MemoryStore::check(std::string_view key, const Limit& limit, std::int64_t cost,
+                                    std::optional<Micros> now) {
+  if (Result<void> valid = validate_check(key, cost, now); !valid) {
+    return std::unexpected(valid.error());
+  }
+  return impl_->check(key, limit, now ? *now : clock_->now(), cost);
+}
+
+std::size_t MemoryStore::sweep(Micros now) { return impl_->sweep(now); }
+
+std::size_t MemoryStore::size() const { return impl_->size(); }
+
+}  // namespace spillway

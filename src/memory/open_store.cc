@@ -1,0 +1,38 @@
+#include <string>
+
+#include "spillway/memory_store.h"
+#include "spillway/store.h"
+
+namespace spillway {
+
+Result<void> validate_check(std::string_view key, std::int64_t cost, std::optional<Micros> now) {
+  if (key.empty()) return invalid_argument("key must not be empty");
+  if (key.size() > kMaxKeyBytes) {
+    return invalid_argument("key is " + std::to_string(key.size()) + " bytes; at most " +
+                            std::to_string(kMaxKeyBytes) + " are allowed");
+  }
+  if (cost < 0) return invalid_argument("cost must be 0 or more, got " + std::to_string(cost));
+  if (now && (*now < 0 || *now > kMaxNow)) {
+    return invalid_argument("now must be between 0 and 2^52 µs, got " + std::to_string(*now));
+  }
+  return {};
+}
+
+Result<std::unique_ptr<Store>> open_store(std::string_view url, StoreOptions options) {
+  if (url == "memory" || url == "memory://") {
+    MemoryStoreOptions memory;
+    memory.clock = std::move(options.clock);
+    memory.sweep_interval = options.sweep_interval;
+    return std::make_unique<MemoryStore>(std::move(memory));
+  }
+  if (url.starts_with("redis://") || url.starts_with("redis+cluster://") ||
+      url.starts_with("unix://")) {
+    return std::unexpected(Error{
+        Errc::kUnavailable,
+        "backend \"" + std::string(url) + "\" is not available in this build (only \"memory\")"});
+  }
+  return invalid_argument("backend \"" + std::string(url) +
+                          "\" is not a backend URL (use memory or redis://host:port)");
+}
+
+}  // namespace spillway

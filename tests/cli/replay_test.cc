@@ -1,0 +1,139 @@
+// spillway replay: the trace parser in-process, and the real binary on traces and bad input.
+#include "src/cli/replay.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace spillway::cli {
+namespace {
+
+struct Outcome {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+// Runs the built spillway binary with `args`, feeding `input` on stdin.
+Outcome run_binary(const std::string& args, const std::string& input) {
+  const std::string dir = ::testing::TempDir();
+  const std::string in_path = dir + "/replay_in.csv";
+  const std::string err_path = dir + "/replay_err.txt";
+  std::ofstream(in_path) << input;
+  const std::string command =
+      std::string(SPILLWAY_BINARY) + " " + args + " < " + in_path + " 2> " + err_path;
+  Outcome run{};
+  FILE* pipe = popen(command.c_str(), "r");
+  std::array<char, 4096> buffer{};
+  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
+    run.out.append(buffer.data(), n);
+  const int raw = pclose(pipe);
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::stringstream err;
+  err << std::ifstream(err_path).rdbuf();
+  run.err = err.str();
+  return run;
+}
+
+TEST(ParseTraceLine, AcceptsTwoOrThreeFieldsAndSkipsComments) {
+  auto line = parse_trace_line("  1500 , user:1 , 3 \r");
+  ASSERT_TRUE(line.has_value());
+  ASSERT_TRUE(line->has_value());
+  EXPECT_EQ((*line)->at, 1500);
+  EXPECT_EQ((*line)->key, "user:1");
+  EXPECT_EQ((*line)->cost, 3);
+  auto defaulted = parse_trace_line("7,k");
+  ASSERT_TRUE(defaulted && *defaulted);
+  EXPECT_EQ((*defaulted)->cost, 1);
+  for (const char* skipped : {"", "   ", "# a comment", "  # indented"}) {
+    auto parsed = parse_trace_line(skipped);
+    ASSERT_TRUE(parsed.has_value()) << skipped;
+    EXPECT_FALSE(parsed->has_value()) << skipped;
+  }
+}
+
+TEST(ParseTraceLine, RejectsMalformedLinesNamingTheField) {
+  struct Case {
+    const char* line;
+    const char* mentions;
+  };
+  for (const Case& c : {Case{"abc,k", "t_us"}, Case{"-5,k", "t_us"}, Case{"10", "1 field"},
+                        Case{"10,,1", "key"}, Case{"10,k,-1", "cost"}, Case{"10,k,x", "cost"},
+                        Case{"10,k,1,2", "more than 3"}, Case{"99999999999999999999,k", "t_us"}}) {
+    auto parsed = parse_trace_line(c.line);
+    ASSERT_FALSE(parsed.has_value()) << c.line;
+    EXPECT_NE(parsed.error().message.find(c.mentions), std::string::npos)
+        << c.line << " -> " << parsed.error().message;
+  }
+}
+
+TEST(ReplayBinary, PrintsHeaderAndOneDecisionPerRequest) {
+  // fixed_window 2 per 1000 µs: two admitted, the third denied until the window ends at 1000.
+  Outcome run = run_binary("replay --algorithm fixed_window --limit 2 --period 1ms",
+                           "# comment\n0,a\n10,a\n20,a\n20,b,2\n1000,a\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "t_us,key,cost,allowed,remaining,retry_after_us,reset_after_us\n"
+            "0,a,1,1,1,0,1000\n"
+            "10,a,1,1,0,0,990\n"
+            "20,a,1,0,0,980,980\n"
+            "20,b,2,1,0,0,980\n"
+            "1000,a,1,1,1,0,1000\n");
+}
+
+TEST(ReplayBinary, ReadsTraceFromFileArgument) {
+  const std::string path = ::testing::TempDir() + "/trace_file.csv";
+  std::ofstream(path) << "0,k\n0,k\n";
+  Outcome run = run_binary("replay --algorithm gcra --limit 1 --period 1s " + path, "");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "t_us,key,cost,allowed,remaining,retry_after_us,reset_after_us\n"
+            "0,k,1,1,0,0,1000000\n"
+            "0,k,1,0,0,1000000,1000000\n");
+}
+
+TEST(ReplayBinary, BadArgumentsExitTwoWithOneLineNamingTheArgument) {
+  struct Case {
+    const char* args;
+    const char* mentions;
+  };
+  for (const Case& c : {
+           Case{"replay --limit 1 --period 1s", "--algorithm"},
+           Case{"replay --algorithm gcra --period 1s", "--limit"},
+           Case{"replay --algorithm nope --limit 1 --period 1s", "--algorithm"},
+           Case{"replay --algorithm gcra --limit 0 --period 1s", "--limit"},
+           Case{"replay --algorithm gcra --limit 1 --period 1x", "--period"},
+           Case{"replay --algorithm gcra --limit 1 --period 1s --burst -2", "--burst"},
+           Case{"replay --algorithm fixed_window --limit 1 --period 1s --burst 2", "burst"},
+           Case{"replay --algorithm gcra --limit 1 --period 1s --colour red", "--colour"},
+           Case{"replay --algorithm gcra --limit 1 --period 1s --backend ftp://x", "--backend"},
+           Case{"replay --algorithm gcra --limit 1 --period 1s /nonexistent/trace.csv",
+                "trace file"},
+           Case{"frobnicate", "frobnicate"},
+       }) {
+    Outcome run = run_binary(c.args, "0,k\n");
+    EXPECT_EQ(run.status, 2) << c.args;
+    const std::string first_line = run.err.substr(0, run.err.find('\n'));
+    EXPECT_NE(first_line.find(c.mentions), std::string::npos) << c.args << " -> " << run.err;
+    // Replay's errors are one line; only an unknown command is followed by the usage text.
+    if (std::string_view(c.args).starts_with("replay")) {
+      EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << c.args << " -> " << run.err;
+    }
+  }
+}
+
+TEST(ReplayBinary, MalformedTraceLineNamesTheLineNumberAndFails) {
+  Outcome run =
+      run_binary("replay --algorithm gcra --limit 5 --period 1s", "0,a\n# fine\n5,a,zz\n9,a\n");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.err.find("line 3"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("cost"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace spillway::cli

@@ -1,0 +1,147 @@
+// Helpers shared by the core tests: state equality, printing, per-state-type traits and a
+// Limit factory that fails loudly. Written from the public contract only (SPEC §2, headers).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "spillway/decision.h"
+#include "spillway/limit.h"
+#include "src/core/fixed_window.h"
+#include "src/core/gcra.h"
+#include "src/core/sliding_log.h"
+#include "src/core/sliding_window.h"
+#include "src/core/token_bucket.h"
+
+namespace spillway {
+
+// gtest picks this up through ADL to print Decisions in failure messages.
+inline void PrintTo(const Decision& d, std::ostream* os) {
+  *os << "{allowed=" << (d.allowed ? "true" : "false") << ", limit=" << d.limit
+      << ", remaining=" << d.remaining << ", retry_after=" << d.retry_after
+      << ", reset_after=" << d.reset_after << "}";
+}
+
+}  // namespace spillway
+
+namespace spillway::test_util {
+
+inline std::string show(const Decision& d) {
+  std::ostringstream os;
+  PrintTo(d, &os);
+  return os.str();
+}
+
+// Builds a Limit or throws with the error message (a test failure either way).
+inline Limit make_limit(Algorithm a, std::int64_t limit, Micros period,
+                        std::optional<std::int64_t> burst = std::nullopt) {
+  auto made = Limit::make(a, limit, period, burst);
+  if (!made) {
+    throw std::runtime_error("Limit::make failed: " + made.error().message);
+  }
+  return *made;
+}
+
+// Field-by-field equality of the algorithm states ("a denied request changes no state").
+inline bool same_state(const core::FixedWindowState& a, const core::FixedWindowState& b) {
+  return a.window == b.window && a.count == b.count;
+}
+inline bool same_state(const core::SlidingLogState& a, const core::SlidingLogState& b) {
+  if (a.total != b.total || a.entries.size() != b.entries.size()) return false;
+  for (std::size_t i = 0; i < a.entries.size(); ++i) {
+    if (a.entries[i].at != b.entries[i].at || a.entries[i].cost != b.entries[i].cost) return false;
+  }
+  return true;
+}
+inline bool same_state(const core::SlidingWindowState& a, const core::SlidingWindowState& b) {
+  return a.last == b.last && a.previous == b.previous && a.current == b.current;
+}
+inline bool same_state(const core::TokenBucketState& a, const core::TokenBucketState& b) {
+  return a.units == b.units && a.last == b.last;
+}
+inline bool same_state(const core::GcraState& a, const core::GcraState& b) {
+  return a.tat_us == b.tat_us && a.tat_rem == b.tat_rem && a.last == b.last;
+}
+
+inline std::string show_state(const core::FixedWindowState& s) {
+  return "FixedWindowState{window=" + std::to_string(s.window) +
+         ", count=" + std::to_string(s.count) + "}";
+}
+inline std::string show_state(const core::SlidingLogState& s) {
+  std::string out = "SlidingLogState{total=" + std::to_string(s.total) + ", entries=[";
+  for (const auto& e : s.entries) {
+    out += "(" + std::to_string(e.at) + "," + std::to_string(e.cost) + ")";
+  }
+  return out + "]}";
+}
+inline std::string show_state(const core::SlidingWindowState& s) {
+  return "SlidingWindowState{last=" + std::to_string(s.last) +
+         ", previous=" + std::to_string(s.previous) + ", current=" + std::to_string(s.current) +
+         "}";
+}
+inline std::string show_state(const core::TokenBucketState& s) {
+  return "TokenBucketState{units=" + std::to_string(s.units) + ", last=" + std::to_string(s.last) +
+         "}";
+}
+inline std::string show_state(const core::GcraState& s) {
+  return "GcraState{tat_us=" + std::to_string(s.tat_us) + ", tat_rem=" + std::to_string(s.tat_rem) +
+         ", last=" + std::to_string(s.last) + "}";
+}
+
+// Which algorithm a state type belongs to, and whether it is one of the bucket types (which take
+// a burst B and use B, not L, as the largest cost that can ever pass).
+template <typename State>
+struct AlgoTraits;
+template <>
+struct AlgoTraits<core::FixedWindowState> {
+  static constexpr Algorithm kAlgorithm = Algorithm::kFixedWindow;
+  static constexpr bool kBucket = false;
+  static constexpr const char* kName = "fixed_window";
+};
+template <>
+struct AlgoTraits<core::SlidingLogState> {
+  static constexpr Algorithm kAlgorithm = Algorithm::kSlidingLog;
+  static constexpr bool kBucket = false;
+  static constexpr const char* kName = "sliding_log";
+};
+template <>
+struct AlgoTraits<core::SlidingWindowState> {
+  static constexpr Algorithm kAlgorithm = Algorithm::kSlidingWindow;
+  static constexpr bool kBucket = false;
+  static constexpr const char* kName = "sliding_window";
+};
+template <>
+struct AlgoTraits<core::TokenBucketState> {
+  static constexpr Algorithm kAlgorithm = Algorithm::kTokenBucket;
+  static constexpr bool kBucket = true;
+  static constexpr const char* kName = "token_bucket";
+};
+template <>
+struct AlgoTraits<core::GcraState> {
+  static constexpr Algorithm kAlgorithm = Algorithm::kGcra;
+  static constexpr bool kBucket = true;
+  static constexpr const char* kName = "gcra";
+};
+
+// A Limit for `State`'s algorithm; the burst is passed only to the bucket types.
+template <typename State>
+Limit limit_for(std::int64_t limit, Micros period,
+                std::optional<std::int64_t> burst = std::nullopt) {
+  if constexpr (AlgoTraits<State>::kBucket) {
+    return make_limit(AlgoTraits<State>::kAlgorithm, limit, period, burst);
+  } else {
+    return make_limit(AlgoTraits<State>::kAlgorithm, limit, period);
+  }
+}
+
+// The largest cost that can ever be admitted: B for the bucket types, L otherwise.
+template <typename State>
+std::int64_t max_cost(const Limit& limit) {
+  return AlgoTraits<State>::kBucket ? limit.burst() : limit.limit();
+}
+
+}  // namespace spillway::test_util

@@ -1,0 +1,419 @@
+// MemoryStore (include/spillway/memory_store.h): same decisions as the pure algorithms, exact
+// under concurrency, input validation, key capacity, sweeping of idle keys.
+#include "spillway/memory_store.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "spillway/clock.h"
+#include "spillway/limit.h"
+#include "src/core/fixed_window.h"
+#include "src/core/gcra.h"
+#include "src/core/sliding_log.h"
+#include "src/core/sliding_window.h"
+#include "src/core/token_bucket.h"
+#include "tests/core/state_testing.h"
+
+namespace spillway {
+namespace {
+
+using test_util::AlgoTraits;
+using test_util::limit_for;
+using test_util::make_limit;
+using test_util::show;
+
+constexpr Micros kS = kMicrosPerSecond;
+constexpr Micros kHour = kMicrosPerHour;
+
+constexpr Algorithm kAll[] = {Algorithm::kFixedWindow, Algorithm::kSlidingLog,
+                              Algorithm::kSlidingWindow, Algorithm::kTokenBucket, Algorithm::kGcra};
+
+MemoryStoreOptions manual_options(std::shared_ptr<ManualClock> clock, std::size_t shards = 64,
+                                  std::size_t max_keys = 10'000'000) {
+  MemoryStoreOptions o;
+  o.shards = shards;
+  o.max_keys = max_keys;
+  o.clock = std::move(clock);
+  return o;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Differential: one key in the store decides exactly like the pure function on its own state.
+// ------------------------------------------------------------------------------------------------
+
+template <typename T>
+T pick(T lo, T hi) {  // whole range regardless of rapidcheck's size; still shrinks
+  return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
+}
+
+template <typename State>
+void store_matches_pure() {
+  const std::int64_t limit = pick<std::int64_t>(1, 51);
+  const Micros period = pick<Micros>(1, 10'000'001);
+  const std::int64_t burst = pick<std::int64_t>(1, 61);
+  const Limit lim = limit_for<State>(limit, period, burst);
+  const int n = *rc::gen::inRange(1, 151);
+  const std::string key = *rc::gen::nonEmpty(rc::gen::container<std::string>(
+      rc::gen::inRange<char>(std::numeric_limits<char>::min(), std::numeric_limits<char>::max())));
+  RC_PRE(key.size() <= kMaxKeyBytes);
+
+  auto clock = std::make_shared<ManualClock>(0);
+  MemoryStore store(manual_options(clock));
+  State state{};
+  Micros t = pick<Micros>(0, 1'000'000'000'000);
+  std::string log = "limit " + lim.describe() + " P=" + std::to_string(period) + "; trace:";
+  for (int i = 0; i < n; ++i) {
+    const int kind = pick(0, 10);
+    Micros dt = 0;
+    if (kind < 3) {
+      dt = 0;
+    } else if (kind < 6) {
+      dt = pick<Micros>(1, period / limit + 2);
+    } else if (kind < 9) {
+      dt = pick<Micros>(1, 2 * period + 2);
+    } else {
+      dt = -pick<Micros>(1, period + 2);
+    }
+    t = std::max<Micros>(0, t + dt);
+    const std::int64_t cost = pick<std::int64_t>(0, std::max(limit, burst) + 3);
+    log += " (" + std::to_string(t) + "," + std::to_string(cost) + ")";
+    const Decision want = core::decide(state, lim, t, cost);
+    // Alternate between an explicit now and the injected clock.
+    Result<Decision> got;
+    if (i % 2 == 0) {
+      got = store.check(key, lim, cost, t);
+    } else {
+      clock->set(t);
+      got = store.check(key, lim, cost);
+    }
+    if (!got.has_value()) RC_FAIL(log + "\nerror: " + got.error().message);
+    if (!(*got == want)) RC_FAIL(log + "\nwant " + show(want) + "\ngot  " + show(*got));
+    RC_ASSERT(store.size() <= 1u);
+  }
+}
+
+RC_GTEST_PROP(MemoryStoreDifferential, FixedWindow, ()) {
+  store_matches_pure<core::FixedWindowState>();
+}
+RC_GTEST_PROP(MemoryStoreDifferential, SlidingLog, ()) {
+  store_matches_pure<core::SlidingLogState>();
+}
+RC_GTEST_PROP(MemoryStoreDifferential, SlidingWindow, ()) {
+  store_matches_pure<core::SlidingWindowState>();
+}
+RC_GTEST_PROP(MemoryStoreDifferential, TokenBucket, ()) {
+  store_matches_pure<core::TokenBucketState>();
+}
+RC_GTEST_PROP(MemoryStoreDifferential, Gcra, ()) { store_matches_pure<core::GcraState>(); }
+
+// ------------------------------------------------------------------------------------------------
+// Concurrency.
+// ------------------------------------------------------------------------------------------------
+
+TEST(MemoryStoreConcurrency, OneHotKeyAdmitsExactlyTheLimit) {
+  // 8 threads x 5000 checks of cost 1 at one fixed `now`: exactly L = 10000 pass, whatever the
+  // interleaving, for every algorithm (nothing refills at a fixed instant).
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 5000;
+  constexpr std::int64_t kLimit = 10'000;
+  for (Algorithm a : kAll) {
+    const Limit lim = make_limit(a, kLimit, kHour);
+    MemoryStore store(manual_options(std::make_shared<ManualClock>(0)));
+    std::atomic<int> admitted{0};
+    std::atomic<int> errors{0};
+    std::atomic<int> bad_remaining{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < kPerThread; ++i) {
+          const auto d = store.check("hot", lim, 1, 7 * kS);
+          if (!d) {
+            errors.fetch_add(1);
+          } else {
+            if (d->allowed) admitted.fetch_add(1);
+            if (d->remaining < 0 || d->remaining > kLimit) bad_remaining.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(errors.load(), 0) << algorithm_name(a);
+    EXPECT_EQ(bad_remaining.load(), 0) << algorithm_name(a);
+    EXPECT_EQ(admitted.load(), kLimit) << algorithm_name(a);
+    EXPECT_EQ(store.size(), 1u) << algorithm_name(a);
+    const auto peek = store.check("hot", lim, 0, 7 * kS);
+    ASSERT_TRUE(peek.has_value());
+    EXPECT_EQ(peek->remaining, 0) << algorithm_name(a);
+  }
+}
+
+TEST(MemoryStoreConcurrency, ManyKeysEachAdmitExactlyTheLimit) {
+  // 8 threads each walk 32 keys 20 times (160 attempts per key) at one instant; L = 50 per key.
+  constexpr int kThreads = 8;
+  constexpr int kKeys = 32;
+  constexpr int kRounds = 20;
+  constexpr std::int64_t kLimit = 50;
+  for (Algorithm a : kAll) {
+    const Limit lim = make_limit(a, kLimit, kHour);
+    MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 8));
+    std::vector<std::atomic<int>> admitted(kKeys);
+    std::atomic<int> errors{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int round = 0; round < kRounds; ++round) {
+          for (int k = 0; k < kKeys; ++k) {
+            const int key = (k + t * 5) % kKeys;  // threads start at different keys
+            const auto d = store.check("user:" + std::to_string(key), lim, 1, 3 * kS);
+            if (!d) {
+              errors.fetch_add(1);
+            } else if (d->allowed) {
+              admitted[static_cast<std::size_t>(key)].fetch_add(1);
+            }
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(errors.load(), 0) << algorithm_name(a);
+    for (int k = 0; k < kKeys; ++k) {
+      EXPECT_EQ(admitted[static_cast<std::size_t>(k)].load(), kLimit)
+          << algorithm_name(a) << " key " << k;
+    }
+    EXPECT_EQ(store.size(), static_cast<std::size_t>(kKeys)) << algorithm_name(a);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Keys and limits.
+// ------------------------------------------------------------------------------------------------
+
+TEST(MemoryStore, DifferentLimitsOnOneKeyAreIndependent) {
+  MemoryStore store(manual_options(std::make_shared<ManualClock>(0)));
+  const Limit a = make_limit(Algorithm::kGcra, 5, kS);
+  const Limit b = make_limit(Algorithm::kGcra, 5, 2 * kS);     // other period
+  const Limit c = make_limit(Algorithm::kGcra, 6, kS);         // other limit
+  const Limit d = make_limit(Algorithm::kGcra, 5, kS, 3);      // other burst
+  const Limit e = make_limit(Algorithm::kFixedWindow, 5, kS);  // other algorithm
+  const Limit f = make_limit(Algorithm::kSlidingLog, 5, kS);
+  const Limit g = make_limit(Algorithm::kSlidingWindow, 5, kS);
+  const Limit h = make_limit(Algorithm::kTokenBucket, 5, kS);
+  const Micros now = 10 * kS;
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store.check("user", a, 1, now)->allowed);
+  EXPECT_FALSE(store.check("user", a, 1, now)->allowed);
+  struct Expect {
+    const Limit* limit;
+    int passes;
+  };
+  for (const Expect& x : {Expect{&b, 5}, Expect{&c, 6}, Expect{&d, 3}, Expect{&e, 5}, Expect{&f, 5},
+                          Expect{&g, 5}, Expect{&h, 5}}) {
+    int admitted = 0;
+    for (int i = 0; i < 10; ++i) {
+      const auto r = store.check("user", *x.limit, 1, now);
+      ASSERT_TRUE(r.has_value()) << x.limit->describe();
+      admitted += r->allowed ? 1 : 0;
+    }
+    EXPECT_EQ(admitted, x.passes) << x.limit->describe();
+  }
+}
+
+TEST(MemoryStore, KeysAreComparedAsWholeByteStrings) {
+  MemoryStore store(manual_options(std::make_shared<ManualClock>(0)));
+  const Limit lim = make_limit(Algorithm::kFixedWindow, 1, kHour);
+  const std::string keys[] = {
+      "a", "a:b", "a:b:c",    "ab", std::string("a\0b", 3), std::string("a\0", 2),
+      "A", "a ",  "\xff\xfe", "b:c"};
+  for (const auto& k : keys) {
+    const auto r = store.check(k, lim, 1, kS);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_TRUE(r->allowed) << "key of " << k.size() << " bytes collided";
+  }
+  for (const auto& k : keys) EXPECT_FALSE(store.check(k, lim, 1, kS)->allowed);
+  EXPECT_EQ(store.size(), std::size(keys));
+}
+
+TEST(MemoryStore, RejectsInvalidInputAndChangesNothing) {
+  MemoryStore store(manual_options(std::make_shared<ManualClock>(0)));
+  const Limit lim = make_limit(Algorithm::kGcra, 5, kS);
+  const auto expect_invalid = [](const Result<Decision>& r, const char* what) {
+    ASSERT_FALSE(r.has_value()) << what << " was accepted: " << show(*r);
+    EXPECT_EQ(r.error().code, Errc::kInvalidArgument) << what;
+    EXPECT_FALSE(r.error().message.empty()) << what;
+  };
+  expect_invalid(store.check("", lim, 1, kS), "empty key");
+  expect_invalid(store.check(std::string(kMaxKeyBytes + 1, 'k'), lim, 1, kS), "1025-byte key");
+  expect_invalid(store.check("k", lim, -1, kS), "cost -1");
+  expect_invalid(store.check("k", lim, std::numeric_limits<std::int64_t>::min(), kS),
+                 "cost INT64_MIN");
+  expect_invalid(store.check("k", lim, 1, -1), "now -1");
+  expect_invalid(store.check("k", lim, 1, kMaxNow + 1), "now past kMaxNow");
+  EXPECT_EQ(store.size(), 0u);
+  // The longest key is fine.
+  const auto longest = store.check(std::string(kMaxKeyBytes, 'k'), lim, 1, kS);
+  ASSERT_TRUE(longest.has_value()) << longest.error().message;
+  EXPECT_TRUE(longest->allowed);
+  EXPECT_EQ(store.size(), 1u);
+  // A huge cost is either rejected as input or denied for good; never admitted, never a crash.
+  const auto huge = store.check("k", lim, std::numeric_limits<std::int64_t>::max(), kS);
+  if (huge.has_value()) {
+    EXPECT_FALSE(huge->allowed);
+    EXPECT_EQ(huge->retry_after, kNever);
+  } else {
+    EXPECT_EQ(huge.error().code, Errc::kInvalidArgument);
+  }
+  EXPECT_EQ(store.size(), 1u);
+}
+
+TEST(MemoryStore, PeekAndDeniedChecksDoNotCreateKeys) {
+  MemoryStore store(manual_options(std::make_shared<ManualClock>(0)));
+  for (Algorithm a : kAll) {
+    const Limit lim = make_limit(a, 5, kS);
+    const auto peek = store.check("ghost", lim, 0, 3 * kS);
+    ASSERT_TRUE(peek.has_value());
+    EXPECT_EQ(*peek, (Decision{true, 5, 5, 0, 0})) << algorithm_name(a);
+    const auto never = store.check("ghost", lim, 6, 3 * kS);  // 6 > L = B = 5
+    ASSERT_TRUE(never.has_value());
+    EXPECT_EQ(*never, (Decision{false, 5, 5, kNever, 0})) << algorithm_name(a);
+    EXPECT_EQ(store.size(), 0u) << algorithm_name(a);
+  }
+}
+
+TEST(MemoryStore, UsesTheInjectedClock) {
+  auto clock = std::make_shared<ManualClock>(5 * kS);
+  MemoryStore store(manual_options(clock));
+  const Limit lim = make_limit(Algorithm::kFixedWindow, 2, kS);
+  // Window 5 = [5 s, 6 s): reset 1 s from 5.0 s.
+  EXPECT_EQ(*store.check("k", lim), (Decision{true, 2, 1, 0, kS}));
+  clock->advance(400'000);  // 5.4 s
+  EXPECT_EQ(*store.check("k", lim), (Decision{true, 2, 0, 0, 600'000}));
+  EXPECT_EQ(*store.check("k", lim), (Decision{false, 2, 0, 600'000, 600'000}));
+  clock->set(6 * kS);
+  EXPECT_EQ(*store.check("k", lim), (Decision{true, 2, 1, 0, kS}));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Capacity.
+// ------------------------------------------------------------------------------------------------
+
+TEST(MemoryStore, FullStoreRefusesNewKeysButStillLimitsTrackedOnes) {
+  MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 1, 4));
+  const Limit lim = make_limit(Algorithm::kGcra, 3, kHour);  // T = 20 min
+  for (int k = 0; k < 4; ++k) {
+    const auto r = store.check("k" + std::to_string(k), lim, 1, 0);
+    ASSERT_TRUE(r.has_value()) << k << ": " << r.error().message;
+    EXPECT_TRUE(r->allowed);
+  }
+  EXPECT_EQ(store.size(), 4u);
+  const auto full = store.check("k4", lim, 1, 0);
+  ASSERT_FALSE(full.has_value());
+  EXPECT_EQ(full.error().code, Errc::kStoreFull);
+  EXPECT_EQ(store.size(), 4u);
+  // k0 holds 1 of 3: exactly 2 more pass, then it is denied, also while the store is full.
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) {
+    const auto r = store.check("k0", lim, 1, 1'000);
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+    admitted += r->allowed ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, 2);
+  EXPECT_FALSE(store.check("k5", lim, 1, 2'000).has_value());
+  // Other algorithms count against the same cap.
+  const auto other = store.check("k0", make_limit(Algorithm::kFixedWindow, 3, kHour), 1, 2'000);
+  ASSERT_FALSE(other.has_value());
+  EXPECT_EQ(other.error().code, Errc::kStoreFull);
+  // Two hours later every key is idle (k0: tat = 3 * 20 min = 1 h): a new key sweeps them out.
+  const auto later = store.check("k6", lim, 1, 2 * kHour);
+  ASSERT_TRUE(later.has_value()) << later.error().message;
+  EXPECT_TRUE(later->allowed);
+  EXPECT_LE(store.size(), 4u);
+}
+
+TEST(MemoryStore, NeverTracksMoreThanMaxKeys) {
+  MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 4, 16));
+  const Limit lim = make_limit(Algorithm::kSlidingWindow, 2, kHour);
+  std::vector<std::string> tracked;
+  for (int k = 0; k < 100; ++k) {
+    const std::string key = "key-" + std::to_string(k);
+    const auto r = store.check(key, lim, 1, kS);
+    if (r.has_value()) {
+      EXPECT_TRUE(r->allowed) << key;
+      tracked.push_back(key);
+    } else {
+      EXPECT_EQ(r.error().code, Errc::kStoreFull) << key;
+    }
+    EXPECT_LE(store.size(), 16u);
+  }
+  EXPECT_LE(tracked.size(), 16u);
+  EXPECT_FALSE(tracked.empty());
+  EXPECT_EQ(store.size(), tracked.size());
+  for (const auto& key : tracked) {
+    const auto second = store.check(key, lim, 1, kS);
+    ASSERT_TRUE(second.has_value()) << key;
+    EXPECT_TRUE(second->allowed) << key;
+    const auto third = store.check(key, lim, 1, kS);
+    ASSERT_TRUE(third.has_value()) << key;
+    EXPECT_FALSE(third->allowed) << key;  // L = 2 exactly
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Sweeping.
+// ------------------------------------------------------------------------------------------------
+
+TEST(MemoryStore, SweepDropsOnlyIdleKeys) {
+  MemoryStore store(manual_options(std::make_shared<ManualClock>(0)));
+  // One unit at t = 0 with L = 10, P = 1 s: idle at 1 s (fixed window, sliding log), 2 s
+  // (sliding window), T = 100,000 (buckets).
+  for (Algorithm a : kAll) {
+    ASSERT_TRUE(store.check("short", make_limit(a, 10, kS), 1, 0)->allowed);
+  }
+  // GCRA 10 per hour: idle only at T = 6 min.
+  const Limit slow = make_limit(Algorithm::kGcra, 10, kHour);
+  ASSERT_TRUE(store.check("long", slow, 1, 0)->allowed);
+  EXPECT_EQ(store.size(), 6u);
+  EXPECT_EQ(store.sweep(50'000), 0u);  // nothing idle yet
+  EXPECT_EQ(store.size(), 6u);
+  EXPECT_EQ(store.sweep(3 * kS), 5u);  // all "short" keys are idle at 3 s
+  EXPECT_EQ(store.size(), 1u);
+  // The kept key kept its state: 9 more pass at 3 s, the 11th does not.
+  int admitted = 0;
+  for (int i = 0; i < 12; ++i) admitted += store.check("long", slow, 1, 3 * kS)->allowed ? 1 : 0;
+  EXPECT_EQ(admitted, 9);
+  // 10 units, all while tat > now: tat = 10 * 6 min = 60 min; idle then, not before.
+  EXPECT_EQ(store.sweep(60 * kMicrosPerMinute - 1), 0u);
+  EXPECT_EQ(store.size(), 1u);
+  EXPECT_EQ(store.sweep(60 * kMicrosPerMinute), 1u);
+  EXPECT_EQ(store.size(), 0u);
+  EXPECT_EQ(store.sweep(10 * kHour), 0u);
+}
+
+TEST(MemoryStore, SweepAfterTrafficReturnsToEmpty) {
+  MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 16));
+  for (int k = 0; k < 200; ++k) {
+    const Algorithm a = kAll[k % 5];
+    const auto r = store.check("k" + std::to_string(k), make_limit(a, 3, kS), 1 + k % 3, k * 1'000);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_TRUE(r->allowed);
+  }
+  EXPECT_GT(store.size(), 0u);
+  EXPECT_LE(store.size(), 200u);
+  store.sweep(10 * kS);
+  EXPECT_EQ(store.size(), 0u);
+  // A swept key starts over from idle.
+  const auto fresh = store.check("k0", make_limit(Algorithm::kFixedWindow, 3, kS), 0, 10 * kS);
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_EQ(fresh->remaining, 3);
+}
+
+}  // namespace
+}  // namespace spillway
