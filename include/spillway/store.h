@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "spillway/clock.h"
@@ -39,6 +40,11 @@ struct StoreOptions {
   // memory: sweep idle keys from a background thread at this period (0 = only as shards grow).
   // Must be 0 when every check passes its own `now` on a clock other than `clock` (replay).
   std::chrono::milliseconds sweep_interval{1000};
+  // redis: see RedisStoreOptions.
+  std::string key_prefix = "spillway";
+  std::chrono::milliseconds timeout{1000};
+  int pool_size = 2;
+  std::chrono::milliseconds ttl_floor{0};
 };
 
 // Opens a backend by URL: "memory" (the embedded default) or, in builds with the Redis backend,

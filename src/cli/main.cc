@@ -2,6 +2,7 @@
 #include <iostream>
 #include <string_view>
 
+#include "src/cli/bench.h"
 #include "src/cli/replay.h"
 
 namespace {
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   std::string_view command = argv[1];
   if (command == "replay")
     return spillway::cli::run_replay(argc, argv, 2, std::cin, std::cout, std::cerr);
+  if (command == "bench") return spillway::cli::run_bench(argc, argv, 2, std::cout, std::cerr);
   if (command == "help" || command == "--help" || command == "-h") {
     std::cout << kUsage;
     return 0;

@@ -1,7 +1,9 @@
 #include "src/cli/replay.h"
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <random>
 
 #include "spillway/limit.h"
 #include "spillway/store.h"
@@ -16,6 +18,14 @@ std::string_view trim(std::string_view s) {
     s.remove_suffix(1);
   }
   return s;
+}
+
+// A random id that keeps the keys of one replay run apart from every other run's.
+std::string run_id() {
+  std::random_device random;
+  char id[17];
+  std::snprintf(id, sizeof(id), "%08x%08x", random(), random());
+  return id;
 }
 
 struct ReplaySetup {
@@ -100,8 +110,13 @@ int run_replay(int argc, char** argv, int first, std::istream& in, std::ostream&
     }
   }
   std::istream& trace = setup->file ? file : in;
+  // Every request carries its own `now`: no background sweep on another clock, and on Redis a
+  // prefix of this run's own (a rerun starts from idle) and a TTL floor (trace time is not the
+  // server's clock, so keys must not expire by the wall clock mid-trace).
   auto store = open_store(setup->backend, {.clock = std::make_shared<ManualClock>(),
-                                           .sweep_interval = std::chrono::milliseconds(0)});
+                                           .sweep_interval = std::chrono::milliseconds(0),
+                                           .key_prefix = "spillway:replay:" + run_id(),
+                                           .ttl_floor = std::chrono::minutes(10)});
   if (!store) {
     err << "spillway replay: --backend: " << store.error().message << "\n";
     return store.error().code == Errc::kInvalidArgument ? 2 : 1;

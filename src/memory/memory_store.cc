@@ -65,7 +65,11 @@ MemoryStore::MemoryStore(MemoryStoreOptions options)
       std::mutex mutex;
       std::condition_variable_any wake;
       std::unique_lock lock(mutex);
-      while (!wake.wait_for(lock, stop, interval, [] { return false; })) sweep();
+      // wait_for returns early when a stop is requested; the destructor requests it.
+      while (!stop.stop_requested()) {
+        wake.wait_for(lock, stop, interval, [] { return false; });
+        if (!stop.stop_requested()) sweep();
+      }
     });
   }
 }

@@ -64,8 +64,8 @@ TEST_P(ParseDurationInvalid, RejectsAndQuotesInput) {
 
 INSTANTIATE_TEST_SUITE_P(Bad, ParseDurationInvalid,
                          ::testing::Values("0s", "0ms", "0", "-1s", "-250ms", "1.5s", "0.5m", "",
-                                           "10", "s", "ms", "abc", "1x", "1sx", "1s ", "1 s", "s1",
-                                           "1s1s", "99999999999999999999d", "9223372036854775807s",
+                                           "10", "s", "ms", "abc", "1x", "1sx", "1 s", "s1", "1s1s",
+                                           "99999999999999999999d", "9223372036854775807s",
                                            "9223372036854775807ms",
                                            "106751992d",  // 106751992 * 86400 * 10^6 > 2^63
                                            "1e3s", "0x10s"));

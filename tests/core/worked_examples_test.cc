@@ -74,6 +74,24 @@ TEST(LimitMake, ReducesTheEmissionIntervalFraction) {
   EXPECT_EQ(n.period_units(), 10);
 }
 
+TEST(LimitMake, AcceptsRealisticLimits) {
+  struct Case {
+    std::int64_t limit;
+    Micros period;
+  };
+  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingLog, Algorithm::kSlidingWindow,
+                      Algorithm::kTokenBucket, Algorithm::kGcra}) {
+    for (const Case& c :
+         {Case{1000, kMicrosPerMinute}, Case{600, kMicrosPerMinute}, Case{60, kMicrosPerMinute},
+          Case{5, kMicrosPerMinute}, Case{10, kS}, Case{1'000'000, kMicrosPerHour},
+          Case{1, kMicrosPerDay}, Case{3, 7}, Case{1, 1}}) {
+      auto l = Limit::make(a, c.limit, c.period);
+      EXPECT_TRUE(l.has_value()) << algorithm_name(a) << " " << c.limit << "/" << c.period << ": "
+                                 << l.error().message;
+    }
+  }
+}
+
 void expect_rejected(Result<Limit> r, const std::string& field, const std::string& what) {
   ASSERT_FALSE(r.has_value()) << what << " was accepted";
   EXPECT_EQ(r.error().code, Errc::kInvalidArgument) << what;
@@ -261,6 +279,31 @@ TEST(SlidingWindowExample, WeighsThePreviousWindow) {
   EXPECT_EQ(core::decide(s, l, 2'500'000, 11), D(false, 10, 0, kNever, 1'500'000));
   // Two windows later everything is forgotten: window 4 -> prev = cur = 0.
   EXPECT_EQ(core::decide(s, l, 4'000'000, 0), D(true, 10, 10, 0, 0));
+}
+
+TEST(SlidingWindowExample, EarlierNowInTheSameWindowIsTheLastAdmissionTime) {
+  // Earlier in a window the previous window weighs more; SPEC §2 says a `now` before the time
+  // the key has seen (its last admission) is treated as that time, so it must not weigh more.
+  const Limit l = limit_for<SlidingWindowState>(4, 1'000);
+  SlidingWindowState s;
+  // t = 500, window 0: 3 units; remaining floor(4 - 3) = 1; idle at 2 * 1000 -> reset 1500.
+  EXPECT_EQ(core::decide(s, l, 500, 3), D(true, 4, 1, 0, 1'500));
+  // t = 1900, window 1, r = 900: 3 * 100 + 1 * 1000 = 1300 <= 4000; remaining
+  // floor((4000 - 300 - 1000) / 1000) = 2; idle at 3000 -> reset 1100.
+  EXPECT_EQ(core::decide(s, l, 1'900, 1), D(true, 4, 2, 0, 1'100));
+  // t = 1000 (back, same window) is judged at 1900: a peek sees 2 left, not
+  // floor(4 - 3 * 1000/1000 - 1) = 0 as at r = 0; and 2 units fit (300 + 3000 <= 4000).
+  const Decision peek = core::decide(s, l, 1'000, 0);
+  EXPECT_TRUE(peek.allowed);
+  EXPECT_EQ(peek.remaining, 2);
+  EXPECT_TRUE(core::decide(s, l, 1'000, 2).allowed);
+  // t = 900 (back into window 0) is also judged at 1900: 300 + 4000 > 4000.
+  EXPECT_FALSE(core::decide(s, l, 900, 1).allowed);
+  // Charged to window 1 (cur = 1 + 2 = 3): at t = 2000 (window 2, r = 0) prev = 3:
+  // 3000 + 1000 <= 4000 -> exactly 1 more fits.
+  EXPECT_EQ(core::decide(s, l, 2'000, 0).remaining, 1);
+  EXPECT_TRUE(core::decide(s, l, 2'000, 1).allowed);
+  EXPECT_FALSE(core::decide(s, l, 2'000, 1).allowed);
 }
 
 // ================================================================================================

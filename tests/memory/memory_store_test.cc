@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -146,7 +148,18 @@ TEST(MemoryStoreConcurrency, OneHotKeyAdmitsExactlyTheLimit) {
         }
       });
     }
+    // Meanwhile sweep at that same instant: the key is in use (not idle), so it must survive.
+    std::atomic<bool> done{false};
+    std::thread sweeper([&] {
+      while (!done.load()) {
+        store.sweep(7 * kS);
+        (void)store.size();
+        std::this_thread::yield();
+      }
+    });
     for (auto& th : threads) th.join();
+    done.store(true);
+    sweeper.join();
     EXPECT_EQ(errors.load(), 0) << algorithm_name(a);
     EXPECT_EQ(bad_remaining.load(), 0) << algorithm_name(a);
     EXPECT_EQ(admitted.load(), kLimit) << algorithm_name(a);
@@ -192,6 +205,74 @@ TEST(MemoryStoreConcurrency, ManyKeysEachAdmitExactlyTheLimit) {
     }
     EXPECT_EQ(store.size(), static_cast<std::size_t>(kKeys)) << algorithm_name(a);
   }
+}
+
+// Destroys `store` on another thread and reports whether that finished within `limit`. A store
+// whose destructor hangs is leaked instead, so a broken background sweeper fails this test
+// rather than hanging the whole suite.
+::testing::AssertionResult destroyed_within(std::unique_ptr<MemoryStore> store,
+                                            std::chrono::seconds limit) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  std::thread([s = store.release(), done] {
+    delete s;
+    done->set_value();
+  }).detach();
+  if (finished.wait_for(limit) == std::future_status::ready) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "~MemoryStore did not return within " << limit.count()
+                                       << " s (the background sweeper does not stop)";
+}
+
+TEST(MemoryStore, DestructorStopsTheBackgroundSweeper) {
+  MemoryStoreOptions o = manual_options(std::make_shared<ManualClock>(0));
+  o.sweep_interval = std::chrono::milliseconds(1);
+  auto store = std::make_unique<MemoryStore>(std::move(o));
+  ASSERT_TRUE(store->check("k", make_limit(Algorithm::kGcra, 1, kS))->allowed);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(destroyed_within(std::move(store), std::chrono::seconds(10)));
+}
+
+TEST(MemoryStoreConcurrency, BackgroundSweeperKeepsBusyKeysAndDropsIdleOnes) {
+  // The background sweeper reads the injected clock. While the clock stands still at 7 s, keys
+  // in use are not idle and each still admits exactly L; once the clock moves 2 h on, every key
+  // is idle and the sweeper empties the store on its own.
+  auto clock = std::make_shared<ManualClock>(7 * kS);
+  MemoryStoreOptions o = manual_options(clock, 8);
+  o.sweep_interval = std::chrono::milliseconds(1);
+  auto owned = std::make_unique<MemoryStore>(std::move(o));
+  MemoryStore& store = *owned;
+  constexpr int kThreads = 4;
+  constexpr int kKeys = 16;
+  constexpr std::int64_t kLimit = 40;
+  std::vector<Limit> limits;
+  for (Algorithm a : kAll) limits.push_back(make_limit(a, kLimit, kHour));
+  std::vector<std::atomic<int>> admitted(kKeys * limits.size());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 15; ++round) {
+        for (int k = 0; k < kKeys; ++k) {
+          for (std::size_t a = 0; a < limits.size(); ++a) {
+            const int key = (k + t * 3) % kKeys;
+            const auto d = store.check("k" + std::to_string(key), limits[a]);  // clock: 7 s
+            if (d && d->allowed) admitted[static_cast<std::size_t>(key) * limits.size() + a]++;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (std::size_t i = 0; i < admitted.size(); ++i) {
+    EXPECT_EQ(admitted[i].load(), kLimit)
+        << "key " << i / limits.size() << " " << limits[i % limits.size()].describe();
+  }
+  EXPECT_EQ(store.size(), kKeys * limits.size());
+  clock->advance(2 * kHour);
+  for (int i = 0; i < 5000 && store.size() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(store.size(), 0u);
+  EXPECT_TRUE(destroyed_within(std::move(owned), std::chrono::seconds(10)));
 }
 
 // ------------------------------------------------------------------------------------------------

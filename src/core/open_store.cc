@@ -1,6 +1,7 @@
 #include <string>
 
 #include "spillway/memory_store.h"
+#include "spillway/redis_store.h"
 #include "spillway/store.h"
 
 namespace spillway {
@@ -25,11 +26,17 @@ Result<std::unique_ptr<Store>> open_store(std::string_view url, StoreOptions opt
     memory.sweep_interval = options.sweep_interval;
     return std::make_unique<MemoryStore>(std::move(memory));
   }
-  if (url.starts_with("redis://") || url.starts_with("redis+cluster://") ||
-      url.starts_with("unix://")) {
-    return std::unexpected(Error{
-        Errc::kUnavailable,
-        "backend \"" + std::string(url) + "\" is not available in this build (only \"memory\")"});
+  if (url.starts_with("redis://") || url.starts_with("unix://")) {
+    auto store = RedisStore::open({.url = std::string(url),
+                                   .key_prefix = options.key_prefix,
+                                   .timeout = options.timeout,
+                                   .pool_size = options.pool_size,
+                                   .ttl_floor = options.ttl_floor});
+    if (!store) return std::unexpected(store.error());
+    return std::unique_ptr<Store>(std::move(*store));
+  }
+  if (url.starts_with("redis+cluster://")) {
+    return std::unexpected(Error{Errc::kUnavailable, "redis cluster is not supported yet"});
   }
   return invalid_argument("backend \"" + std::string(url) +
                           "\" is not a backend URL (use memory or redis://host:port)");

@@ -1,0 +1,801 @@
+// Client: one I/O thread (Boost.Asio), a pool of connections, automatic pipelining, per-call
+// deadlines and background reconnection. See client.h for the contract.
+//
+// Everything below the public functions runs on the I/O thread, except format_command() (called
+// by the caller) and the atomic `up_count_` read by connected(). Handlers capture raw pointers to
+// the Impl and its Connections: both outlive the I/O thread, which is joined before they are
+// destroyed. A connection attempt's socket and buffers live in a Session held by shared_ptr by
+// every handler that uses them, so a dropped session stays valid until its last handler ran.
+#include "src/redis/client.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/un.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <charconv>
+#include <climits>
+#include <cstddef>
+#include <deque>
+#include <future>
+#include <thread>
+#include <utility>
+
+namespace spillway::redis {
+namespace {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using SteadyClock = std::chrono::steady_clock;
+using Socket = asio::generic::stream_protocol::socket;
+using GenericEndpoint = asio::generic::stream_protocol::endpoint;
+using Callback = Client::Callback;
+
+// ---- hiredis objects, owned -----------------------------------------------------------------
+
+struct ReaderDeleter {
+  void operator()(redisReader* reader) const { redisReaderFree(reader); }
+};
+using ReaderPtr = std::unique_ptr<redisReader, ReaderDeleter>;
+
+struct ReplyDeleter {
+  void operator()(redisReply* reply) const { freeReplyObject(reply); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+struct CommandDeleter {
+  void operator()(char* command) const { redisFreeCommand(command); }
+};
+using CommandPtr = std::unique_ptr<char, CommandDeleter>;
+
+// ---- small helpers -------------------------------------------------------------------------
+
+std::unexpected<Error> error(Errc code, std::string message) {
+  return std::unexpected(Error{code, std::move(message)});
+}
+
+// The one place that decides what an I/O failure means for the caller.
+Errc classify(const error_code& ec) {
+  if (ec == asio::error::timed_out) return Errc::kTimeout;
+  return Errc::kUnavailable;
+}
+
+std::string millis(std::chrono::milliseconds duration) {
+  return std::to_string(duration.count()) + " ms";
+}
+
+// RESP encoding of one command, every argument a bulk string (binary safe).
+Result<std::string> format_command(const std::vector<std::string>& args) {
+  if (args.empty()) return invalid_argument("redis command has no arguments");
+  if (args.size() > static_cast<std::size_t>(INT_MAX)) {
+    return invalid_argument("redis command has too many arguments");
+  }
+  std::vector<const char*> argv;
+  std::vector<std::size_t> argvlen;
+  argv.reserve(args.size());
+  argvlen.reserve(args.size());
+  for (const std::string& arg : args) {
+    argv.push_back(arg.data());
+    argvlen.push_back(arg.size());
+  }
+  char* raw = nullptr;
+  const int length =
+      redisFormatCommandArgv(&raw, static_cast<int>(args.size()), argv.data(), argvlen.data());
+  CommandPtr command(raw);
+  if (length < 0 || !command) return error(Errc::kInternal, "formatting a redis command failed");
+  return std::string(command.get(), static_cast<std::size_t>(length));
+}
+
+Reply convert(const redisReply& raw) {
+  Reply reply;
+  switch (raw.type) {
+    case REDIS_REPLY_STRING:
+      reply.type = Reply::Type::kString;
+      reply.text.assign(raw.str, raw.len);
+      break;
+    case REDIS_REPLY_STATUS:
+      reply.type = Reply::Type::kStatus;
+      reply.text.assign(raw.str, raw.len);
+      break;
+    case REDIS_REPLY_ERROR:
+      reply.type = Reply::Type::kError;
+      reply.text.assign(raw.str, raw.len);
+      break;
+    case REDIS_REPLY_INTEGER:
+      reply.type = Reply::Type::kInteger;
+      reply.integer = raw.integer;
+      break;
+    case REDIS_REPLY_ARRAY:
+      reply.type = Reply::Type::kArray;
+      reply.elements.reserve(raw.elements);
+      for (std::size_t i = 0; i < raw.elements; ++i)
+        reply.elements.push_back(convert(*raw.element[i]));
+      break;
+    default:  // REDIS_REPLY_NIL
+      reply.type = Reply::Type::kNil;
+      break;
+  }
+  return reply;
+}
+
+// Runs `done` once and leaves it empty, so a slot can never be completed twice.
+void complete(Callback& done, Result<Reply> result) {
+  Callback callback = std::move(done);
+  done = nullptr;
+  if (callback) callback(std::move(result));
+}
+
+std::string describe(const ClientOptions& options) {
+  if (!options.unix_socket.empty()) return "redis unix:" + options.unix_socket;
+  if (options.host.find(':') != std::string::npos) {
+    return "redis [" + options.host + "]:" + std::to_string(options.port);
+  }
+  return "redis " + options.host + ":" + std::to_string(options.port);
+}
+
+ClientOptions normalized(ClientOptions options) {
+  using std::chrono::milliseconds;
+  options.pool_size = std::max(options.pool_size, 1);
+  options.timeout = std::max(options.timeout, milliseconds(1));
+  options.connect_timeout = std::max(options.connect_timeout, milliseconds(1));
+  options.reconnect_min = std::max(options.reconnect_min, milliseconds(1));
+  options.reconnect_max = std::max(options.reconnect_max, options.reconnect_min);
+  return options;
+}
+
+}  // namespace
+
+// ---- Impl ----------------------------------------------------------------------------------
+
+class Client::Impl {
+ public:
+  explicit Impl(ClientOptions options);
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void submit(Result<std::string> command, Callback done) {
+    asio::post(io_, [this, command = std::move(command), done = std::move(done)]() mutable {
+      dispatch(std::move(command), std::move(done));
+    });
+  }
+
+  // Idempotent; must not run on the I/O thread.
+  void shutdown();
+
+  bool connected() const { return up_count_.load(std::memory_order_acquire) > 0; }
+  bool on_io_thread() { return io_.get_executor().running_in_this_thread(); }
+
+ private:
+  class Connection;
+
+  void dispatch(Result<std::string> command, Callback done);
+
+  const ClientOptions options_;
+  const std::string where_;  // "redis host:port", prefix of every error message
+  asio::io_context io_{1};
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::atomic<int> up_count_{0};
+  // I/O thread only:
+  bool stopping_ = false;
+  std::size_t next_ = 0;
+  std::thread thread_;  // last: started when everything else exists
+};
+
+// One connection of the pool and its reconnection loop.
+class Client::Impl::Connection {
+ public:
+  explicit Connection(Impl& impl)
+      : impl_(impl),
+        options_(impl.options_),
+        call_timer_(impl.io_),
+        backoff_timer_(impl.io_),
+        resolver_(impl.io_),
+        backoff_(options_.reconnect_min) {}
+
+  bool up() const { return state_ == State::kUp; }
+  // The first attempt after construction queues calls instead of failing them, so that a client
+  // used right after it was created does not fail while it is still connecting.
+  bool queues_calls() const { return state_ == State::kConnecting && first_attempt_; }
+  const std::string& last_cause() const { return last_cause_; }
+
+  void send(std::string command, Callback done, SteadyClock::time_point deadline) {
+    if (state_ == State::kUp) {
+      session_->output += command;
+      session_->pending.push_back(Pending{Kind::kUser, std::move(done), deadline});
+      start_write(session_);
+    } else {
+      waiting_.push_back(Waiting{std::move(command), std::move(done), deadline});
+    }
+    arm_call_timer(deadline);
+  }
+
+  void connect() {
+    if (impl_.stopping_) return;
+    state_ = State::kConnecting;
+    auto session = std::make_shared<Session>(impl_.io_);
+    session_ = session;
+    if (!session->reader) {
+      fail(Errc::kInternal, "cannot create a RESP reader");
+      return;
+    }
+    session->connect_timer.expires_after(options_.connect_timeout);
+    session->connect_timer.async_wait([this, session](const error_code& ec) {
+      if (ec || session != session_ || state_ != State::kConnecting) return;
+      fail(classify(asio::error::timed_out),
+           "connect timed out after " + millis(options_.connect_timeout));
+    });
+
+    if (!options_.unix_socket.empty()) {
+      // asio would throw for a path that does not fit in sockaddr_un: check it here instead.
+      if (options_.unix_socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
+        fail(Errc::kUnavailable, "unix socket path is too long");
+        return;
+      }
+      const asio::local::stream_protocol::endpoint endpoint(options_.unix_socket);
+      session->socket.async_connect(
+          GenericEndpoint(endpoint),
+          [this, session](const error_code& ec) { on_connect(session, ec); });
+      return;
+    }
+    error_code parse_error;
+    const asio::ip::address address = asio::ip::make_address(options_.host, parse_error);
+    if (!parse_error) {
+      const asio::ip::tcp::endpoint endpoint(address, options_.port);
+      session->socket.async_connect(
+          GenericEndpoint(endpoint),
+          [this, session](const error_code& ec) { on_connect(session, ec); });
+      return;
+    }
+    resolver_.async_resolve(
+        options_.host, std::to_string(options_.port),
+        [this, session](const error_code& ec, const asio::ip::tcp::resolver::results_type& found) {
+          if (session != session_) return;
+          if (ec) {
+            fail(classify(ec), "cannot resolve host: " + ec.message());
+            return;
+          }
+          std::vector<GenericEndpoint> endpoints;
+          for (const auto& entry : found) endpoints.emplace_back(entry.endpoint());
+          asio::async_connect(
+              session->socket, endpoints,
+              [this, session](const error_code& connect_error, const GenericEndpoint&) {
+                on_connect(session, connect_error);
+              });
+        });
+  }
+
+  // Shutdown (I/O thread, after impl_.stopping_ was set): fails every call and cancels all work.
+  void stop() {
+    call_timer_.cancel();
+    backoff_timer_.cancel();
+    resolver_.cancel();
+    fail(Errc::kUnavailable, "the client is shutting down");
+  }
+
+ private:
+  enum class State { kConnecting, kUp, kDown, kStopped };
+  enum class Kind { kUser, kExpired, kAuth, kSelect };
+
+  // A command whose reply is awaited, in send order.
+  struct Pending {
+    Kind kind;
+    Callback done;  // kUser only
+    SteadyClock::time_point deadline;
+  };
+  // A call queued while the first connection attempt is in progress.
+  struct Waiting {
+    std::string command;
+    Callback done;
+    SteadyClock::time_point deadline;
+  };
+  // One connection attempt: its socket, parser and buffers.
+  struct Session {
+    explicit Session(asio::io_context& io)
+        : socket(io), connect_timer(io), reader(redisReaderCreate()) {}
+    Socket socket;
+    asio::steady_timer connect_timer;
+    ReaderPtr reader;
+    std::array<char, 16 * 1024> input{};
+    std::string output;     // commands for the next write
+    std::string in_flight;  // bytes of the write in progress
+    bool writing = false;
+    std::deque<Pending> pending;
+    std::size_t expired = 0;  // leading entries of `pending` whose caller already timed out
+    int handshake_left = 0;   // AUTH / SELECT replies still expected
+  };
+
+  void on_connect(const std::shared_ptr<Session>& session, const error_code& ec) {
+    if (session != session_) return;
+    if (ec) {
+      fail(classify(ec), "connect failed: " + ec.message());
+      return;
+    }
+    if (options_.unix_socket.empty()) {
+      error_code ignored;
+      session->socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+      session->socket.set_option(asio::socket_base::keep_alive(true), ignored);
+    }
+    start_read(session);
+    if (options_.password) {
+      std::vector<std::string> auth{"AUTH"};
+      if (options_.user) auth.push_back(*options_.user);
+      auth.push_back(*options_.password);
+      if (!queue_handshake(session, auth, Kind::kAuth)) return;
+    }
+    if (options_.db != 0) {
+      if (!queue_handshake(session, {"SELECT", std::to_string(options_.db)}, Kind::kSelect)) {
+        return;
+      }
+    }
+    if (session->handshake_left == 0) {
+      on_up(session);
+    } else {
+      start_write(session);
+    }
+  }
+
+  bool queue_handshake(const std::shared_ptr<Session>& session,
+                       const std::vector<std::string>& args, Kind kind) {
+    Result<std::string> command = format_command(args);
+    if (!command) {
+      fail(Errc::kInternal, "cannot format " + args[0]);
+      return false;
+    }
+    session->output += *command;
+    session->pending.push_back(Pending{kind, nullptr, SteadyClock::time_point::max()});
+    ++session->handshake_left;
+    return true;
+  }
+
+  void on_up(const std::shared_ptr<Session>& session) {
+    state_ = State::kUp;
+    first_attempt_ = false;
+    backoff_ = options_.reconnect_min;
+    last_cause_.clear();
+    session->connect_timer.cancel();
+    impl_.up_count_.fetch_add(1, std::memory_order_release);
+    for (Waiting& waiting : waiting_) {
+      session->output += waiting.command;
+      session->pending.push_back(Pending{Kind::kUser, std::move(waiting.done), waiting.deadline});
+    }
+    waiting_.clear();
+    start_write(session);
+  }
+
+  void start_write(const std::shared_ptr<Session>& session) {
+    if (session->writing || session->output.empty()) return;
+    session->in_flight.swap(session->output);  // in_flight was empty: output starts afresh
+    session->writing = true;
+    asio::async_write(session->socket, asio::buffer(session->in_flight),
+                      [this, session](const error_code& ec, std::size_t) {
+                        session->writing = false;
+                        session->in_flight.clear();
+                        if (session != session_) return;
+                        if (ec) {
+                          fail(classify(ec), "write failed: " + ec.message());
+                          return;
+                        }
+                        start_write(session);
+                      });
+  }
+
+  void start_read(const std::shared_ptr<Session>& session) {
+    session->socket.async_read_some(
+        asio::buffer(session->input), [this, session](const error_code& ec, std::size_t size) {
+          if (session != session_) return;
+          if (ec) {
+            fail(classify(ec), ec == asio::error::eof ? "connection closed by the server"
+                                                      : "connection lost: " + ec.message());
+            return;
+          }
+          redisReader* reader = session->reader.get();
+          if (redisReaderFeed(reader, session->input.data(), size) != REDIS_OK) {
+            fail(Errc::kUnavailable, std::string("protocol error: ") + reader->errstr);
+            return;
+          }
+          for (;;) {
+            void* raw = nullptr;
+            if (redisReaderGetReply(reader, &raw) != REDIS_OK) {
+              fail(Errc::kUnavailable, std::string("protocol error: ") + reader->errstr);
+              return;
+            }
+            if (raw == nullptr) break;
+            const ReplyPtr owned(static_cast<redisReply*>(raw));
+            on_reply(session, convert(*owned));
+            if (session != session_) return;  // the reply failed the connection
+          }
+          start_read(session);
+        });
+  }
+
+  void on_reply(const std::shared_ptr<Session>& session, Reply reply) {
+    if (session->pending.empty()) {
+      fail(Errc::kUnavailable, "protocol error: a reply arrived that no command was waiting for");
+      return;
+    }
+    Pending pending = std::move(session->pending.front());
+    session->pending.pop_front();
+    if (session->expired > 0) {  // its caller got kTimeout already: drop the late reply
+      --session->expired;
+      return;
+    }
+    switch (pending.kind) {
+      case Kind::kUser:
+        complete(pending.done, std::move(reply));
+        return;
+      case Kind::kAuth:
+      case Kind::kSelect:
+        if (reply.is_error()) {
+          fail(Errc::kUnavailable, (pending.kind == Kind::kAuth
+                                        ? std::string("AUTH failed: ")
+                                        : "SELECT " + std::to_string(options_.db) + " failed: ") +
+                                       reply.text);
+          return;
+        }
+        if (--session->handshake_left == 0) on_up(session);
+        return;
+      case Kind::kExpired:
+        return;
+    }
+  }
+
+  // One timer per connection. Deadlines are assigned in send order with one timeout, so the calls
+  // that expire are always a prefix of `pending` (after the expired ones) and of `waiting_`.
+  void arm_call_timer(SteadyClock::time_point deadline) {
+    if (call_timer_armed_) return;  // armed for an earlier deadline: it re-arms when it fires
+    call_timer_armed_ = true;
+    call_timer_.expires_at(deadline);
+    call_timer_.async_wait([this](const error_code& ec) {
+      if (ec == asio::error::operation_aborted) return;  // only at shutdown
+      call_timer_armed_ = false;
+      if (!impl_.stopping_) expire_calls();
+    });
+  }
+
+  void expire_calls() {
+    const SteadyClock::time_point now = SteadyClock::now();
+    const std::string message = impl_.where_ + ": no reply within " + millis(options_.timeout);
+    std::optional<SteadyClock::time_point> next;
+    if (session_) {
+      std::deque<Pending>& pending = session_->pending;
+      std::size_t index = session_->expired;
+      for (; index < pending.size() && pending[index].kind == Kind::kUser; ++index) {
+        if (pending[index].deadline > now) {
+          next = pending[index].deadline;
+          break;
+        }
+        pending[index].kind = Kind::kExpired;  // the slot stays: the reply will come
+        complete(pending[index].done, error(Errc::kTimeout, message));
+      }
+      session_->expired = index;
+    }
+    while (!waiting_.empty() && waiting_.front().deadline <= now) {
+      Waiting waiting = std::move(waiting_.front());
+      waiting_.pop_front();
+      complete(waiting.done, error(Errc::kTimeout, message + " (still connecting)"));
+    }
+    if (!waiting_.empty()) {
+      next = next ? std::min(*next, waiting_.front().deadline) : waiting_.front().deadline;
+    }
+    if (next) arm_call_timer(*next);
+  }
+
+  // Drops the current session (if any), fails every call it holds and schedules a reconnect.
+  void fail(Errc code, const std::string& cause) {
+    if (state_ == State::kUp) impl_.up_count_.fetch_sub(1, std::memory_order_release);
+    last_cause_ = cause;
+    first_attempt_ = false;
+    std::deque<Pending> pending;
+    std::size_t expired = 0;
+    if (session_) {
+      const std::shared_ptr<Session> session = std::move(session_);
+      session_.reset();
+      error_code ignored;
+      session->connect_timer.cancel();
+      session->socket.close(ignored);  // its handlers run with operation_aborted and return
+      pending = std::move(session->pending);
+      expired = session->expired;
+    }
+    std::deque<Waiting> waiting = std::move(waiting_);
+    waiting_.clear();
+    state_ = impl_.stopping_ ? State::kStopped : State::kDown;
+
+    const std::string message = impl_.where_ + ": " + cause;
+    for (std::size_t i = expired; i < pending.size(); ++i) {
+      if (pending[i].kind == Kind::kUser) complete(pending[i].done, error(code, message));
+    }
+    for (Waiting& entry : waiting) complete(entry.done, error(code, message));
+
+    if (state_ == State::kDown) {
+      backoff_timer_.expires_after(backoff_);
+      backoff_timer_.async_wait([this](const error_code& ec) {
+        if (ec || impl_.stopping_) return;
+        connect();
+      });
+      backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
+    }
+  }
+
+  Impl& impl_;
+  const ClientOptions& options_;
+  State state_ = State::kDown;
+  bool first_attempt_ = true;
+  std::shared_ptr<Session> session_;
+  std::deque<Waiting> waiting_;
+  asio::steady_timer call_timer_;
+  bool call_timer_armed_ = false;
+  asio::steady_timer backoff_timer_;
+  asio::ip::tcp::resolver resolver_;
+  std::chrono::milliseconds backoff_;
+  std::string last_cause_ = "not connected yet";
+};
+
+Client::Impl::Impl(ClientOptions options)
+    : options_(normalized(std::move(options))),
+      where_(describe(options_)),
+      work_(asio::make_work_guard(io_)) {
+  connections_.reserve(static_cast<std::size_t>(options_.pool_size));
+  for (int i = 0; i < options_.pool_size; ++i) {
+    connections_.push_back(std::make_unique<Connection>(*this));
+  }
+  for (auto& connection : connections_) {
+    asio::post(io_, [target = connection.get()] { target->connect(); });
+  }
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+Client::Impl::~Impl() { shutdown(); }
+
+void Client::Impl::shutdown() {
+  if (!thread_.joinable()) return;
+  asio::post(io_, [this] {
+    stopping_ = true;
+    for (auto& connection : connections_) connection->stop();
+  });
+  work_.reset();  // run() returns once the aborted operations have completed
+  thread_.join();
+}
+
+void Client::Impl::dispatch(Result<std::string> command, Callback done) {
+  if (!command) {
+    complete(done, std::unexpected(command.error()));
+    return;
+  }
+  if (stopping_) {
+    complete(done, error(Errc::kUnavailable, where_ + ": the client is shutting down"));
+    return;
+  }
+  // Round-robin, skipping connections that are down; a connection still in its first attempt
+  // takes calls only when no connection is up.
+  const std::size_t count = connections_.size();
+  const std::size_t first = next_++ % count;
+  Connection* target = nullptr;
+  for (std::size_t i = 0; i < count && target == nullptr; ++i) {
+    Connection* candidate = connections_[(first + i) % count].get();
+    if (candidate->up()) target = candidate;
+  }
+  for (std::size_t i = 0; i < count && target == nullptr; ++i) {
+    Connection* candidate = connections_[(first + i) % count].get();
+    if (candidate->queues_calls()) target = candidate;
+  }
+  if (target == nullptr) {
+    complete(done, error(Errc::kUnavailable,
+                         where_ + ": not connected (" + connections_[first]->last_cause() + ")"));
+    return;
+  }
+  target->send(std::move(*command), std::move(done), SteadyClock::now() + options_.timeout);
+}
+
+// ---- Client --------------------------------------------------------------------------------
+
+Client::Client(ClientOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
+
+Client::~Client() { impl_->shutdown(); }
+
+Result<Reply> Client::call(const std::vector<std::string>& args) {
+  if (impl_->on_io_thread()) {
+    return error(Errc::kInternal,
+                 "redis Client::call() on the client's I/O thread would deadlock; use call_async");
+  }
+  auto promise = std::make_shared<std::promise<Result<Reply>>>();
+  std::future<Result<Reply>> future = promise->get_future();
+  call_async(args, [promise](Result<Reply> result) { promise->set_value(std::move(result)); });
+  return future.get();
+}
+
+void Client::call_async(const std::vector<std::string>& args, Callback done) {
+  impl_->submit(format_command(args), std::move(done));
+}
+
+bool Client::connected() const { return impl_->connected(); }
+
+// ---- URL parsing ---------------------------------------------------------------------------
+
+namespace {
+
+Result<std::string> percent_decode(std::string_view text, std::string_view part) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    unsigned value = 0;
+    const char* begin = text.data() + i + 1;
+    const char* end = begin + std::min<std::size_t>(2, text.size() - i - 1);
+    const auto [ptr, ec] = std::from_chars(begin, end, value, 16);
+    if (end - begin != 2 || ec != std::errc() || ptr != end) {
+      return invalid_argument("redis URL: bad percent escape in " + std::string(part));
+    }
+    out.push_back(static_cast<char>(value));
+    i += 2;
+  }
+  return out;
+}
+
+template <typename Int>
+bool parse_digits(std::string_view text, Int& value) {
+  if (text.empty()) return false;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+Result<std::uint16_t> parse_port(std::string_view text) {
+  unsigned long long value = 0;
+  const bool all_digits = !text.empty() && std::all_of(text.begin(), text.end(),
+                                                       [](char c) { return c >= '0' && c <= '9'; });
+  if (!all_digits) {
+    return invalid_argument("redis URL: port '" + std::string(text) + "' is not a number");
+  }
+  if (!parse_digits(text, value) || value < 1 || value > 65535) {
+    return invalid_argument("redis URL: port " + std::string(text) + " is out of range (1-65535)");
+  }
+  return static_cast<std::uint16_t>(value);
+}
+
+Result<int> parse_db(std::string_view text) {
+  int value = 0;
+  if (!parse_digits(text, value)) {
+    return invalid_argument("redis URL: db '" + std::string(text) +
+                            "' is not a number (expected 0, 1, 2, ...)");
+  }
+  return value;
+}
+
+// "db=N&user=U&password=P" (unix:// URLs).
+Result<void> parse_query(std::string_view query, ClientOptions& options) {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq);
+    const std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
+    if (key == "db") {
+      Result<int> db = parse_db(value);
+      if (!db) return std::unexpected(db.error());
+      options.db = *db;
+    } else if (key == "password" || key == "user") {
+      Result<std::string> decoded = percent_decode(value, key);
+      if (!decoded) return std::unexpected(decoded.error());
+      (key == "password" ? options.password : options.user) = std::move(*decoded);
+    } else {
+      return invalid_argument("redis URL: unknown parameter '" + std::string(key) +
+                              "' (expected db, user or password)");
+    }
+  }
+  return {};
+}
+
+Result<ClientOptions> parse_unix_url(std::string_view rest) {
+  ClientOptions options;
+  const std::size_t question = rest.find('?');
+  const std::string_view path = rest.substr(0, question);
+  if (path.empty() || path.front() != '/') {
+    return invalid_argument("redis URL: unix socket path must be absolute (unix:///path/to/sock)");
+  }
+  options.unix_socket = std::string(path);
+  if (question != std::string_view::npos) {
+    if (Result<void> parsed = parse_query(rest.substr(question + 1), options); !parsed) {
+      return std::unexpected(parsed.error());
+    }
+  }
+  return options;
+}
+
+Result<ClientOptions> parse_tcp_url(std::string_view rest) {
+  ClientOptions options;
+  if (rest.find('?') != std::string_view::npos) {
+    return invalid_argument("redis URL: redis:// URLs take no query parameters");
+  }
+  // The last '@' ends the user info, so a raw '@' or '/' in a password still works.
+  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const std::size_t colon = userinfo.find(':');
+    if (colon == std::string_view::npos) {
+      return invalid_argument(
+          "redis URL: user info must be 'user:password@' or ':password@' (no ':' found)");
+    }
+    Result<std::string> user = percent_decode(userinfo.substr(0, colon), "user");
+    if (!user) return std::unexpected(user.error());
+    Result<std::string> password = percent_decode(userinfo.substr(colon + 1), "password");
+    if (!password) return std::unexpected(password.error());
+    if (!user->empty()) options.user = std::move(*user);
+    if (!password->empty()) options.password = std::move(*password);
+    if (options.user && !options.password) {
+      return invalid_argument("redis URL: user '" + *options.user + "' has no password");
+    }
+  }
+  const std::size_t slash = rest.find('/');
+  const std::string_view hostport = rest.substr(0, slash);
+  std::string_view host;
+  std::optional<std::string_view> port;
+  if (!hostport.empty() && hostport.front() == '[') {  // [IPv6]:port
+    const std::size_t close = hostport.find(']');
+    if (close == std::string_view::npos) return invalid_argument("redis URL: host lacks ']'");
+    host = hostport.substr(1, close - 1);
+    const std::string_view after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') {
+        return invalid_argument("redis URL: unexpected '" + std::string(after) + "' after host");
+      }
+      port = after.substr(1);
+    }
+  } else {
+    const std::size_t colon = hostport.find(':');
+    host = hostport.substr(0, colon);
+    if (colon != std::string_view::npos) port = hostport.substr(colon + 1);
+  }
+  if (host.empty()) return invalid_argument("redis URL: empty host");
+  options.host = std::string(host);
+  if (port) {
+    Result<std::uint16_t> number = parse_port(*port);
+    if (!number) return std::unexpected(number.error());
+    options.port = *number;
+  }
+  if (slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) {
+      Result<int> number = parse_db(db);
+      if (!number) return std::unexpected(number.error());
+      options.db = *number;
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
+Result<ClientOptions> parse_redis_url(std::string_view url) {
+  const std::size_t separator = url.find("://");
+  if (separator == std::string_view::npos) {
+    return invalid_argument("redis URL: missing scheme (expected redis:// or unix://)");
+  }
+  const std::string_view scheme = url.substr(0, separator);
+  const std::string_view rest = url.substr(separator + 3);
+  if (scheme == "redis") return parse_tcp_url(rest);
+  if (scheme == "unix") return parse_unix_url(rest);
+  return invalid_argument("redis URL: unknown scheme '" + std::string(scheme) +
+                          "' (expected redis or unix)");
+}
+
+}  // namespace spillway::redis

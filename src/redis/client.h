@@ -1,0 +1,76 @@
+// An asynchronous, multiplexed Redis client on Boost.Asio, speaking RESP through hiredis 0.14's
+// reader (replies) and formatter (commands).
+//
+// Threading and ownership: a Client owns one I/O thread and `pool_size` connections. call() and
+// call_async() may be used from any thread. Commands from all callers that reach a connection
+// while its previous write is in flight are sent together in the next write (automatic
+// pipelining, no added delay). Replies are matched to callers in FIFO order per connection.
+//
+// Faults: every call has a deadline (options.timeout). A lost connection fails its pending calls
+// with Errc::kUnavailable and reconnects in the background with exponential backoff
+// (options.reconnect_min .. reconnect_max); calls made while disconnected fail at once with
+// kUnavailable. Once the server is back, calls succeed again without restarting the process.
+// Redis error replies are returned as a Reply of Type::kError (not as an Error): the caller
+// decides (for example, NOSCRIPT).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "spillway/error.h"
+#include "src/redis/reply.h"
+
+namespace spillway::redis {
+
+struct ClientOptions {
+  // Where to connect: host + port, or a unix socket path (then host/port are ignored).
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 6379;
+  std::string unix_socket;
+  std::optional<std::string> user;      // AUTH user password (Redis 6 ACL) when set with password
+  std::optional<std::string> password;  // AUTH password
+  int db = 0;                           // SELECT db when not 0
+  int pool_size = 1;                    // connections; calls are spread round-robin
+  std::chrono::milliseconds timeout{1000};  // per call
+  std::chrono::milliseconds connect_timeout{1000};
+  std::chrono::milliseconds reconnect_min{10};
+  std::chrono::milliseconds reconnect_max{1000};
+};
+
+// Parses "redis://[user:password@]host:port[/db]" or "unix:///path/to/socket[?db=N]" into options
+// (other fields keep their defaults). Errors name the part of the URL that is wrong.
+Result<ClientOptions> parse_redis_url(std::string_view url);
+
+class Client {
+ public:
+  using Callback = std::function<void(Result<Reply>)>;
+
+  // Starts the I/O thread and connects the pool in the background; never blocks on the network.
+  explicit Client(ClientOptions options);
+  // Fails pending calls with kUnavailable, closes the connections and joins the I/O thread.
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends one command (each argument is one bulk string) and waits for its reply or the timeout.
+  Result<Reply> call(const std::vector<std::string>& args);
+
+  // The same without blocking: `done` runs exactly once, on the I/O thread, with the reply or an
+  // error (kTimeout, kUnavailable). `done` must not block.
+  void call_async(const std::vector<std::string>& args, Callback done);
+
+  // True when at least one connection is up (for readiness checks).
+  bool connected() const;
+
+ private:
+  class Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace spillway::redis

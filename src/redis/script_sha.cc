@@ -1,0 +1,37 @@
+#include <array>
+#include <boost/uuid/detail/sha1.hpp>
+#include <cstdio>
+
+#include "src/redis/scripts.h"
+
+namespace spillway::redis {
+namespace {
+
+std::string sha1_hex(std::string_view text) {
+  boost::uuids::detail::sha1 sha;
+  sha.process_bytes(text.data(), text.size());
+  boost::uuids::detail::sha1::digest_type digest;
+  sha.get_digest(digest);
+  std::string hex;
+  for (unsigned int word : digest) {
+    char chunk[9];
+    std::snprintf(chunk, sizeof(chunk), "%08x", word);
+    hex += chunk;
+  }
+  return hex;
+}
+
+}  // namespace
+
+const std::string& script_sha(Algorithm algorithm) {
+  static const std::array<std::string, kAlgorithmCount> digests = [] {
+    std::array<std::string, kAlgorithmCount> out;
+    for (int i = 0; i < kAlgorithmCount; ++i) {
+      out[i] = sha1_hex(script_source(static_cast<Algorithm>(i)));
+    }
+    return out;
+  }();
+  return digests[static_cast<std::size_t>(algorithm)];
+}
+
+}  // namespace spillway::redis

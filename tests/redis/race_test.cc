@@ -1,0 +1,102 @@
+// The seed article's "distributed race", closed and proved: several processes check one key at
+// the same instant through one Redis, and exactly the limit is admitted for every algorithm. The
+// article's GET-then-INCR limiter runs through the same test as a canary and is caught
+// over-admitting, which shows the test can fail.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <array>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "spillway/clock.h"
+#include "tests/support/key_audit.h"
+#include "tests/support/redis_server.h"
+
+namespace spillway {
+namespace {
+
+struct WorkerResult {
+  int admitted = 0;
+  int errors = 0;
+  int status = 0;
+};
+
+// Starts `processes` race_worker processes that begin together, and sums what they admitted.
+WorkerResult race(const std::string& mode, const std::string& url, const std::string& prefix,
+                  const std::string& algorithm, int limit, int attempts_each, int processes) {
+  const Micros start_at = SystemClock().now() + 700'000;  // time for every process to connect
+  std::vector<FILE*> pipes;
+  for (int p = 0; p < processes; ++p) {
+    std::ostringstream command;
+    command << SPILLWAY_RACE_WORKER << ' ' << mode << ' ' << url << ' ' << prefix << ' '
+            << algorithm << ' ' << limit << ' ' << attempts_each << " 2 " << start_at;
+    pipes.push_back(popen(command.str().c_str(), "r"));
+  }
+  WorkerResult total;
+  for (FILE* pipe : pipes) {
+    std::array<char, 256> line{};
+    int admitted = 0, errors = 0;
+    if (std::fgets(line.data(), line.size(), pipe) &&
+        std::sscanf(line.data(), "admitted=%d errors=%d", &admitted, &errors) == 2) {
+      total.admitted += admitted;
+      total.errors += errors;
+    } else {
+      total.errors += 1000000;  // a worker that printed nothing failed
+    }
+    const int status = pclose(pipe);
+    if (status != 0) total.status = status;
+  }
+  return total;
+}
+
+class DistributedRace : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new testing::RedisServer(); }
+  static void TearDownTestSuite() { delete server_; }
+  static testing::RedisServer* server_;
+};
+testing::RedisServer* DistributedRace::server_ = nullptr;
+
+TEST_F(DistributedRace, ExactlyTheLimitIsAdmittedAcrossProcessesForEveryAlgorithm) {
+  // 4 processes x 300 attempts (2 threads each) = 1200 attempts on one key, limit 300 per day.
+  for (const char* algorithm :
+       {"fixed_window", "sliding_log", "sliding_window", "token_bucket", "gcra"}) {
+    const WorkerResult result =
+        race("store", server_->url(), std::string("race-") + algorithm, algorithm, 300, 300, 4);
+    EXPECT_EQ(result.errors, 0) << algorithm;
+    EXPECT_EQ(result.status, 0) << algorithm;
+    EXPECT_EQ(result.admitted, 300) << algorithm;
+  }
+}
+
+TEST_F(DistributedRace, TheNaiveGetThenIncrCanaryOverAdmits) {
+  const WorkerResult result = race("naive", server_->url(), "race-naive", "-", 300, 300, 4);
+  EXPECT_EQ(result.errors, 0);
+  EXPECT_GT(result.admitted, 300) << "the canary should over-admit; if it does not, the race "
+                                     "test above proves nothing";
+}
+
+TEST_F(DistributedRace, AClientKilledMidLoadLeavesNoKeyWithoutTtl) {
+  const Micros start_at = SystemClock().now() + 500'000;
+  std::ostringstream command;
+  // gcra 10000/day: T = 8.64 s, so each key written lives long enough to be inspected.
+  command << SPILLWAY_RACE_WORKER << " store " << server_->url() << " killed gcra 10000 " << 200000
+          << " 2 " << start_at << " 5000 & echo $!";
+  FILE* pipe = popen(command.str().c_str(), "r");
+  std::array<char, 64> pid_text{};
+  ASSERT_TRUE(std::fgets(pid_text.data(), pid_text.size(), pipe));
+  pclose(pipe);
+  const pid_t pid = std::stoi(pid_text.data());
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // in the middle of its load
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  const testing::KeyAudit audit = testing::audit_keys(*server_, "killed:*");
+  EXPECT_EQ(audit.without_ttl, 0) << "keys without a TTL after a client died";
+  EXPECT_GT(audit.keys, 10) << "the killed client wrote too few keys for the test to mean anything";
+}
+
+}  // namespace
+}  // namespace spillway

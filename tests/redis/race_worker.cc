@@ -1,0 +1,88 @@
+// A separate process for the distributed-race test: waits until a shared start instant, then
+// checks one hot key ATTEMPTS times from THREADS threads and prints how many were admitted.
+//
+//   race_worker store URL PREFIX ALGORITHM LIMIT ATTEMPTS THREADS START_AT_US [KEYS]
+//   race_worker naive URL PREFIX - LIMIT ATTEMPTS THREADS START_AT_US
+//
+// "store" uses spillway's RedisStore (one atomic script per check, server clock). "naive" is the
+// seed article's broken limiter, kept as a canary: GET the count, compare, then INCR — a second
+// round trip in which other processes read the same count.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "spillway/clock.h"
+#include "spillway/redis_store.h"
+#include "src/redis/client.h"
+
+using namespace spillway;
+
+int main(int argc, char** argv) {
+  if (argc < 9) {
+    std::fprintf(stderr,
+                 "usage: race_worker store|naive URL PREFIX ALGORITHM LIMIT ATTEMPTS THREADS "
+                 "START_AT_US [KEYS]\n");
+    return 2;
+  }
+  const std::string mode = argv[1], url = argv[2], prefix = argv[3], algorithm_text = argv[4];
+  const std::int64_t limit_value = std::stoll(argv[5]);
+  const int attempts = std::stoi(argv[6]);
+  const int threads = std::stoi(argv[7]);
+  const Micros start_at = std::stoll(argv[8]);
+  const int keys = argc > 9 ? std::stoi(argv[9]) : 1;
+
+  std::unique_ptr<RedisStore> store;
+  std::unique_ptr<redis::Client> naive;
+  std::optional<Limit> limit;
+  if (mode == "store") {
+    limit = *Limit::make(*parse_algorithm(algorithm_text), limit_value, kMicrosPerDay);
+    store = std::move(
+        *RedisStore::open({.url = url, .key_prefix = prefix, .timeout = std::chrono::seconds(5)}));
+  } else {
+    naive = std::make_unique<redis::Client>(*redis::parse_redis_url(url));
+  }
+  // Warm up the connections (and the script cache) before the start instant.
+  if (store) (void)store->check("warmup", *limit, 0);
+  if (naive) (void)naive->call({"PING"});
+
+  SystemClock clock;
+  while (clock.now() < start_at) std::this_thread::yield();
+
+  std::atomic<int> admitted{0}, errors{0}, next{0};
+  std::vector<std::jthread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      for (int i = next++; i < attempts; i = next++) {
+        const std::string key = "hot" + std::to_string(i % keys);
+        if (store) {
+          auto d = store->check(key, *limit);
+          if (!d)
+            ++errors;
+          else if (d->allowed)
+            ++admitted;
+          continue;
+        }
+        const std::string naive_key = prefix + ":naive:" + key;
+        auto count = naive->call({"GET", naive_key});
+        if (!count) {
+          ++errors;
+          continue;
+        }
+        const long long seen =
+            count->type == redis::Reply::Type::kString ? std::stoll(count->text) : 0;
+        if (seen >= limit_value) continue;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // the app's work in between
+        if (naive->call({"INCR", naive_key}))
+          ++admitted;
+        else
+          ++errors;
+      }
+    });
+  }
+  workers.clear();
+  std::printf("admitted=%d errors=%d\n", admitted.load(), errors.load());
+  return errors > 0 ? 1 : 0;
+}

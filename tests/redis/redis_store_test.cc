@@ -1,0 +1,326 @@
+// The Redis backend against a real redis-server: one conformance suite run on both backends,
+// a differential test (memory vs Redis on random traces, all five algorithms), NOSCRIPT recovery
+// under load, TTLs on every key, and faults.
+#include "spillway/redis_store.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "spillway/memory_store.h"
+#include "tests/support/key_audit.h"
+#include "tests/support/redis_server.h"
+
+namespace spillway {
+namespace {
+
+using testing::RedisServer;
+
+constexpr Algorithm kAllAlgorithms[] = {Algorithm::kFixedWindow, Algorithm::kSlidingLog,
+                                        Algorithm::kSlidingWindow, Algorithm::kTokenBucket,
+                                        Algorithm::kGcra};
+
+// One redis-server for the whole file.
+RedisServer& server() {
+  static RedisServer* instance = new RedisServer();
+  return *instance;
+}
+
+std::string unique_prefix() {
+  static std::atomic<int> counter{0};
+  return "test" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+std::unique_ptr<RedisStore> redis_store(
+    std::chrono::milliseconds ttl_floor = std::chrono::minutes(5)) {
+  auto store = RedisStore::open({.url = server().url(),
+                                 .key_prefix = unique_prefix(),
+                                 .timeout = std::chrono::milliseconds(2000),
+                                 .pool_size = 2,
+                                 .ttl_floor = ttl_floor});
+  EXPECT_TRUE(store.has_value());
+  return std::move(*store);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Conformance: the same scenarios, with explicit `now`, on the memory and the Redis backend.
+// ------------------------------------------------------------------------------------------------
+
+class Conformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<Store> make() {
+    if (GetParam() == "memory") return std::make_unique<MemoryStore>();
+    return redis_store();
+  }
+};
+
+Decision must(Result<Decision> d) {
+  EXPECT_TRUE(d.has_value()) << (d ? "" : d.error().message);
+  return d.value_or(Decision{});
+}
+
+TEST_P(Conformance, BurstAdmitsExactlyBThenRetryIsExact) {
+  auto store = make();
+  for (Algorithm a : {Algorithm::kGcra, Algorithm::kTokenBucket}) {
+    const Limit limit = *Limit::make(a, 10, kMicrosPerSecond, 4);
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(must(store->check("b", limit, 1, 1000)).allowed);
+    const Decision denied = must(store->check("b", limit, 1, 1000));
+    EXPECT_FALSE(denied.allowed);
+    EXPECT_EQ(denied.retry_after, 100'000);  // T = 1s / 10
+    EXPECT_FALSE(must(store->check("b", limit, 1, 1000 + 99'999)).allowed);
+    EXPECT_TRUE(must(store->check("b", limit, 1, 1000 + 100'000)).allowed);
+  }
+}
+
+TEST_P(Conformance, DeniedLargeCostDoesNotLockOutSmallerRequests) {
+  auto store = make();
+  for (Algorithm a : kAllAlgorithms) {
+    const Limit limit = *Limit::make(a, 10, kMicrosPerMinute);
+    const std::string key = "pollution-" + std::string(algorithm_name(a));
+    EXPECT_TRUE(must(store->check(key, limit, 7, 5)).allowed);
+    EXPECT_FALSE(must(store->check(key, limit, 5, 6)).allowed) << algorithm_name(a);
+    const Decision small = must(store->check(key, limit, 3, 7));
+    EXPECT_TRUE(small.allowed) << algorithm_name(a);
+    EXPECT_EQ(small.remaining, 0) << algorithm_name(a);
+  }
+}
+
+TEST_P(Conformance, CostAboveCapacityNeverFitsAndPeekChangesNothing) {
+  auto store = make();
+  for (Algorithm a : kAllAlgorithms) {
+    const Limit limit = *Limit::make(a, 5, kMicrosPerSecond);
+    const std::string key = "never-" + std::string(algorithm_name(a));
+    const Decision never = must(store->check(key, limit, 6, 10));
+    EXPECT_FALSE(never.allowed);
+    EXPECT_EQ(never.retry_after, kNever) << algorithm_name(a);
+    EXPECT_TRUE(must(store->check(key, limit, 2, 10)).allowed);
+    const Decision peek1 = must(store->check(key, limit, 0, 10));
+    const Decision peek2 = must(store->check(key, limit, 0, 10));
+    EXPECT_TRUE(peek1.allowed);
+    EXPECT_EQ(peek1, peek2) << algorithm_name(a);
+    EXPECT_EQ(peek1.remaining, 3) << algorithm_name(a);
+  }
+}
+
+TEST_P(Conformance, ClockGoingBackwardsGrantsNothing) {
+  auto store = make();
+  for (Algorithm a : kAllAlgorithms) {
+    const Limit limit = *Limit::make(a, 3, kMicrosPerSecond);
+    const std::string key = "backwards-" + std::string(algorithm_name(a));
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(must(store->check(key, limit, 1, 5'000'000)).allowed);
+    EXPECT_FALSE(must(store->check(key, limit, 1, 4'000'000)).allowed) << algorithm_name(a);
+    EXPECT_FALSE(must(store->check(key, limit, 1, 0)).allowed) << algorithm_name(a);
+  }
+}
+
+TEST_P(Conformance, GcraAtHighRateIsLimitedExactly) {
+  // The seed article's int(1000 / rate) makes the interval 0 above 1000/s: nothing is limited.
+  auto store = make();
+  // Burst 2: while one token waits for the next 50 µs sample the bucket is never full, so no
+  // refill is lost to the sampling grid.
+  const Limit limit = *Limit::make(Algorithm::kGcra, 3000, kMicrosPerSecond, 2);
+  int admitted = 0;
+  for (Micros t = 0; t <= 100'000; t += 50)
+    admitted += must(store->check("fast", limit, 1, t)).allowed;
+  EXPECT_EQ(admitted, 300 + 2);  // 3000/s over 0.1 s, plus the burst of 2 at t = 0
+}
+
+TEST_P(Conformance, InvalidInputIsRejectedAndChangesNothing) {
+  auto store = make();
+  const Limit limit = *Limit::make(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
+  EXPECT_EQ(store->check("", limit).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(store->check(std::string(1025, 'x'), limit).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(store->check("k", limit, -1).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(store->check("k", limit, 1, -5).error().code, Errc::kInvalidArgument);
+  EXPECT_TRUE(must(store->check("k", limit, 1, 10)).allowed);  // nothing was charged before
+}
+
+TEST_P(Conformance, KeysOfDifferentLimitsAndBytesNeverCollide) {
+  auto store = make();
+  const Limit a = *Limit::make(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
+  const Limit b = *Limit::make(Algorithm::kFixedWindow, 1, 2 * kMicrosPerSecond);
+  const Limit c = *Limit::make(Algorithm::kSlidingWindow, 1, kMicrosPerSecond);
+  EXPECT_TRUE(must(store->check("x", a, 1, 10)).allowed);
+  EXPECT_TRUE(must(store->check("x", b, 1, 10)).allowed);
+  EXPECT_TRUE(must(store->check("x", c, 1, 10)).allowed);
+  EXPECT_TRUE(must(store->check("x}", a, 1, 10)).allowed);
+  EXPECT_TRUE(must(store->check("{x}", a, 1, 10)).allowed);
+  EXPECT_TRUE(must(store->check(std::string("x\0y", 3), a, 1, 10)).allowed);
+  EXPECT_FALSE(must(store->check("x", a, 1, 10)).allowed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::Values("memory", "redis"));
+
+// ------------------------------------------------------------------------------------------------
+// Differential: the Lua scripts decide exactly as the C++ math, on random traces.
+// ------------------------------------------------------------------------------------------------
+
+RC_GTEST_PROP(RedisDifferential, SameDecisionsAsMemoryOnRandomTraces, ()) {
+  const Algorithm algorithm = *rc::gen::elementOf(
+      std::vector<Algorithm>(std::begin(kAllAlgorithms), std::end(kAllAlgorithms)));
+  const std::int64_t limit_value = *rc::gen::inRange<std::int64_t>(1, 40);
+  const Micros period = *rc::gen::element<Micros>(1, 7, 1000, 999'983, kMicrosPerSecond,
+                                                  kMicrosPerMinute, kMicrosPerDay);
+  std::optional<std::int64_t> burst;
+  if (algorithm == Algorithm::kGcra || algorithm == Algorithm::kTokenBucket) {
+    burst = *rc::gen::inRange<std::int64_t>(1, 50);
+  }
+  const Limit limit = *Limit::make(algorithm, limit_value, period, burst);
+  MemoryStore memory;
+  auto redis = redis_store();
+  const int steps = *rc::gen::inRange(1, 60);
+  Micros now = *rc::gen::inRange<Micros>(0, 10'000'000);
+  for (int i = 0; i < steps; ++i) {
+    now = std::max<Micros>(0, now + *rc::gen::inRange<Micros>(-period / 4 - 1, period + 2));
+    const std::string key = *rc::gen::element<std::string>("a", "b");
+    const std::int64_t cost = *rc::gen::inRange<std::int64_t>(0, limit_value + 3);
+    auto expected = memory.check(key, limit, cost, now);
+    auto got = redis->check(key, limit, cost, now);
+    RC_ASSERT(expected.has_value());
+    RC_ASSERT(got.has_value());
+    if (!(*expected == *got)) {
+      std::ostringstream why;
+      why << limit.describe() << " step " << i << " now=" << now << " key=" << key
+          << " cost=" << cost << ": memory {" << expected->allowed << "," << expected->remaining
+          << "," << expected->retry_after << "," << expected->reset_after << "} redis {"
+          << got->allowed << "," << got->remaining << "," << got->retry_after << ","
+          << got->reset_after << "}";
+      RC_FAIL(why.str());
+    }
+  }
+}
+
+TEST(RedisDifferential, LargeNumbersStayExact) {
+  // Values near the 2^52 bound: the Lua mirror must still agree with the C++ to the µs.
+  MemoryStore memory;
+  auto redis = redis_store();
+  const Limit gcra = *Limit::make(Algorithm::kGcra, 999'983, kMicrosPerDay, 1'000'000);
+  const Limit window = *Limit::make(Algorithm::kSlidingWindow, 50'000, kMicrosPerDay);
+  Micros now = 1'764'000'000'000'000;  // 2025 in µs since the epoch
+  for (int i = 0; i < 200; ++i) {
+    now += 12'345 * (i % 7);
+    for (const Limit* limit : {&gcra, &window}) {
+      const std::int64_t cost = 1 + (i * 7919) % 900;
+      auto expected = memory.check("big", *limit, cost, now);
+      auto got = redis->check("big", *limit, cost, now);
+      ASSERT_TRUE(expected && got);
+      ASSERT_EQ(*expected, *got) << limit->describe() << " at step " << i;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Script lifecycle: SCRIPT FLUSH during sustained load costs no errors and no wrong decisions.
+// ------------------------------------------------------------------------------------------------
+
+// How many SCRIPT LOAD calls the server has served (INFO commandstats).
+long long script_loads() {
+  const std::string info = server().cli("INFO commandstats");
+  const std::string tag = "cmdstat_script|load:calls=";
+  const std::size_t at = info.find(tag);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + tag.size()));
+}
+
+TEST(RedisScripts, ScriptFlushDuringLoadIsInvisible) {
+  auto redis = redis_store();
+  MemoryStore memory;
+  std::atomic<bool> done{false};
+  std::atomic<int> flushes{0};
+  std::thread flusher([&] {
+    while (!done) {
+      server().cli("SCRIPT FLUSH");
+      ++flushes;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  const auto loads_before = script_loads();
+  int errors = 0;
+  int mismatches = 0;
+  for (int i = 0; i < 3000 || flushes < 40; ++i) {
+    const Algorithm a = kAllAlgorithms[i % 5];
+    const Limit limit = *Limit::make(a, 5, kMicrosPerSecond);
+    const std::string key = "flush-" + std::to_string(i % 17);
+    const Micros now = 1'000'000 + i * 1'000;
+    auto expected = memory.check(key, limit, 1, now);
+    auto got = redis->check(key, limit, 1, now);
+    if (!got) {
+      ++errors;
+      continue;
+    }
+    mismatches += !(*expected == *got);
+  }
+  done = true;
+  flusher.join();
+  EXPECT_GE(flushes.load(), 40);
+  EXPECT_GE(script_loads() - loads_before, 20) << "NOSCRIPT was not hit: the test proves nothing";
+  EXPECT_EQ(errors, 0);
+  EXPECT_EQ(mismatches, 0);
+}
+
+// ------------------------------------------------------------------------------------------------
+// TTLs: every key written has one, no longer than needed, and all are gone once it passes.
+// ------------------------------------------------------------------------------------------------
+
+TEST(RedisKeys, EveryKeyHasATtlAndAllExpire) {
+  // Server clock (no `now`), no TTL floor: production behaviour.
+  const std::string prefix = "ttl-" + unique_prefix();
+  auto store = RedisStore::open({.url = server().url(), .key_prefix = prefix});
+  ASSERT_TRUE(store);
+  const Micros period = 300 * kMicrosPerMilli;
+  for (Algorithm a : kAllAlgorithms) {
+    const Limit limit = *Limit::make(a, 20, period);
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE((*store)->check("user" + std::to_string(i % 10), limit, 1 + i % 3).has_value());
+    }
+  }
+  const testing::KeyAudit audit = testing::audit_keys(server(), prefix + ":*");
+  EXPECT_EQ(audit.keys, 50) << "10 keys per algorithm";
+  EXPECT_EQ(audit.without_ttl, 0);
+  EXPECT_LE(audit.max_pttl_ms, 2 * period / 1000 + 1) << "a TTL longer than 2P";
+  EXPECT_GT(audit.max_pttl_ms, 0);
+  std::this_thread::sleep_for(std::chrono::microseconds(2 * period + 100'000));
+  EXPECT_EQ(testing::audit_keys(server(), prefix + ":*").keys, 0) << "keys outlived their TTL";
+}
+
+// ------------------------------------------------------------------------------------------------
+// Faults: Redis down -> a clear error within the timeout; back -> checks succeed again.
+// ------------------------------------------------------------------------------------------------
+
+TEST(RedisFaults, DownGivesErrorsThenRecoversWithoutRestart) {
+  RedisServer own;  // this test kills its server
+  auto store = RedisStore::open(
+      {.url = own.url(), .key_prefix = "faults", .timeout = std::chrono::milliseconds(300)});
+  ASSERT_TRUE(store);
+  const Limit limit = *Limit::make(Algorithm::kGcra, 100, kMicrosPerSecond);
+  Result<Decision> first = std::unexpected(Error{Errc::kInternal, ""});
+  for (int i = 0; i < 100 && !first; ++i) {  // the pool connects in the background
+    first = (*store)->check("k", limit);
+    if (!first) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+
+  own.stop();
+  const auto before = std::chrono::steady_clock::now();
+  auto down = (*store)->check("k", limit);
+  ASSERT_FALSE(down.has_value());
+  EXPECT_TRUE(down.error().code == Errc::kUnavailable || down.error().code == Errc::kTimeout);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(3));
+  // Bad input is rejected before any Redis call: an invalid-argument error, not unavailable.
+  EXPECT_EQ((*store)->check("", limit).error().code, Errc::kInvalidArgument);
+
+  own.start();
+  bool recovered = false;
+  for (int i = 0; i < 250 && !recovered; ++i) {
+    recovered = (*store)->check("k", limit).has_value();
+    if (!recovered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(recovered) << "checks did not succeed again after Redis came back";
+}
+
+}  // namespace
+}  // namespace spillway

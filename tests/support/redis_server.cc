@@ -1,0 +1,232 @@
+#include "tests/support/redis_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace spillway::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error("RedisServer: " + what);
+}
+
+// Closes the descriptor when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+sockaddr_in loopback(std::uint16_t port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
+// Asks the kernel for a free loopback port: bind to port 0, read it back, close.
+std::uint16_t free_port() {
+  const Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) fail(std::string("socket(): ") + std::strerror(errno));
+  sockaddr_in address = loopback(0);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    fail(std::string("bind(127.0.0.1:0): ") + std::strerror(errno));
+  }
+  socklen_t length = sizeof address;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    fail(std::string("getsockname(): ") + std::strerror(errno));
+  }
+  return ntohs(address.sin_port);
+}
+
+// True when something on the port answers PING like a Redis server (+PONG, or -NOAUTH when the
+// config sets requirepass).
+bool answers_ping(std::uint16_t port) {
+  const Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return false;
+  timeval timeout{};
+  timeout.tv_usec = 500 * 1000;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  sockaddr_in address = loopback(port);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    return false;
+  }
+  constexpr std::string_view kPing = "PING\r\n";
+  if (::send(fd.get(), kPing.data(), kPing.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(kPing.size())) {
+    return false;
+  }
+  std::array<char, 64> buffer{};
+  const ssize_t got = ::recv(fd.get(), buffer.data(), buffer.size(), 0);
+  if (got <= 0) return false;
+  const std::string_view reply(buffer.data(), static_cast<std::size_t>(got));
+  return reply.starts_with("+PONG") || reply.starts_with("-NOAUTH");
+}
+
+// The first `name` in PATH that is executable.
+std::string find_in_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  fail(name + " was not found in PATH (install redis-server)");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+}  // namespace
+
+RedisServer::RedisServer(const std::string& extra_config) : extra_config_(extra_config) {
+  // A short base directory: unix socket paths are limited to 107 bytes.
+  std::string base = fs::temp_directory_path().string();
+  if (base.size() > 60) base = "/tmp";
+  std::string pattern = base + "/spillway-redis-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    fail("mkdtemp(" + pattern + "): " + std::strerror(errno));
+  }
+  dir_ = pattern;
+  socket_ = dir_ + "/redis.sock";
+  try {
+    port_ = free_port();
+    start();
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+    throw;
+  }
+}
+
+RedisServer::~RedisServer() {
+  stop();
+  std::error_code ignored;
+  fs::remove_all(dir_, ignored);
+}
+
+void RedisServer::start() {
+  if (pid_ > 0) return;
+  const std::string config_path = dir_ + "/redis.conf";
+  const std::string log_path = dir_ + "/redis.log";
+  {
+    std::ofstream config(config_path, std::ios::trunc);
+    config << "port " << port_ << "\n"
+           << "bind 127.0.0.1\n"
+           << "unixsocket " << socket_ << "\n"
+           << "unixsocketperm 700\n"
+           << "save \"\"\n"
+           << "appendonly no\n"
+           << "daemonize no\n"
+           << "dir " << dir_ << "\n"
+           << extra_config_ << "\n";
+    if (!config) fail("cannot write " + config_path);
+  }
+  const std::string binary = find_in_path("redis-server");
+  // Everything the child needs is prepared before fork(): after it, only system calls.
+  std::vector<char*> argv{const_cast<char*>(binary.c_str()), const_cast<char*>(config_path.c_str()),
+                          nullptr};
+  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (log_fd < 0) fail("cannot open " + log_path + ": " + std::strerror(errno));
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::close(log_fd);
+    fail(std::string("fork(): ") + std::strerror(errno));
+  }
+  if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test binary
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::close_range(3, ~0U, 0);  // no inherited sockets of the test process
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  pid_ = child;
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!answers_ping(port_)) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      fail("redis-server exited during startup (status " + std::to_string(status) +
+           "); its log:\n" + read_file(log_path));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      stop();
+      fail("redis-server did not answer PING on port " + std::to_string(port_) +
+           " within 5 s; its log:\n" + read_file(log_path));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void RedisServer::stop() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+void RedisServer::restart() {
+  stop();
+  start();
+}
+
+std::string RedisServer::cli(const std::string& args) const {
+  const std::string command =
+      "redis-cli -h 127.0.0.1 -p " + std::to_string(port_) + " " + args + " 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) fail("popen(" + command + "): " + std::strerror(errno));
+  std::string out;
+  std::array<char, 4096> buffer{};
+  std::size_t got = 0;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    out.append(buffer.data(), got);
+  ::pclose(pipe);
+  return out;
+}
+
+}  // namespace spillway::testing
