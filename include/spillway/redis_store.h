@@ -8,13 +8,20 @@
 // user's bytes come last, so no two (limit, key) pairs share a Redis key; the user key is the hash
 // tag. Every write sets a TTL that ends when the key is idle again (ms, rounded up).
 //
-// Thread safety: check() may be called from any number of threads; they share the connections
-// (automatic pipelining). Faults come back as Errc::kUnavailable / kTimeout within the timeout.
+// Batching: checks that arrive while earlier script calls are in flight wait and then go to Redis
+// together, up to max_batch checks in one EVALSHA (each still decided exactly, in order, inside
+// one atomic script). Under load this lifts throughput past one script call per check; alone, a
+// check is sent at once.
+//
+// Thread safety: check() and check_async() may be called from any number of threads; they share
+// the connections (automatic pipelining). Faults come back as Errc::kUnavailable / kTimeout within
+// the timeout.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "spillway/store.h"
 
@@ -32,6 +39,8 @@ struct RedisStoreOptions {
   // Minimum TTL of a written key. 0 in production; replay sets it because its `now` is not the
   // server's clock, and a key must not expire by the wall clock in the middle of a trace.
   std::chrono::milliseconds ttl_floor{0};
+  int max_batch = 128;    // checks in one script call; 1 disables batching
+  int max_in_flight = 8;  // script calls in flight per algorithm before checks wait and batch
 };
 
 class RedisStore final : public Store {
@@ -43,6 +52,8 @@ class RedisStore final : public Store {
 
   Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
                          std::optional<Micros> now = std::nullopt) override;
+  void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
+                   std::optional<Micros> now, Callback done) override;
 
   // The Redis key that holds `key`'s state under `limit`.
   std::string storage_key(std::string_view key, const Limit& limit) const;
@@ -50,10 +61,12 @@ class RedisStore final : public Store {
   bool connected() const;
 
  private:
+  class Batcher;
   RedisStore(RedisStoreOptions options, std::unique_ptr<redis::Client> client);
 
   RedisStoreOptions options_;
   std::unique_ptr<redis::Client> client_;
+  std::vector<std::unique_ptr<Batcher>> batchers_;  // one per algorithm
 };
 
 }  // namespace spillway

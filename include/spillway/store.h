@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,15 @@ class Store {
   // changes no state. Invalid input returns Errc::kInvalidArgument and changes nothing.
   virtual Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
                                  std::optional<Micros> now = std::nullopt) = 0;
+
+  // The same decision delivered to `done` (exactly once, possibly on another thread, possibly
+  // before this returns). Backends with network round trips override it to keep many checks in
+  // flight; the default decides synchronously. `done` must not block.
+  using Callback = std::function<void(Result<Decision>)>;
+  virtual void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
+                           std::optional<Micros> now, Callback done) {
+    done(check(key, limit, cost, now));
+  }
 };
 
 // Checks the arguments every backend shares (key length, cost range, now range).
@@ -45,6 +55,8 @@ struct StoreOptions {
   std::chrono::milliseconds timeout{1000};
   int pool_size = 2;
   std::chrono::milliseconds ttl_floor{0};
+  int max_batch = 128;
+  int max_in_flight = 8;
 };
 
 // Opens a backend by URL: "memory" (the embedded default) or, in builds with the Redis backend,

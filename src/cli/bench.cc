@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <iomanip>
 #include <iostream>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -23,6 +26,7 @@ struct BenchSetup {
   std::int64_t keys = 1000;
   std::chrono::milliseconds duration{5000};
   std::int64_t requests = 0;  // when > 0: stop after this many checks in all (not duration)
+  int batch = 128;            // redis: most checks per script call
 };
 
 struct ThreadTotals {
@@ -35,7 +39,7 @@ struct ThreadTotals {
 Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   auto args = Args::parse(argc, argv, first,
                           {"backend", "algorithm", "limit", "period", "burst", "concurrency",
-                           "keys", "duration", "requests"});
+                           "keys", "duration", "requests", "batch"});
   if (!args) return std::unexpected(args.error());
   if (!args->positional().empty()) {
     return invalid_argument("unexpected argument \"" + args->positional()[0] + "\"");
@@ -60,6 +64,9 @@ Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   setup.concurrency = static_cast<int>(concurrency->value_or(1));
   setup.keys = keys->value_or(1000);
   setup.requests = requests->value_or(0);
+  auto batch = args->get_int("batch", 1, 4096);
+  if (!batch) return std::unexpected(batch.error());
+  setup.batch = static_cast<int>(batch->value_or(128));
   if (auto duration = args->get("duration")) {
     auto parsed = parse_duration(*duration);
     if (!parsed) return invalid_argument("--duration: " + parsed.error().message);
@@ -75,6 +82,87 @@ std::int64_t percentile(std::vector<std::int64_t>& sorted, double p) {
   return sorted[index];
 }
 
+// Whether lane may issue one more check (duration not over, request budget not spent).
+bool may_issue(const BenchSetup& setup, std::atomic<std::int64_t>& issued,
+               const std::atomic<bool>& stop) {
+  if (stop.load(std::memory_order_relaxed)) return false;
+  return setup.requests == 0 || issued.fetch_add(1) < setup.requests;
+}
+
+void record(ThreadTotals& totals, const Result<Decision>& decision,
+            std::chrono::steady_clock::time_point since) {
+  totals.latencies_ns.push_back(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since)
+          .count());
+  if (!decision) {
+    ++totals.errors;
+  } else if (decision->allowed) {
+    ++totals.admitted;
+  } else {
+    ++totals.denied;
+  }
+}
+
+void stop_after(const BenchSetup& setup, std::atomic<bool>& stop) {
+  if (setup.requests > 0) return;
+  std::this_thread::sleep_for(setup.duration);
+  stop = true;
+}
+
+// In-process backends: one thread per lane, each checking back to back.
+void run_threads(Store& store, const BenchSetup& setup, const std::vector<std::string>& keys,
+                 std::atomic<std::int64_t>& issued, std::atomic<bool>& stop,
+                 std::vector<ThreadTotals>& totals) {
+  std::vector<std::jthread> threads;
+  for (int t = 0; t < setup.concurrency; ++t) {
+    threads.emplace_back([&, t] {
+      ThreadTotals& mine = totals[static_cast<std::size_t>(t)];
+      std::mt19937_64 random(static_cast<std::uint64_t>(t) * 7919 + 1);
+      while (may_issue(setup, issued, stop)) {
+        const auto before = std::chrono::steady_clock::now();
+        record(mine, store.check(keys[random() % keys.size()], setup.limit), before);
+      }
+    });
+  }
+  stop_after(setup, stop);
+}
+
+// Network backends: `concurrency` checks kept in flight; each completion issues the next one.
+void run_in_flight(Store& store, const BenchSetup& setup, const std::vector<std::string>& keys,
+                   std::atomic<std::int64_t>& issued, std::atomic<bool>& stop,
+                   std::vector<ThreadTotals>& totals) {
+  std::mutex mutex;
+  std::condition_variable idle;
+  int lanes_running = setup.concurrency;
+  struct Lane {
+    std::mt19937_64 random;
+    ThreadTotals* totals;
+  };
+  std::vector<Lane> lanes;
+  for (int t = 0; t < setup.concurrency; ++t) {
+    lanes.push_back({std::mt19937_64(static_cast<std::uint64_t>(t) * 7919 + 1),
+                     &totals[static_cast<std::size_t>(t)]});
+  }
+  // A lane's next check; completions run on the backend's thread and chain the next check.
+  std::function<void(Lane&)> next = [&](Lane& lane) {
+    if (!may_issue(setup, issued, stop)) {
+      std::lock_guard lock(mutex);
+      if (--lanes_running == 0) idle.notify_all();
+      return;
+    }
+    const auto before = std::chrono::steady_clock::now();
+    store.check_async(keys[lane.random() % keys.size()], setup.limit, 1, std::nullopt,
+                      [&, before](Result<Decision> decision) {
+                        record(*lane.totals, decision, before);
+                        next(lane);
+                      });
+  };
+  for (Lane& lane : lanes) next(lane);
+  stop_after(setup, stop);
+  std::unique_lock lock(mutex);
+  idle.wait(lock, [&] { return lanes_running == 0; });
+}
+
 }  // namespace
 
 int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream& err) {
@@ -83,7 +171,12 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
     err << "spillway bench: " << setup.error().message << "\n";
     return 2;
   }
-  auto store = open_store(setup->backend, {.pool_size = std::min(setup->concurrency, 4)});
+  // --batch 1 sends every check as its own script call, all lanes pipelined; otherwise checks
+  // that wait behind 8 calls in flight go together in the next call.
+  auto store =
+      open_store(setup->backend, {.pool_size = 2,
+                                  .max_batch = setup->batch,
+                                  .max_in_flight = setup->batch == 1 ? setup->concurrency : 8});
   if (!store) {
     err << "spillway bench: --backend: " << store.error().message << "\n";
     return store.error().code == Errc::kInvalidArgument ? 2 : 1;
@@ -96,34 +189,10 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
   std::atomic<bool> stop{false};
   std::vector<ThreadTotals> totals(static_cast<std::size_t>(setup->concurrency));
   const auto started = std::chrono::steady_clock::now();
-  {
-    std::vector<std::jthread> threads;
-    for (int t = 0; t < setup->concurrency; ++t) {
-      threads.emplace_back([&, t] {
-        ThreadTotals& mine = totals[static_cast<std::size_t>(t)];
-        std::mt19937_64 random(static_cast<std::uint64_t>(t) * 7919 + 1);
-        while (!stop.load(std::memory_order_relaxed)) {
-          if (setup->requests > 0 && issued.fetch_add(1) >= setup->requests) break;
-          const std::string& key = keys[random() % keys.size()];
-          const auto before = std::chrono::steady_clock::now();
-          auto decision = (*store)->check(key, setup->limit);
-          const auto after = std::chrono::steady_clock::now();
-          mine.latencies_ns.push_back(
-              std::chrono::duration_cast<std::chrono::nanoseconds>(after - before).count());
-          if (!decision) {
-            ++mine.errors;
-          } else if (decision->allowed) {
-            ++mine.admitted;
-          } else {
-            ++mine.denied;
-          }
-        }
-      });
-    }
-    if (setup->requests == 0) {
-      std::this_thread::sleep_for(setup->duration);
-      stop = true;
-    }
+  if (setup->backend == "memory") {
+    run_threads(**store, *setup, keys, issued, stop, totals);
+  } else {
+    run_in_flight(**store, *setup, keys, issued, stop, totals);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

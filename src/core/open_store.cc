@@ -31,7 +31,9 @@ Result<std::unique_ptr<Store>> open_store(std::string_view url, StoreOptions opt
                                    .key_prefix = options.key_prefix,
                                    .timeout = options.timeout,
                                    .pool_size = options.pool_size,
-                                   .ttl_floor = options.ttl_floor});
+                                   .ttl_floor = options.ttl_floor,
+                                   .max_batch = options.max_batch,
+                                   .max_in_flight = options.max_in_flight});
     if (!store) return std::unexpected(store.error());
     return std::unique_ptr<Store>(std::move(*store));
   }

@@ -1,30 +1,39 @@
 #include "spillway/redis_store.h"
 
+#include <deque>
+#include <future>
+#include <mutex>
+
 #include "src/redis/client.h"
 #include "src/redis/scripts.h"
 
 namespace spillway {
 namespace {
 
-// The script's reply {allowed, limit, remaining, retry_after, reset_after} as a Decision.
-Result<Decision> to_decision(const redis::Reply& reply) {
+constexpr std::size_t kFieldsPerDecision = 5;
+
+// Decision i of a script reply: {allowed, limit, remaining, retry_after, reset_after} per check.
+Result<Decision> decision_at(const redis::Reply& reply, std::size_t i) {
   if (reply.is_error()) {
     return std::unexpected(Error{Errc::kUnavailable, "redis replied: " + reply.text});
   }
-  if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != 5) {
+  const std::size_t first = i * kFieldsPerDecision;
+  if (reply.type != redis::Reply::Type::kArray ||
+      reply.elements.size() < first + kFieldsPerDecision) {
     return std::unexpected(
         Error{Errc::kInternal, "unexpected reply shape from the limiter script"});
   }
-  for (const redis::Reply& e : reply.elements) {
-    if (e.type != redis::Reply::Type::kInteger) {
+  const auto& e = reply.elements;
+  for (std::size_t k = first; k < first + kFieldsPerDecision; ++k) {
+    if (e[k].type != redis::Reply::Type::kInteger) {
       return std::unexpected(Error{Errc::kInternal, "non-integer field in the limiter's reply"});
     }
   }
-  return Decision{.allowed = reply.elements[0].integer == 1,
-                  .limit = reply.elements[1].integer,
-                  .remaining = reply.elements[2].integer,
-                  .retry_after = reply.elements[3].integer,
-                  .reset_after = reply.elements[4].integer};
+  return Decision{.allowed = e[first].integer == 1,
+                  .limit = e[first + 1].integer,
+                  .remaining = e[first + 2].integer,
+                  .retry_after = e[first + 3].integer,
+                  .reset_after = e[first + 4].integer};
 }
 
 bool is_noscript(const Result<redis::Reply>& reply) {
@@ -32,6 +41,115 @@ bool is_noscript(const Result<redis::Reply>& reply) {
 }
 
 }  // namespace
+
+// Sends one algorithm's checks to Redis: at once while fewer than max_in_flight script calls are
+// out, otherwise queued and sent together when a call returns. Callbacks run on the client's I/O
+// thread. Thread-safe.
+class RedisStore::Batcher {
+ public:
+  Batcher(Algorithm algorithm, const RedisStoreOptions& options, redis::Client& client)
+      : algorithm_(algorithm), options_(options), client_(client) {}
+
+  struct Pending {
+    std::string key;                      // the Redis key
+    std::string now;                      // "" for the server's TIME
+    std::array<std::int64_t, 6> numbers;  // limit, period, burst, limit_units, period_units, cost
+    Callback done;
+  };
+
+  // From now on queued and new checks fail at once instead of going to the client (which is
+  // being destroyed).
+  void close() {
+    std::deque<Pending> orphans;
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+      orphans.swap(queue_);
+    }
+    for (Pending& p : orphans) p.done(std::unexpected(closed_error()));
+  }
+
+  void submit(Pending check) {
+    std::vector<Pending> batch;
+    {
+      std::lock_guard lock(mutex_);
+      if (closing_) {
+        check.done(std::unexpected(closed_error()));
+        return;
+      }
+      queue_.push_back(std::move(check));
+      if (in_flight_ >= options_.max_in_flight) return;  // a returning call will take it
+      batch = take_batch_locked();
+    }
+    send(std::make_shared<std::vector<Pending>>(std::move(batch)), /*retried=*/false);
+  }
+
+ private:
+  // The longest prefix of the queue that shares one `now` (order per key is kept), capped.
+  std::vector<Pending> take_batch_locked() {
+    std::vector<Pending> batch;
+    const auto cap = static_cast<std::size_t>(std::max(1, options_.max_batch));
+    while (!queue_.empty() && batch.size() < cap &&
+           (batch.empty() || queue_.front().now == batch.front().now)) {
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    ++in_flight_;
+    return batch;
+  }
+
+  void send(std::shared_ptr<std::vector<Pending>> batch, bool retried) {
+    std::vector<std::string> args;
+    args.reserve(5 + batch->size() * 7);
+    args.insert(args.end(),
+                {"EVALSHA", redis::script_sha(algorithm_), std::to_string(batch->size())});
+    for (const Pending& p : *batch) args.push_back(p.key);
+    args.push_back(batch->front().now);
+    args.push_back(std::to_string(options_.ttl_floor.count()));
+    for (const Pending& p : *batch) {
+      for (std::int64_t n : p.numbers) args.push_back(std::to_string(n));
+    }
+    client_.call_async(args, [this, batch, retried](Result<redis::Reply> reply) {
+      if (is_noscript(reply) && !retried) {
+        // The server lost its scripts (restart, failover, SCRIPT FLUSH): load, then retry once.
+        client_.call_async(
+            {"SCRIPT", "LOAD", std::string(redis::script_source(algorithm_))},
+            [this, batch](Result<redis::Reply> loaded) {
+              if (loaded && !loaded->is_error()) return send(batch, true);
+              finish(*batch, std::unexpected(loaded ? Error{Errc::kUnavailable,
+                                                            "SCRIPT LOAD failed: " + loaded->text}
+                                                    : loaded.error()));
+            });
+        return;
+      }
+      finish(*batch, std::move(reply));
+    });
+  }
+
+  void finish(std::vector<Pending>& batch, Result<redis::Reply> reply) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      batch[i].done(reply ? decision_at(*reply, i) : std::unexpected(reply.error()));
+    }
+    std::vector<Pending> next;
+    {
+      std::lock_guard lock(mutex_);
+      --in_flight_;
+      if (queue_.empty() || closing_) return;
+      next = take_batch_locked();
+    }
+    send(std::make_shared<std::vector<Pending>>(std::move(next)), false);
+  }
+
+  static Error closed_error() { return Error{Errc::kUnavailable, "the redis store is closing"}; }
+
+  const Algorithm algorithm_;
+  const RedisStoreOptions& options_;
+  redis::Client& client_;
+  std::mutex mutex_;
+  std::deque<Pending> queue_;
+  int in_flight_ = 0;
+  bool closing_ = false;
+};
 
 Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) {
   auto client_options = redis::parse_redis_url(options.url);
@@ -42,6 +160,9 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
   }
   if (options.timeout.count() < 1) return invalid_argument("redis timeout must be at least 1ms");
   if (options.key_prefix.empty()) return invalid_argument("redis key prefix must not be empty");
+  if (options.max_batch < 1 || options.max_in_flight < 1) {
+    return invalid_argument("redis max_batch and max_in_flight must be at least 1");
+  }
   client_options->pool_size = options.pool_size;
   client_options->timeout = options.timeout;
   auto client = std::make_unique<redis::Client>(*client_options);
@@ -49,9 +170,18 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
 }
 
 RedisStore::RedisStore(RedisStoreOptions options, std::unique_ptr<redis::Client> client)
-    : options_(std::move(options)), client_(std::move(client)) {}
+    : options_(std::move(options)), client_(std::move(client)) {
+  for (int a = 0; a < kAlgorithmCount; ++a) {
+    batchers_.push_back(std::make_unique<Batcher>(static_cast<Algorithm>(a), options_, *client_));
+  }
+}
 
-RedisStore::~RedisStore() = default;
+// The batchers stop feeding the client, then the client goes: its destructor fails the calls in
+// flight, whose callbacks still use the batchers.
+RedisStore::~RedisStore() {
+  for (auto& batcher : batchers_) batcher->close();
+  client_.reset();
+}
 
 std::string RedisStore::storage_key(std::string_view key, const Limit& limit) const {
   std::string out = options_.key_prefix;
@@ -67,37 +197,26 @@ std::string RedisStore::storage_key(std::string_view key, const Limit& limit) co
   return out;
 }
 
+void RedisStore::check_async(std::string_view key, const Limit& limit, std::int64_t cost,
+                             std::optional<Micros> now, Callback done) {
+  if (Result<void> valid = validate_check(key, cost, now); !valid) {
+    return done(std::unexpected(valid.error()));
+  }
+  batchers_[static_cast<std::size_t>(limit.algorithm())]->submit(
+      {.key = storage_key(key, limit),
+       .now = now ? std::to_string(*now) : std::string(),
+       .numbers = {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
+                   limit.period_units(), cost},
+       .done = std::move(done)});
+}
+
 Result<Decision> RedisStore::check(std::string_view key, const Limit& limit, std::int64_t cost,
                                    std::optional<Micros> now) {
-  if (Result<void> valid = validate_check(key, cost, now); !valid) {
-    return std::unexpected(valid.error());
-  }
-  const Algorithm algorithm = limit.algorithm();
-  const std::vector<std::string> evalsha{"EVALSHA",
-                                         redis::script_sha(algorithm),
-                                         "1",
-                                         storage_key(key, limit),
-                                         std::to_string(limit.limit()),
-                                         std::to_string(limit.period()),
-                                         std::to_string(limit.burst()),
-                                         std::to_string(limit.limit_units()),
-                                         std::to_string(limit.period_units()),
-                                         std::to_string(cost),
-                                         now ? std::to_string(*now) : std::string(),
-                                         std::to_string(options_.ttl_floor.count())};
-  Result<redis::Reply> reply = client_->call(evalsha);
-  if (is_noscript(reply)) {
-    // The server lost its scripts (restart, failover, SCRIPT FLUSH): load and retry, once.
-    Result<redis::Reply> loaded =
-        client_->call({"SCRIPT", "LOAD", std::string(redis::script_source(algorithm))});
-    if (!loaded) return std::unexpected(loaded.error());
-    if (loaded->is_error()) {
-      return std::unexpected(Error{Errc::kUnavailable, "SCRIPT LOAD failed: " + loaded->text});
-    }
-    reply = client_->call(evalsha);
-  }
-  if (!reply) return std::unexpected(reply.error());
-  return to_decision(*reply);
+  std::promise<Result<Decision>> promise;
+  std::future<Result<Decision>> future = promise.get_future();
+  check_async(key, limit, cost, now,
+              [&promise](Result<Decision> decision) { promise.set_value(std::move(decision)); });
+  return future.get();
 }
 
 bool RedisStore::connected() const { return client_->connected(); }

@@ -2,6 +2,7 @@
 #include "src/cli/replay.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -21,9 +22,12 @@ struct Outcome {
 
 // Runs the built spillway binary with `args`, feeding `input` on stdin.
 Outcome run_binary(const std::string& args, const std::string& input) {
-  const std::string dir = ::testing::TempDir();
-  const std::string in_path = dir + "/replay_in.csv";
-  const std::string err_path = dir + "/replay_err.txt";
+  // Names unique to this process and call: ctest runs tests in parallel processes.
+  static int calls = 0;
+  const std::string dir =
+      ::testing::TempDir() + "/replay_" + std::to_string(getpid()) + "_" + std::to_string(calls++);
+  const std::string in_path = dir + "_in.csv";
+  const std::string err_path = dir + "_err.txt";
   std::ofstream(in_path) << input;
   const std::string command =
       std::string(SPILLWAY_BINARY) + " " + args + " < " + in_path + " 2> " + err_path;
@@ -87,7 +91,8 @@ TEST(ReplayBinary, PrintsHeaderAndOneDecisionPerRequest) {
 }
 
 TEST(ReplayBinary, ReadsTraceFromFileArgument) {
-  const std::string path = ::testing::TempDir() + "/trace_file.csv";
+  const std::string path =
+      ::testing::TempDir() + "/trace_file_" + std::to_string(getpid()) + ".csv";
   std::ofstream(path) << "0,k\n0,k\n";
   Outcome run = run_binary("replay --algorithm gcra --limit 1 --period 1s " + path, "");
   ASSERT_EQ(run.status, 0) << run.err;

@@ -69,11 +69,13 @@ void store_matches_pure() {
       rc::gen::inRange<char>(std::numeric_limits<char>::min(), std::numeric_limits<char>::max())));
   RC_PRE(key.size() <= kMaxKeyBytes);
 
-  auto clock = std::make_shared<ManualClock>(0);
-  MemoryStore store(manual_options(clock));
-  State state{};
+  struct Step {
+    Micros now;
+    std::int64_t cost;
+    bool sweep_before;
+  };
+  std::vector<Step> steps;
   Micros t = pick<Micros>(0, 1'000'000'000'000);
-  std::string log = "limit " + lim.describe() + " P=" + std::to_string(period) + "; trace:";
   for (int i = 0; i < n; ++i) {
     const int kind = pick(0, 10);
     Micros dt = 0;
@@ -87,16 +89,38 @@ void store_matches_pure() {
       dt = -pick<Micros>(1, period + 2);
     }
     t = std::max<Micros>(0, t + dt);
-    const std::int64_t cost = pick<std::int64_t>(0, std::max(limit, burst) + 3);
-    log += " (" + std::to_string(t) + "," + std::to_string(cost) + ")";
-    const Decision want = core::decide(state, lim, t, cost);
+    const std::int64_t cost =
+        pick(0, 2) == 0 ? 1 : pick<std::int64_t>(0, std::max(limit, burst) + 3);
+    steps.push_back(Step{t, cost, pick(0, 8) == 0});
+  }
+  // A sweep at time s may forget a key that is idle at s; that changes nothing for any later
+  // request at or after s. So sweep only at the earliest time still to come.
+  std::vector<Micros> earliest_to_come(steps.size());
+  Micros low = std::numeric_limits<Micros>::max();
+  for (std::size_t i = steps.size(); i-- > 0;) {
+    low = std::min(low, steps[i].now);
+    earliest_to_come[i] = low;
+  }
+
+  auto clock = std::make_shared<ManualClock>(0);
+  MemoryStore store(manual_options(clock));
+  State state{};
+  std::string log = "limit " + lim.describe() + " P=" + std::to_string(period) + "; trace:";
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Step& st = steps[i];
+    if (st.sweep_before) {
+      store.sweep(earliest_to_come[i]);
+      log += " sweep(" + std::to_string(earliest_to_come[i]) + ")";
+    }
+    log += " (" + std::to_string(st.now) + "," + std::to_string(st.cost) + ")";
+    const Decision want = core::decide(state, lim, st.now, st.cost);
     // Alternate between an explicit now and the injected clock.
     Result<Decision> got;
     if (i % 2 == 0) {
-      got = store.check(key, lim, cost, t);
+      got = store.check(key, lim, st.cost, st.now);
     } else {
-      clock->set(t);
-      got = store.check(key, lim, cost);
+      clock->set(st.now);
+      got = store.check(key, lim, st.cost);
     }
     if (!got.has_value()) RC_FAIL(log + "\nerror: " + got.error().message);
     if (!(*got == want)) RC_FAIL(log + "\nwant " + show(want) + "\ngot  " + show(*got));

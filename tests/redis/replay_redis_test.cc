@@ -1,6 +1,7 @@
 // `spillway replay --backend redis://...` prints exactly what `--backend memory` prints, for
 // random traces of every algorithm and for the shipped sample trace.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -24,7 +25,8 @@ std::string run(const std::string& command) {
 }
 
 std::string write_random_trace(std::mt19937_64& random, int limit, int index) {
-  const std::string path = ::testing::TempDir() + "/redis_replay_" + std::to_string(index) + ".csv";
+  const std::string path = ::testing::TempDir() + "/redis_replay_" + std::to_string(getpid()) +
+                           "_" + std::to_string(index) + ".csv";
   std::ofstream trace(path);
   trace << "# generated\n";
   long long t = static_cast<long long>(random() % 1000);

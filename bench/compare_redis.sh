@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Side by side, in one run, against one fresh redis-server on loopback:
+#   1. redis-benchmark calling spillway's GCRA script by EVALSHA (50 clients, pipeline 16),
+#   2. spillway bench, Redis backend, 50 checks in flight, one check per script call (--batch 1),
+#   3. the same with batching (checks waiting behind in-flight calls share one script call),
+#   4. rate-limiter-flexible (npm) RateLimiterRedis with ioredis auto-pipelining, 50 in flight.
+# Usage: bench/compare_redis.sh [SECONDS]   (prints a table; see docs/benchmarks.md)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-10}
+concurrency=50
+keys=10000
+
+scripts/setup.sh
+command -v node >/dev/null || { echo "compare_redis: node is required for rate-limiter-flexible"; exit 1; }
+cmake --preset release >/dev/null
+cmake --build --preset release --target spillway_cli >/dev/null
+(cd bench/node && npm install --silent --no-audit --no-fund >/dev/null)
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+workdir=$(mktemp -d)
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$workdir" \
+  --daemonize yes --pidfile "$workdir/redis.pid" --logfile "$workdir/redis.log"
+trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$workdir"' EXIT
+until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+
+# The exact script spillway sends (prelude + algorithm + epilogue), 100/s per key, burst 100.
+sha=$(cat lua/prelude.lua lua/gcra.lua lua/epilogue.lua | redis-cli -p "$port" -x SCRIPT LOAD)
+requests=$((seconds * 60000))
+rb=$(redis-benchmark -p "$port" -c $concurrency -n $requests -P 16 -r $keys --csv \
+       EVALSHA "$sha" 1 'bench:{__rand_int__}' '' 0 100 1000000 100 1 10000 1 | tail -1 |
+     cut -d, -f2 | tr -d '"')
+
+spillway() {
+  build/release/src/spillway bench --backend "redis://127.0.0.1:$port" --algorithm gcra \
+    --limit 100 --period 1s --concurrency $concurrency --keys $keys --duration "${seconds}s" "$@"
+}
+field() { grep "^$1=" | cut -d= -f2; }
+unbatched=$(spillway --batch 1)
+batched=$(spillway --batch 128)
+rlf=$(node bench/node/rlf_bench.js "$port" $concurrency $keys "$seconds")
+
+printf '%-58s %12s %9s %9s\n' "client (gcra 100/s per key, $keys keys, $concurrency in flight)" "checks/s" "p50 µs" "p99 µs"
+printf '%-58s %12.0f %9s %9s\n' "redis-benchmark EVALSHA, pipeline 16" "$rb" "-" "-"
+for row in "spillway, one check per script call|$unbatched" "spillway, batched script calls|$batched" \
+           "rate-limiter-flexible + ioredis auto-pipelining|$rlf"; do
+  name=${row%%|*}; out=${row#*|}
+  printf '%-58s %12s %9s %9s\n' "$name" "$(echo "$out" | field checks_per_second)" \
+    "$(echo "$out" | field p50_us)" "$(echo "$out" | field p99_us)"
+done
+batched_rate=$(echo "$batched" | field checks_per_second)
+unbatched_rate=$(echo "$unbatched" | field checks_per_second)
+rlf_rate=$(echo "$rlf" | field checks_per_second)
+python3 - "$rb" "$unbatched_rate" "$batched_rate" "$rlf_rate" <<'PY'
+import sys
+rb, unbatched, batched, rlf = map(float, sys.argv[1:])
+print(f"ratios: spillway unbatched / redis-benchmark = {unbatched / rb:.2f}, "
+      f"batched / redis-benchmark = {batched / rb:.2f}, batched / rate-limiter-flexible = "
+      f"{batched / rlf:.2f}, batching gain = {batched / unbatched:.2f}x")
+PY
