@@ -27,19 +27,21 @@ struct BenchSetup {
   std::chrono::milliseconds duration{5000};
   std::int64_t requests = 0;  // when > 0: stop after this many checks in all (not duration)
   int batch = 128;            // redis: most checks per script call
+  int in_flight = 0;          // redis: script calls in flight before checks batch (0: default)
 };
 
 struct ThreadTotals {
   std::int64_t admitted = 0;
   std::int64_t denied = 0;
   std::int64_t errors = 0;
+  std::string first_error;
   std::vector<std::int64_t> latencies_ns;  // one sample per check
 };
 
 Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   auto args = Args::parse(argc, argv, first,
                           {"backend", "algorithm", "limit", "period", "burst", "concurrency",
-                           "keys", "duration", "requests", "batch"});
+                           "keys", "duration", "requests", "batch", "in-flight"});
   if (!args) return std::unexpected(args.error());
   if (!args->positional().empty()) {
     return invalid_argument("unexpected argument \"" + args->positional()[0] + "\"");
@@ -67,6 +69,9 @@ Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   auto batch = args->get_int("batch", 1, 4096);
   if (!batch) return std::unexpected(batch.error());
   setup.batch = static_cast<int>(batch->value_or(128));
+  auto in_flight = args->get_int("in-flight", 1, 4096);
+  if (!in_flight) return std::unexpected(in_flight.error());
+  setup.in_flight = static_cast<int>(in_flight->value_or(0));
   if (auto duration = args->get("duration")) {
     auto parsed = parse_duration(*duration);
     if (!parsed) return invalid_argument("--duration: " + parsed.error().message);
@@ -95,7 +100,7 @@ void record(ThreadTotals& totals, const Result<Decision>& decision,
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since)
           .count());
   if (!decision) {
-    ++totals.errors;
+    if (totals.errors++ == 0) totals.first_error = decision.error().message;
   } else if (decision->allowed) {
     ++totals.admitted;
   } else {
@@ -202,6 +207,7 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
     all.admitted += t.admitted;
     all.denied += t.denied;
     all.errors += t.errors;
+    if (all.first_error.empty()) all.first_error = t.first_error;
     all.latencies_ns.insert(all.latencies_ns.end(), t.latencies_ns.begin(), t.latencies_ns.end());
   }
   std::sort(all.latencies_ns.begin(), all.latencies_ns.end());
@@ -215,7 +221,12 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
       << "admitted=" << all.admitted << "\n"
       << "denied=" << all.denied << "\n"
       << "errors=" << all.errors << "\n";
-  return all.errors > 0 ? 1 : 0;
+  if (all.errors > 0) {
+    err << "spillway bench: " << all.errors << " checks failed; first error: " << all.first_error
+        << "\n";
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace spillway::cli
