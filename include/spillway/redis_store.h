@@ -1,6 +1,7 @@
 // The Redis backend: every check is one atomic Lua script on the Redis server, called by SHA
-// (EVALSHA) and reloaded transparently on NOSCRIPT (restart, failover, SCRIPT FLUSH). Many
-// processes sharing one Redis therefore never admit more than the limit.
+// (EVALSHA). On NOSCRIPT (restart, failover, SCRIPT FLUSH) the call is sent again once as EVAL
+// with the script's text, which runs it and caches it again in one atomic step; the caller never
+// sees NOSCRIPT. Many processes sharing one Redis therefore never admit more than the limit.
 //
 // Time: by default the script reads the server's TIME, so app servers' clock skew does not
 // matter; a `now` passed to check() is used instead (replay, tests).

@@ -37,7 +37,7 @@ Result<Limit> Limit::make(Algorithm algorithm, std::int64_t limit, Micros period
   if (burst && *burst < 1) {
     return invalid_argument("burst must be at least 1, got " + std::to_string(*burst));
   }
-  if (limit > kMaxExact || period > kMaxExact) {
+  if (limit >= kMaxExact || period >= kMaxExact) {
     return invalid_argument("limit and period must each be below 2^52");
   }
   Limit out;

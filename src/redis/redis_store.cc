@@ -81,7 +81,7 @@ class RedisStore::Batcher {
       if (in_flight_ >= options_.max_in_flight) return;  // a returning call will take it
       batch = take_batch_locked();
     }
-    send(std::make_shared<std::vector<Pending>>(std::move(batch)), /*retried=*/false);
+    send(std::make_shared<std::vector<Pending>>(std::move(batch)), /*with_source=*/false);
   }
 
  private:
@@ -98,30 +98,26 @@ class RedisStore::Batcher {
     return batch;
   }
 
-  void send(std::shared_ptr<std::vector<Pending>> batch, bool retried) {
+  // EVALSHA normally; after a NOSCRIPT reply (restart, failover, SCRIPT FLUSH), EVAL with the
+  // script's text once: it runs and caches the script in one atomic step, so no flush can fall
+  // between loading and running it.
+  void send(std::shared_ptr<std::vector<Pending>> batch, bool with_source) {
     std::vector<std::string> args;
     args.reserve(5 + batch->size() * 7);
-    args.insert(args.end(),
-                {"EVALSHA", redis::script_sha(algorithm_), std::to_string(batch->size())});
+    if (with_source) {
+      args.insert(args.end(), {"EVAL", std::string(redis::script_source(algorithm_))});
+    } else {
+      args.insert(args.end(), {"EVALSHA", redis::script_sha(algorithm_)});
+    }
+    args.push_back(std::to_string(batch->size()));
     for (const Pending& p : *batch) args.push_back(p.key);
     args.push_back(batch->front().now);
     args.push_back(std::to_string(options_.ttl_floor.count()));
     for (const Pending& p : *batch) {
       for (std::int64_t n : p.numbers) args.push_back(std::to_string(n));
     }
-    client_.call_async(args, [this, batch, retried](Result<redis::Reply> reply) {
-      if (is_noscript(reply) && !retried) {
-        // The server lost its scripts (restart, failover, SCRIPT FLUSH): load, then retry once.
-        client_.call_async(
-            {"SCRIPT", "LOAD", std::string(redis::script_source(algorithm_))},
-            [this, batch](Result<redis::Reply> loaded) {
-              if (loaded && !loaded->is_error()) return send(batch, true);
-              finish(*batch, std::unexpected(loaded ? Error{Errc::kUnavailable,
-                                                            "SCRIPT LOAD failed: " + loaded->text}
-                                                    : loaded.error()));
-            });
-        return;
-      }
+    client_.call_async(args, [this, batch, with_source](Result<redis::Reply> reply) {
+      if (is_noscript(reply) && !with_source) return send(batch, true);
       finish(*batch, std::move(reply));
     });
   }

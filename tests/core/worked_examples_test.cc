@@ -606,6 +606,14 @@ TYPED_TEST(AllAlgorithms, RemainingNeverNegativeWhileHammered) {
   }
 }
 
+TYPED_TEST(AllAlgorithms, NewKeyIsAlreadyIdle) {
+  // A default-constructed state is an idle key: idle at any time from 0 on.
+  const Limit l = limit_for<TypeParam>(10, kS);
+  EXPECT_LE(core::idle_at(TypeParam{}, l), 0);
+  TypeParam s;
+  EXPECT_EQ(core::decide(s, l, 0, 0), D(true, 10, 10, 0, 0));
+}
+
 TYPED_TEST(AllAlgorithms, IdleAtAfterOneRequest) {
   // L = 10, P = 1 s, one unit at t = 0: fixed window ends at 1 s; the log entry leaves at 1 s;
   // the sliding window forgets cur only after window 1, at 2 s; buckets refill 1 token in T.

@@ -251,7 +251,7 @@ TEST(MemoryStore, DestructorStopsTheBackgroundSweeper) {
   MemoryStoreOptions o = manual_options(std::make_shared<ManualClock>(0));
   o.sweep_interval = std::chrono::milliseconds(1);
   auto store = std::make_unique<MemoryStore>(std::move(o));
-  ASSERT_TRUE(store->check("k", make_limit(Algorithm::kGcra, 1, kS))->allowed);
+  ASSERT_TRUE(store->check("k", make_limit(Algorithm::kGcra, 1, kS)).value().allowed);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(destroyed_within(std::move(store), std::chrono::seconds(10)));
 }
@@ -314,8 +314,8 @@ TEST(MemoryStore, DifferentLimitsOnOneKeyAreIndependent) {
   const Limit g = make_limit(Algorithm::kSlidingWindow, 5, kS);
   const Limit h = make_limit(Algorithm::kTokenBucket, 5, kS);
   const Micros now = 10 * kS;
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store.check("user", a, 1, now)->allowed);
-  EXPECT_FALSE(store.check("user", a, 1, now)->allowed);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store.check("user", a, 1, now).value().allowed);
+  EXPECT_FALSE(store.check("user", a, 1, now).value().allowed);
   struct Expect {
     const Limit* limit;
     int passes;
@@ -343,7 +343,7 @@ TEST(MemoryStore, KeysAreComparedAsWholeByteStrings) {
     ASSERT_TRUE(r.has_value());
     EXPECT_TRUE(r->allowed) << "key of " << k.size() << " bytes collided";
   }
-  for (const auto& k : keys) EXPECT_FALSE(store.check(k, lim, 1, kS)->allowed);
+  for (const auto& k : keys) EXPECT_FALSE(store.check(k, lim, 1, kS).value().allowed);
   EXPECT_EQ(store.size(), std::size(keys));
 }
 
@@ -398,12 +398,12 @@ TEST(MemoryStore, UsesTheInjectedClock) {
   MemoryStore store(manual_options(clock));
   const Limit lim = make_limit(Algorithm::kFixedWindow, 2, kS);
   // Window 5 = [5 s, 6 s): reset 1 s from 5.0 s.
-  EXPECT_EQ(*store.check("k", lim), (Decision{true, 2, 1, 0, kS}));
+  EXPECT_EQ(store.check("k", lim).value(), (Decision{true, 2, 1, 0, kS}));
   clock->advance(400'000);  // 5.4 s
-  EXPECT_EQ(*store.check("k", lim), (Decision{true, 2, 0, 0, 600'000}));
-  EXPECT_EQ(*store.check("k", lim), (Decision{false, 2, 0, 600'000, 600'000}));
+  EXPECT_EQ(store.check("k", lim).value(), (Decision{true, 2, 0, 0, 600'000}));
+  EXPECT_EQ(store.check("k", lim).value(), (Decision{false, 2, 0, 600'000, 600'000}));
   clock->set(6 * kS);
-  EXPECT_EQ(*store.check("k", lim), (Decision{true, 2, 1, 0, kS}));
+  EXPECT_EQ(store.check("k", lim).value(), (Decision{true, 2, 1, 0, kS}));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -480,11 +480,11 @@ TEST(MemoryStore, SweepDropsOnlyIdleKeys) {
   // One unit at t = 0 with L = 10, P = 1 s: idle at 1 s (fixed window, sliding log), 2 s
   // (sliding window), T = 100,000 (buckets).
   for (Algorithm a : kAll) {
-    ASSERT_TRUE(store.check("short", make_limit(a, 10, kS), 1, 0)->allowed);
+    ASSERT_TRUE(store.check("short", make_limit(a, 10, kS), 1, 0).value().allowed);
   }
   // GCRA 10 per hour: idle only at T = 6 min.
   const Limit slow = make_limit(Algorithm::kGcra, 10, kHour);
-  ASSERT_TRUE(store.check("long", slow, 1, 0)->allowed);
+  ASSERT_TRUE(store.check("long", slow, 1, 0).value().allowed);
   EXPECT_EQ(store.size(), 6u);
   EXPECT_EQ(store.sweep(50'000), 0u);  // nothing idle yet
   EXPECT_EQ(store.size(), 6u);
@@ -492,7 +492,8 @@ TEST(MemoryStore, SweepDropsOnlyIdleKeys) {
   EXPECT_EQ(store.size(), 1u);
   // The kept key kept its state: 9 more pass at 3 s, the 11th does not.
   int admitted = 0;
-  for (int i = 0; i < 12; ++i) admitted += store.check("long", slow, 1, 3 * kS)->allowed ? 1 : 0;
+  for (int i = 0; i < 12; ++i)
+    admitted += store.check("long", slow, 1, 3 * kS).value().allowed ? 1 : 0;
   EXPECT_EQ(admitted, 9);
   // 10 units, all while tat > now: tat = 10 * 6 min = 60 min; idle then, not before.
   EXPECT_EQ(store.sweep(60 * kMicrosPerMinute - 1), 0u);

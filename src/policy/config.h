@@ -1,0 +1,75 @@
+// The YAML configuration file (server, backend, layers) and its validation. Errors name the line
+// (1-based) and the field, e.g. "line 12: layers[1].limit: rate \"60/mn\" has no valid period".
+//
+// Example:
+//   server:
+//     listen: 127.0.0.1:8080
+//     threads: 2
+//     trusted_proxies: [127.0.0.1/32, 10.0.0.0/8]
+//     ipv6_prefix: 64
+//   backend:
+//     url: memory                 # or redis://host:port/db
+//     key_prefix: spillway
+//     timeout: 50ms
+//     on_error: deny              # or allow
+//   layers:
+//     - name: edge
+//       key: [ip]
+//       algorithm: gcra
+//       limit: 1000/min
+//       burst: 1000               # optional
+//     - name: gateway
+//       key: [api_key]
+//       by_plan:
+//         attribute: api_key      # optional, default api_key
+//         default: free
+//         plans: {free: 60/min, pro: 600/min}
+//         keys: {k1: pro, k2: free}
+//     - name: endpoint
+//       key: [api_key, endpoint]
+//       by_endpoint:
+//         attribute: endpoint     # optional, default endpoint
+//         limits: {/search: 10/min, /export: 5/min}
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "spillway/error.h"
+#include "spillway/policy.h"
+#include "src/policy/ip.h"
+
+namespace spillway::policy {
+
+struct ServerConfig {
+  std::string listen = "127.0.0.1:8080";
+  int threads = 2;
+  std::vector<Cidr> trusted_proxies;
+  int ipv6_prefix = 64;
+};
+
+enum class OnError { kAllow, kDeny };
+
+struct BackendConfig {
+  std::string url = "memory";
+  std::string key_prefix = "spillway";
+  std::chrono::milliseconds timeout{50};
+  OnError on_error = OnError::kDeny;
+};
+
+struct Config {
+  ServerConfig server;
+  BackendConfig backend;
+  PolicySpec policy;  // layers; validated: names unique, key attributes non-empty, one selector
+};
+
+// The configuration used when `spillway serve` gets no --config: defaults above + seed policy.
+Config default_config();
+
+// Parses and validates YAML text. Unknown fields are errors (they are usually typos).
+Result<Config> parse_config(std::string_view yaml_text);
+Result<Config> load_config_file(const std::string& path);
+
+}  // namespace spillway::policy

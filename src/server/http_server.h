@@ -1,0 +1,77 @@
+// The HTTP/1.1 plumbing of `spillway serve` on Boost.Beast: keep-alive, a pool of threads,
+// bounded header and body sizes, idle and read timeouts (a slow client cannot hold a worker), a
+// cap on connections, graceful drain on stop. What a request means is the Handler's business.
+//
+// Threading: the handler is called on one of the server's threads and must answer exactly once,
+// through the Responder, from any thread (now or later). Requests on one connection are answered
+// in order.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spillway/error.h"
+
+namespace spillway::server {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // path and query, as sent: "/v1/limit?x=1"
+  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, in order
+  std::string body;
+  std::string peer_address;  // the connection's remote IP, text ("127.0.0.1", "::1")
+
+  // The first header with this (lower-case) name, if any.
+  const std::string* header(std::string_view name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;  // added to Content-Type/Length
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+using Responder = std::function<void(HttpResponse)>;
+using Handler = std::function<void(HttpRequest, Responder)>;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;  // 0: any free port (see HttpServer::port)
+  int threads = 2;
+  std::size_t max_body_bytes = 64 * 1024;    // larger: 413 without calling the handler
+  std::size_t max_header_bytes = 16 * 1024;  // larger: 431
+  std::chrono::milliseconds read_timeout{5000};   // to receive one whole request
+  std::chrono::milliseconds idle_timeout{60000};  // keep-alive connection with no request
+  std::size_t max_connections = 10000;            // more: accepted and closed at once
+  // One structured line per request (and per protocol error), e.g.
+  // `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`. Default: stderr.
+  std::function<void(std::string_view)> access_log;
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving. Errors: bad host, port in use, etc. (message names host:port).
+  static Result<std::unique_ptr<HttpServer>> start(HttpServerOptions options, Handler handler);
+  ~HttpServer();  // stop(), then joins the threads
+
+  std::uint16_t port() const;  // the bound port
+  std::size_t open_connections() const;
+
+  // Stops accepting, lets requests in flight finish (up to `drain`), closes every connection and
+  // joins the threads. Idempotent.
+  void stop(std::chrono::milliseconds drain = std::chrono::milliseconds(5000));
+
+ private:
+  class Impl;
+  explicit HttpServer(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace spillway::server
