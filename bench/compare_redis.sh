@@ -25,7 +25,8 @@ trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$wor
 until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
 
 # The exact script spillway sends (prelude + algorithm + epilogue), 100/s per key, burst 100.
-sha=$(cat lua/prelude.lua lua/gcra.lua lua/epilogue.lua | redis-cli -p "$port" -x SCRIPT LOAD)
+sha=$( (cat lua/prelude.lua lua/gcra.lua; echo "local decide = decide_gcra"; cat lua/epilogue.lua) |
+      redis-cli -p "$port" -x SCRIPT LOAD)
 requests=$((seconds * 60000))
 rb=$(redis-benchmark -p "$port" -c $concurrency -n $requests -P 16 -r $keys --csv \
        EVALSHA "$sha" 1 'bench:{__rand_int__}' '' 0 100 1000000 100 1 10000 1 | tail -1 |

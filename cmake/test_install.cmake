@@ -8,8 +8,14 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${pref
 if(rc)
   message(FATAL_ERROR "install failed: ${rc}")
 endif()
+# A sanitizer build installs an instrumented library: the example must link the same runtime.
+set(flags "")
+if(SANITIZE)
+  set(flags "-fsanitize=${SANITIZE}")
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/embed -B ${example_build}
-                        -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} RESULT_VARIABLE rc)
+                        -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} "-DCMAKE_CXX_FLAGS=${flags}"
+                        "-DCMAKE_EXE_LINKER_FLAGS=${flags}" RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "configuring the example failed: ${rc}")
 endif()

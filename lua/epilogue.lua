@@ -1,11 +1,12 @@
--- spillway: the tail of every algorithm script: decides each check of the call in order.
+-- spillway: the tail of every single-algorithm script (the loader defines `decide` as that
+-- algorithm's function): decides each check of the call in order.
 local out = {}
 for i = 1, #KEYS do
   local a = 2 + (i - 1) * 6
   local limit = tonumber(ARGV[a + 1])
   local allowed, remaining, retry_after, reset_after =
     decide(KEYS[i], limit, tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]),
-           tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]))
+           tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), true)
   local o = (i - 1) * 5
   out[o + 1] = allowed and 1 or 0
   out[o + 2] = limit

@@ -1,5 +1,5 @@
 -- fixed_window: mirrors src/core/fixed_window.cc. State: pack(window, count).
-local function decide(key, limit, period, burst, limit_units, period_units, cost)
+local function decide_fixed_window(key, limit, period, burst, limit_units, period_units, cost, commit)
   local v = redis.call('GET', key)
   local state_window, count = 0, 0
   if v then state_window, count = unpack('<dd', v) end
@@ -15,7 +15,7 @@ local function decide(key, limit, period, burst, limit_units, period_units, cost
   if cost <= limit and used + cost <= limit then
     allowed = true
     used = used + cost
-    if cost > 0 then save_state(key, pack('<dd', window, used), window_end) end
+    if cost > 0 and commit then save_state(key, pack('<dd', window, used), window_end) end
   elseif cost > limit then
     retry_after = NEVER
   else

@@ -1,6 +1,6 @@
 -- gcra: mirrors src/core/gcra.cc. State: pack(tat_us, tat_rem, last),
 -- tat = tat_us + tat_rem / limit_units.
-local function decide(key, limit, period, burst, limit_units, period_units, cost)
+local function decide_gcra(key, limit, period, burst, limit_units, period_units, cost, commit)
   local scale, interval = limit_units, period_units
   local tolerance = burst * interval
   local v = redis.call('GET', key)
@@ -27,7 +27,7 @@ local function decide(key, limit, period, burst, limit_units, period_units, cost
       debt = debt + cost * interval
       local idle_at = x_us
       if x_rem > 0 then idle_at = x_us + 1 end
-      save_state(key, pack('<ddd', x_us, x_rem, at), idle_at)
+      if commit then save_state(key, pack('<ddd', x_us, x_rem, at), idle_at) end
     end
   else
     retry_after = x_us + cdiv(x_rem - (tolerance - cost * interval), scale) - now

@@ -1,4 +1,5 @@
--- spillway: the head of every algorithm script (the loader joins prelude + <algorithm> + epilogue).
+-- spillway: the head of every script. The loader builds one script per algorithm
+-- (prelude + <algorithm> + epilogue) and one policy script (prelude + all five + policy.lua).
 --
 -- KEYS[i]  the state of check i
 -- ARGV     now (µs, or '' to use the server's TIME), ttl_floor (ms; 0 except in replay), then
@@ -10,8 +11,9 @@
 --
 -- Numbers are doubles. Every value stays below 2^53 (the C++ Limit enforces the bounds), so
 -- +, - and * are exact, and fdiv corrects the rounded quotient to the exact floor.
--- Each algorithm defines decide(key, limit, period, burst, limit_units, period_units, cost),
--- returning allowed (boolean), remaining, retry_after, reset_after.
+-- Each algorithm defines decide_<name>(key, limit, period, burst, limit_units, period_units,
+-- cost, commit), returning allowed (boolean), remaining, retry_after, reset_after; it writes the
+-- key only when it admits cost > 0 and commit is true (false: a dry run).
 local floor, max = math.floor, math.max
 local pack, unpack = struct.pack, struct.unpack
 

@@ -7,7 +7,7 @@ local function parse_entry(member)
   return tonumber(a), tonumber(c)
 end
 
-local function decide(key, limit, period, burst, limit_units, period_units, cost)
+local function decide_sliding_log(key, limit, period, burst, limit_units, period_units, cost, commit)
   local newest = redis.call('ZRANGE', key, -1, -1)
   local at = now
   local newest_at, newest_cost = nil, 0
@@ -28,15 +28,17 @@ local function decide(key, limit, period, burst, limit_units, period_units, cost
   if cost <= limit and used + cost <= limit then
     allowed = true
     if cost > 0 then
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', int(at - period))
-      if newest_at == at then
-        redis.call('ZREM', key, newest[1])
-        redis.call('ZADD', key, int(at), int(at) .. ':' .. int(newest_cost + cost))
-      else
-        redis.call('ZADD', key, int(at), int(at) .. ':' .. int(cost))
+      if commit then
+        redis.call('ZREMRANGEBYSCORE', key, '-inf', int(at - period))
+        if newest_at == at then
+          redis.call('ZREM', key, newest[1])
+          redis.call('ZADD', key, int(at), int(at) .. ':' .. int(newest_cost + cost))
+        else
+          redis.call('ZADD', key, int(at), int(at) .. ':' .. int(cost))
+        end
+        redis.call('PEXPIRE', key, ttl_until(at + period))
       end
       used = used + cost
-      redis.call('PEXPIRE', key, ttl_until(at + period))
       newest_at = at
     end
   elseif cost > limit then

@@ -1,5 +1,5 @@
 -- sliding_window: mirrors src/core/sliding_window.cc. State: pack(last, previous, current).
-local function decide(key, limit, period, burst, limit_units, period_units, cost)
+local function decide_sliding_window(key, limit, period, burst, limit_units, period_units, cost, commit)
   local v = redis.call('GET', key)
   local last, s_previous, s_current = 0, 0, 0
   if v then last, s_previous, s_current = unpack('<ddd', v) end
@@ -38,7 +38,7 @@ local function decide(key, limit, period, burst, limit_units, period_units, cost
   if cost <= limit and previous * (period - elapsed) + (current + cost) * period <= limit * period then
     allowed = true
     current = current + cost
-    if cost > 0 then
+    if cost > 0 and commit then
       save_state(key, pack('<ddd', at, previous, current), (window + 2) * period)
     end
   elseif cost > limit then

@@ -1,5 +1,5 @@
 -- token_bucket: mirrors src/core/token_bucket.cc. State: pack(units, last), tokens in units.
-local function decide(key, limit, period, burst, limit_units, period_units, cost)
+local function decide_token_bucket(key, limit, period, burst, limit_units, period_units, cost, commit)
   local per_token, per_micro = period_units, limit_units
   local capacity = burst * per_token
   local v = redis.call('GET', key)
@@ -22,7 +22,7 @@ local function decide(key, limit, period, burst, limit_units, period_units, cost
   elseif units >= cost * per_token then
     allowed = true
     units = units - cost * per_token
-    if cost > 0 then
+    if cost > 0 and commit then
       save_state(key, pack('<dd', units, at), at + cdiv(capacity - units, per_micro))
     end
   else

@@ -39,6 +39,8 @@ class MemoryStore final : public Store {
 
   Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
                          std::optional<Micros> now = std::nullopt) override;
+  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                              std::optional<Micros> now = std::nullopt) override;
 
   // Drops every key that is idle at `now` and returns how many were dropped.
   std::size_t sweep(Micros now);

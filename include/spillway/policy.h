@@ -29,9 +29,9 @@ struct RateSpec {
 };
 
 struct PlanSelector {
-  std::string attribute = "api_key";            // whose value picks the plan
-  std::map<std::string, RateSpec> plans;        // plan name -> limit ("free" -> 60/min)
-  std::string default_plan;                     // for values not in `assignments`
+  std::string attribute = "api_key";               // whose value picks the plan
+  std::map<std::string, RateSpec> plans;           // plan name -> limit ("free" -> 60/min)
+  std::string default_plan;                        // for values not in `assignments`
   std::map<std::string, std::string> assignments;  // attribute value (API key) -> plan name
   friend bool operator==(const PlanSelector&, const PlanSelector&) = default;
 };
@@ -43,8 +43,8 @@ struct EndpointSelector {
 };
 
 struct LayerSpec {
-  std::string name;                 // "edge", "gateway", "endpoint"; unique in a policy
-  std::vector<std::string> key;     // attribute names forming the key, in order (e.g. {"ip"})
+  std::string name;              // "edge", "gateway", "endpoint"; unique in a policy
+  std::vector<std::string> key;  // attribute names forming the key, in order (e.g. {"ip"})
   Algorithm algorithm = Algorithm::kGcra;
   // Exactly one of these three is set.
   std::optional<RateSpec> limit;

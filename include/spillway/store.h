@@ -10,8 +10,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "spillway/clock.h"
 #include "spillway/decision.h"
@@ -21,6 +23,14 @@
 namespace spillway {
 
 inline constexpr std::size_t kMaxKeyBytes = 1024;
+
+// One layer of an all-or-nothing check: a key under a limit.
+struct KeyedLimit {
+  std::string_view key;
+  const Limit* limit;
+};
+
+using Decisions = std::vector<Decision>;
 
 class Store {
  public:
@@ -40,10 +50,29 @@ class Store {
                            std::optional<Micros> now, Callback done) {
     done(check(key, limit, cost, now));
   }
+
+  // All-or-nothing over several keys (the layers of one request), as one atomic step: `cost` is
+  // charged to every key if every key admits it, and to none otherwise. Returns one decision per
+  // key, in order. When the request is denied, the keys that denied report their denial and the
+  // others report their state as it stands (allowed, remaining uncharged). Keys must be distinct.
+  virtual Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                      std::optional<Micros> now = std::nullopt) = 0;
+
+  using AllCallback = std::function<void(Result<Decisions>)>;
+  virtual void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
+                               std::optional<Micros> now, AllCallback done) {
+    done(check_all(checks, cost, now));
+  }
 };
+
+// True when every decision admitted.
+bool all_allowed(const Decisions& decisions);
 
 // Checks the arguments every backend shares (key length, cost range, now range).
 Result<void> validate_check(std::string_view key, std::int64_t cost, std::optional<Micros> now);
+// The same for check_all: at least one key, every key valid, no key twice.
+Result<void> validate_check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                std::optional<Micros> now);
 
 struct StoreOptions {
   std::shared_ptr<const Clock> clock;  // default: SystemClock

@@ -19,6 +19,28 @@ Result<void> validate_check(std::string_view key, std::int64_t cost, std::option
   return {};
 }
 
+Result<void> validate_check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                std::optional<Micros> now) {
+  if (checks.empty()) return invalid_argument("check_all needs at least one key");
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (Result<void> valid = validate_check(checks[i].key, cost, now); !valid) return valid;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (checks[j].key == checks[i].key && *checks[j].limit == *checks[i].limit) {
+        return invalid_argument("check_all got the same key twice: \"" +
+                                std::string(checks[i].key) + "\"");
+      }
+    }
+  }
+  return {};
+}
+
+bool all_allowed(const Decisions& decisions) {
+  for (const Decision& d : decisions) {
+    if (!d.allowed) return false;
+  }
+  return true;
+}
+
 Result<std::unique_ptr<Store>> open_store(std::string_view url, StoreOptions options) {
   if (url == "memory" || url == "memory://") {
     MemoryStoreOptions memory;

@@ -1,5 +1,6 @@
 #include "spillway/memory_store.h"
 
+#include <algorithm>
 #include <bit>
 #include <condition_variable>
 #include <thread>
@@ -35,6 +36,73 @@ class MemoryStore::Impl {
         return gcra_.check(key, limit, now, cost);
     }
     return std::unexpected(Error{Errc::kInternal, "unknown algorithm"});
+  }
+
+  // Calls f with the table of `algorithm`, typed.
+  template <typename F>
+  auto with_table(Algorithm algorithm, F&& f) {
+    switch (algorithm) {
+      case Algorithm::kFixedWindow:
+        return f(fixed_window_);
+      case Algorithm::kSlidingLog:
+        return f(sliding_log_);
+      case Algorithm::kSlidingWindow:
+        return f(sliding_window_);
+      case Algorithm::kTokenBucket:
+        return f(token_bucket_);
+      case Algorithm::kGcra:
+        break;
+    }
+    return f(gcra_);
+  }
+
+  // All-or-nothing over several keys: every shard involved is locked (in address order, so two
+  // requests can never wait on each other), every key is decided dry, and only if all admit are
+  // they decided for real. New keys' places are reserved first: a full store changes nothing.
+  Result<Decisions> check_all(std::span<const KeyedLimit> checks, Micros now, std::int64_t cost) {
+    struct Item {
+      memory::KeyView key;
+      const Limit* limit;
+    };
+    std::vector<Item> items;
+    std::vector<std::mutex*> mutexes;
+    for (const KeyedLimit& c : checks) {
+      items.push_back({memory::make_key_view(c.key, *c.limit), c.limit});
+      mutexes.push_back(with_table(
+          c.limit->algorithm(), [&](auto& table) { return &table.mutex_for(items.back().key); }));
+    }
+    std::sort(mutexes.begin(), mutexes.end(), std::less<std::mutex*>());
+    mutexes.erase(std::unique(mutexes.begin(), mutexes.end()), mutexes.end());
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (std::mutex* m : mutexes) locks.emplace_back(*m);
+
+    Decisions decisions;
+    std::size_t new_keys = 0;
+    for (const Item& item : items) {
+      with_table(item.limit->algorithm(), [&](auto& table) {
+        decisions.push_back(table.peek_locked(item.key, *item.limit, now, cost));
+        if (decisions.back().allowed && cost > 0 && !table.contains_locked(item.key)) ++new_keys;
+        return 0;
+      });
+    }
+    if (!all_allowed(decisions)) {
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        if (!decisions[i].allowed) continue;
+        decisions[i] = with_table(items[i].limit->algorithm(), [&](auto& table) {
+          return table.peek_locked(items[i].key, *items[i].limit, now, 0);
+        });
+      }
+      return decisions;
+    }
+    if (new_keys > 0 && !fixed_window_.reserve_keys(new_keys, nullptr, now)) {
+      return std::unexpected(fixed_window_.store_full());
+    }
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      decisions[i] = with_table(items[i].limit->algorithm(), [&](auto& table) {
+        return table.commit_locked(items[i].key, *items[i].limit, now, cost);
+      });
+    }
+    return decisions;
   }
 
   std::size_t sweep(Micros now) {
@@ -82,6 +150,14 @@ Result<Decision> MemoryStore::check(std::string_view key, const Limit& limit, st
     return std::unexpected(valid.error());
   }
   return impl_->check(key, limit, now ? *now : clock_->now(), cost);
+}
+
+Result<Decisions> MemoryStore::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                         std::optional<Micros> now) {
+  if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
+    return std::unexpected(valid.error());
+  }
+  return impl_->check_all(checks, now ? *now : clock_->now(), cost);
 }
 
 std::size_t MemoryStore::sweep(Micros now) { return impl_->sweep(now); }

@@ -70,6 +70,8 @@ struct KeyEqual {
 
 template <typename State>
 class ShardedTable {
+  struct Shard;
+
  public:
   // shards must be a power of two. `tracked` counts keys across all tables, bounded by max_keys.
   ShardedTable(std::size_t shards, std::atomic<std::size_t>& tracked, std::size_t max_keys)
@@ -82,9 +84,36 @@ class ShardedTable {
   Result<Decision> check(std::string_view user_key, const Limit& limit, Micros now,
                          std::int64_t cost) {
     const KeyView key = make_key_view(user_key, limit);
-    // Shard by the top bits; the map spreads keys by its own mix of the whole hash.
-    Shard& shard = shards_[shards_.size() == 1 ? 0 : key.hash >> shift_];
+    Shard& shard = shard_for(key);
     std::lock_guard lock(shard.mutex);
+    if (cost > 0 && !contains_locked(key)) {
+      // A new key is remembered only if admitted; reserve its place first, so that a full store
+      // refuses it without having changed anything.
+      Decision fresh = peek_locked(key, limit, now, cost);
+      if (!fresh.allowed) return fresh;
+      if (!reserve_keys(1, &shard, now)) return std::unexpected(store_full());
+    }
+    return commit_locked(key, limit, now, cost);
+  }
+
+  // ---- For MemoryStore::check_all, which locks several shards (in address order) first. ----
+
+  std::mutex& mutex_for(const KeyView& key) { return shard_for(key).mutex; }
+
+  // Under the key's shard lock: the decision `cost` would get, changing nothing.
+  Decision peek_locked(const KeyView& key, const Limit& limit, Micros now, std::int64_t cost) {
+    Shard& shard = shard_for(key);
+    auto it = shard.map.find(key);
+    State copy = it == shard.map.end() ? State{} : it->second.state;
+    return decide(copy, limit, now, cost);
+  }
+
+  bool contains_locked(const KeyView& key) { return shard_for(key).map.contains(key); }
+
+  // Under the key's shard lock: decides and records. A key that is new and admitted with
+  // cost > 0 takes one of the places reserved by reserve_keys.
+  Decision commit_locked(const KeyView& key, const Limit& limit, Micros now, std::int64_t cost) {
+    Shard& shard = shard_for(key);
     if (auto it = shard.map.find(key); it != shard.map.end()) {
       Slot& slot = it->second;
       Decision decision = decide(slot.state, limit, now, cost);
@@ -95,14 +124,25 @@ class ShardedTable {
     Decision decision = decide(fresh.state, limit, now, cost);
     if (!decision.allowed || cost == 0) return decision;  // nothing to remember
     fresh.idle_at = now + decision.reset_after;
-    if (!reserve_key(shard, now)) {
-      return std::unexpected(Error{Errc::kStoreFull, "memory store is full (" +
-                                                         std::to_string(max_keys_) +
-                                                         " keys tracked); new key not admitted"});
-    }
-    shard.map.emplace(StoredKey{key.hash, key.numbers, std::string(user_key)}, std::move(fresh));
+    shard.map.emplace(StoredKey{key.hash, key.numbers, std::string(key.bytes)}, std::move(fresh));
     if (shard.map.size() >= shard.sweep_at) sweep_locked(shard, now);
     return decision;
+  }
+
+  // Takes `count` places for new keys out of max_keys (shared by all tables). When there are not
+  // enough, first sweeps `locked` (a shard whose lock the caller holds), then tries again.
+  bool reserve_keys(std::size_t count, Shard* locked, Micros now) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (tracked_.fetch_add(count, std::memory_order_relaxed) + count <= max_keys_) return true;
+      tracked_.fetch_sub(count, std::memory_order_relaxed);
+      if (attempt == 0 && locked != nullptr) sweep_locked(*locked, now);
+    }
+    return false;
+  }
+
+  Error store_full() const {
+    return Error{Errc::kStoreFull, "memory store is full (" + std::to_string(max_keys_) +
+                                       " keys tracked); new key not admitted"};
   }
 
   std::size_t sweep(Micros now) {
@@ -128,13 +168,9 @@ class ShardedTable {
     std::size_t sweep_at = kMinSweepSize;  // sweep when the map grows to this size
   };
 
-  bool reserve_key(Shard& shard, Micros now) {
-    if (tracked_.fetch_add(1, std::memory_order_relaxed) < max_keys_) return true;
-    tracked_.fetch_sub(1, std::memory_order_relaxed);
-    sweep_locked(shard, now);
-    if (tracked_.fetch_add(1, std::memory_order_relaxed) < max_keys_) return true;
-    tracked_.fetch_sub(1, std::memory_order_relaxed);
-    return false;
+  Shard& shard_for(const KeyView& key) {
+    // Shard by the top bits; the map spreads keys by its own mix of the whole hash.
+    return shards_[shards_.size() == 1 ? 0 : key.hash >> shift_];
   }
 
   // Drops idle keys; amortised O(1) per insert because sweep_at doubles with the live size.

@@ -40,6 +40,22 @@ bool is_noscript(const Result<redis::Reply>& reply) {
   return reply && reply->is_error() && reply->text.starts_with("NOSCRIPT");
 }
 
+// Sends a script call by SHA; after NOSCRIPT, once more as EVAL with the text (see Batcher::send).
+// args[0] and args[1] are filled in here.
+void call_script(redis::Client& client, std::string_view source, const std::string& sha,
+                 std::shared_ptr<std::vector<std::string>> args, bool with_source,
+                 std::function<void(Result<redis::Reply>)> done) {
+  (*args)[0] = with_source ? "EVAL" : "EVALSHA";
+  (*args)[1] = with_source ? std::string(source) : sha;
+  client.call_async(*args, [&client, source, &sha, args, with_source,
+                            done = std::move(done)](Result<redis::Reply> reply) mutable {
+    if (is_noscript(reply) && !with_source) {
+      return call_script(client, source, sha, std::move(args), true, std::move(done));
+    }
+    done(std::move(reply));
+  });
+}
+
 }  // namespace
 
 // Sends one algorithm's checks to Redis: at once while fewer than max_in_flight script calls are
@@ -212,6 +228,48 @@ Result<Decision> RedisStore::check(std::string_view key, const Limit& limit, std
   std::future<Result<Decision>> future = promise.get_future();
   check_async(key, limit, cost, now,
               [&promise](Result<Decision> decision) { promise.set_value(std::move(decision)); });
+  return future.get();
+}
+
+void RedisStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                 std::optional<Micros> now, AllCallback done) {
+  if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
+    return done(std::unexpected(valid.error()));
+  }
+  auto args = std::make_shared<std::vector<std::string>>();
+  args->reserve(6 + checks.size() * 7);
+  args->insert(args->end(), {"", "", std::to_string(checks.size())});
+  for (const KeyedLimit& c : checks) args->push_back(storage_key(c.key, *c.limit));
+  args->push_back(now ? std::to_string(*now) : std::string());
+  args->push_back(std::to_string(options_.ttl_floor.count()));
+  args->push_back(std::to_string(cost));
+  for (const KeyedLimit& c : checks) {
+    const Limit& l = *c.limit;
+    for (std::int64_t n : {static_cast<std::int64_t>(l.algorithm()), l.limit(), l.period(),
+                           l.burst(), l.limit_units(), l.period_units()}) {
+      args->push_back(std::to_string(n));
+    }
+  }
+  const std::size_t count = checks.size();
+  call_script(*client_, redis::policy_script_source(), redis::policy_script_sha(), args, false,
+              [count, done = std::move(done)](Result<redis::Reply> reply) {
+                if (!reply) return done(std::unexpected(reply.error()));
+                Decisions decisions;
+                for (std::size_t i = 0; i < count; ++i) {
+                  Result<Decision> d = decision_at(*reply, i);
+                  if (!d) return done(std::unexpected(d.error()));
+                  decisions.push_back(*d);
+                }
+                done(std::move(decisions));
+              });
+}
+
+Result<Decisions> RedisStore::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                        std::optional<Micros> now) {
+  std::promise<Result<Decisions>> promise;
+  std::future<Result<Decisions>> future = promise.get_future();
+  check_all_async(checks, cost, now,
+                  [&promise](Result<Decisions> d) { promise.set_value(std::move(d)); });
   return future.get();
 }
 

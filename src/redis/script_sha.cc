@@ -34,4 +34,9 @@ const std::string& script_sha(Algorithm algorithm) {
   return digests[static_cast<std::size_t>(algorithm)];
 }
 
+const std::string& policy_script_sha() {
+  static const std::string digest = sha1_hex(policy_script_source());
+  return digest;
+}
+
 }  // namespace spillway::redis

@@ -14,4 +14,8 @@ std::string_view script_source(Algorithm algorithm);
 // Lower-case hex SHA-1 of script_source(algorithm), as Redis names it; computed once.
 const std::string& script_sha(Algorithm algorithm);
 
+// The all-or-nothing script over several layers (lua/policy.lua, with all five algorithms).
+std::string_view policy_script_source();
+const std::string& policy_script_sha();
+
 }  // namespace spillway::redis

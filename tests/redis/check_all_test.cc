@@ -1,0 +1,175 @@
+// All-or-nothing checks over several keys (the layers of one request), on both backends: a
+// request is charged to every key or to none, and the two backends decide identically.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "spillway/memory_store.h"
+#include "spillway/redis_store.h"
+#include "tests/support/redis_server.h"
+
+namespace spillway {
+namespace {
+
+testing::RedisServer& server() {
+  static testing::RedisServer* instance = new testing::RedisServer();
+  return *instance;
+}
+
+std::unique_ptr<Store> redis_store() {
+  static std::atomic<int> counter{0};
+  auto store = RedisStore::open(
+      {.url = server().url(),
+       .key_prefix = "all" + std::to_string(getpid()) + "-" + std::to_string(counter++),
+       .ttl_floor = std::chrono::minutes(5)});
+  EXPECT_TRUE(store.has_value());
+  return std::move(*store);
+}
+
+class CheckAll : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<Store> make() {
+    if (GetParam() == "memory") return std::make_unique<MemoryStore>();
+    return redis_store();
+  }
+};
+
+const Limit kEdge = *Limit::make(Algorithm::kGcra, 5, kMicrosPerMinute);
+const Limit kGateway = *Limit::make(Algorithm::kFixedWindow, 3, kMicrosPerMinute);
+const Limit kEndpoint = *Limit::make(Algorithm::kSlidingWindow, 2, kMicrosPerMinute);
+
+Decisions must(Result<Decisions> d) {
+  EXPECT_TRUE(d.has_value()) << (d ? "" : d.error().message);
+  return d.value_or(Decisions{});
+}
+
+TEST_P(CheckAll, ChargesEveryLayerWhenAllAdmit) {
+  auto store = make();
+  const KeyedLimit layers[] = {{"ip", &kEdge}, {"key", &kGateway}, {"key/search", &kEndpoint}};
+  const Decisions first = must(store->check_all(layers, 1, 1'000));
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_TRUE(all_allowed(first));
+  EXPECT_EQ(first[0].remaining, 4);
+  EXPECT_EQ(first[1].remaining, 2);
+  EXPECT_EQ(first[2].remaining, 1);
+}
+
+TEST_P(CheckAll, ADeniedRequestChargesNoLayer) {
+  auto store = make();
+  const KeyedLimit layers[] = {{"ip", &kEdge}, {"key", &kGateway}, {"key/search", &kEndpoint}};
+  ASSERT_TRUE(all_allowed(must(store->check_all(layers, 1, 1'000))));
+  ASSERT_TRUE(all_allowed(must(store->check_all(layers, 1, 1'000))));
+  // The endpoint layer (2 per minute) is spent: the third request is denied by it alone...
+  const Decisions denied = must(store->check_all(layers, 1, 1'000));
+  EXPECT_TRUE(denied[0].allowed);
+  EXPECT_TRUE(denied[1].allowed);
+  EXPECT_FALSE(denied[2].allowed);
+  EXPECT_GT(denied[2].retry_after, 0);
+  // ...and charges nothing: edge and gateway report what they had after two requests.
+  EXPECT_EQ(denied[0].remaining, 3);
+  EXPECT_EQ(denied[1].remaining, 1);
+  for (int i = 0; i < 5; ++i) ASSERT_FALSE(all_allowed(must(store->check_all(layers, 1, 1'000))));
+  const Decision edge = *store->check("ip", kEdge, 0, 1'000);
+  const Decision gateway = *store->check("key", kGateway, 0, 1'000);
+  EXPECT_EQ(edge.remaining, 3) << "a denied request charged the edge layer";
+  EXPECT_EQ(gateway.remaining, 1) << "a denied request charged the gateway layer";
+  // Another endpoint of the same key still gets the gateway's last unit.
+  const KeyedLimit other[] = {{"ip", &kEdge}, {"key", &kGateway}, {"key/export", &kEndpoint}};
+  EXPECT_TRUE(all_allowed(must(store->check_all(other, 1, 1'000))));
+}
+
+TEST_P(CheckAll, RejectsBadInputWithoutCharging) {
+  auto store = make();
+  const KeyedLimit twice[] = {{"a", &kEdge}, {"a", &kEdge}};
+  EXPECT_EQ(store->check_all(twice, 1, 1'000).error().code, Errc::kInvalidArgument);
+  const KeyedLimit empty_key[] = {{"a", &kEdge}, {"", &kGateway}};
+  EXPECT_EQ(store->check_all(empty_key, 1, 1'000).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(store->check_all({}, 1, 1'000).error().code, Errc::kInvalidArgument);
+  const KeyedLimit one[] = {{"a", &kEdge}};
+  EXPECT_EQ(store->check_all(one, -1, 1'000).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(store->check("a", kEdge, 0, 1'000)->remaining, 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CheckAll, ::testing::Values("memory", "redis"));
+
+RC_GTEST_PROP(CheckAllDifferential, MemoryAndRedisDecideAlike, ()) {
+  const std::vector<Limit> limits = {*Limit::make(Algorithm::kFixedWindow, 4, 1'000),
+                                     *Limit::make(Algorithm::kSlidingLog, 3, 700),
+                                     *Limit::make(Algorithm::kSlidingWindow, 5, 900),
+                                     *Limit::make(Algorithm::kTokenBucket, 2, 500, 3),
+                                     *Limit::make(Algorithm::kGcra, 6, 1'100, 2)};
+  MemoryStore memory;
+  auto redis = redis_store();
+  Micros now = 0;
+  const int steps = *rc::gen::inRange(1, 40);
+  for (int step = 0; step < steps; ++step) {
+    now += *rc::gen::inRange<Micros>(0, 300);
+    // A random subset of layers, each with one of two keys.
+    std::vector<std::string> names;
+    std::vector<KeyedLimit> layers;
+    for (std::size_t i = 0; i < limits.size(); ++i) {
+      if (*rc::gen::inRange(0, 3) == 0) continue;
+      names.push_back("k" + std::to_string(i) + "-" + std::to_string(*rc::gen::inRange(0, 2)));
+    }
+    if (names.empty()) names.push_back("k0-0");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      layers.push_back({names[i], &limits[static_cast<std::size_t>(names[i][1] - '0')]});
+    }
+    const std::int64_t cost = *rc::gen::inRange<std::int64_t>(0, 4);
+    auto expected = memory.check_all(layers, cost, now);
+    auto got = redis->check_all(layers, cost, now);
+    RC_ASSERT(expected.has_value());
+    RC_ASSERT(got.has_value());
+    RC_ASSERT(*expected == *got);
+  }
+}
+
+TEST(CheckAllMemory, ConcurrentOverlappingRequestsAreExactAndNeverDeadlock) {
+  // Every thread's requests share the "shared" layer (limit 300) and have a layer of their own
+  // (limit 1000); keys are visited in different orders by different threads.
+  MemoryStore store({.shards = 4});
+  const Limit shared = *Limit::make(Algorithm::kFixedWindow, 300, kMicrosPerDay);
+  const Limit own = *Limit::make(Algorithm::kGcra, 1000, kMicrosPerDay);
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string mine = "own-" + std::to_string(t);
+      for (int i = 0; i < 200; ++i) {
+        const KeyedLimit forward[] = {{"shared", &shared}, {mine, &own}};
+        const KeyedLimit backward[] = {{mine, &own}, {"shared", &shared}};
+        auto d = store.check_all(
+            i % 2 ? std::span<const KeyedLimit>(forward) : std::span<const KeyedLimit>(backward), 1,
+            1'000);
+        if (d && all_allowed(*d)) ++admitted;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 300);
+  // Each thread's own layer was charged only for its admitted requests.
+  int charged = 0;
+  for (int t = 0; t < 6; ++t) {
+    charged +=
+        1000 - static_cast<int>(store.check("own-" + std::to_string(t), own, 0, 1'000)->remaining);
+  }
+  EXPECT_EQ(charged, 300);
+}
+
+TEST(CheckAllMemory, AFullStoreChangesNothing) {
+  MemoryStore store({.shards = 1, .max_keys = 2});
+  const Limit limit = *Limit::make(Algorithm::kGcra, 10, kMicrosPerMinute);
+  ASSERT_TRUE(store.check("a", limit, 1, 1'000)->allowed);
+  const KeyedLimit layers[] = {{"a", &limit}, {"b", &limit}, {"c", &limit}};
+  auto full = store.check_all(layers, 1, 1'000);
+  ASSERT_FALSE(full.has_value());
+  EXPECT_EQ(full.error().code, Errc::kStoreFull);
+  EXPECT_EQ(store.check("a", limit, 0, 1'000)->remaining, 9) << "layer a was charged";
+  EXPECT_EQ(store.size(), 1u);
+}
+
+}  // namespace
+}  // namespace spillway
