@@ -1,0 +1,71 @@
+// A built policy and its decision for one request.
+//
+// Policy::make validates a PolicySpec and builds every Limit once; a Policy is immutable and safe
+// to share between threads (reload = make a new one and swap the shared_ptr).
+// decide() resolves the request's layers, runs them all-or-nothing through a Store, and combines
+// the answers (SPEC §5): the top-level decision is the denying layer with the longest wait, or,
+// when admitted, the layer with the fewest remaining.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spillway/policy.h"
+#include "spillway/store.h"
+
+namespace spillway {
+
+struct LayerDecision {
+  std::string name;
+  Decision decision;
+  Micros period = 0;  // of the limit applied, for the RateLimit-Policy header
+};
+
+struct PolicyDecision {
+  bool allowed = true;
+  std::optional<std::string> denied_by;  // layer name
+  Decision top;                          // what the top-level fields and headers describe
+  Micros top_period = 0;
+  std::vector<LayerDecision> layers;  // the layers that applied, in policy order
+};
+
+class Policy {
+ public:
+  static Result<std::shared_ptr<const Policy>> make(PolicySpec spec);
+
+  // The checks a request makes: one per layer that applies (an endpoint layer whose endpoint is
+  // not listed does not apply). Errors name the missing or empty attribute and its layer.
+  struct Check {
+    std::size_t layer;
+    std::string key;  // "<layer>:<len>:<value>[:<len>:<value>...]": no two requests collide
+    const Limit* limit;
+  };
+  Result<std::vector<Check>> resolve(const Attributes& attributes) const;
+
+  // Resolves, checks all-or-nothing, and combines. Errors: bad attributes (kInvalidArgument) or
+  // the store's error.
+  Result<PolicyDecision> decide(Store& store, const Attributes& attributes, std::int64_t cost,
+                                std::optional<Micros> now = std::nullopt) const;
+  void decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
+                    std::function<void(Result<PolicyDecision>)> done) const;
+
+  const PolicySpec& spec() const { return spec_; }
+  const std::string& layer_name(std::size_t layer) const { return spec_.layers[layer].name; }
+
+ private:
+  struct BuiltLayer {
+    std::optional<Limit> fixed;
+    std::map<std::string, Limit, std::less<>> by_plan;      // plan name -> limit
+    std::map<std::string, Limit, std::less<>> by_endpoint;  // endpoint -> limit
+  };
+  explicit Policy(PolicySpec spec) : spec_(std::move(spec)) {}
+  PolicyDecision combine(const std::vector<Check>& checks, const Decisions& decisions) const;
+
+  PolicySpec spec_;
+  std::vector<BuiltLayer> built_;
+};
+
+}  // namespace spillway

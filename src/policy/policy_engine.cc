@@ -1,0 +1,170 @@
+#include "spillway/policy_engine.h"
+
+#include <set>
+
+namespace spillway {
+namespace {
+
+Result<Limit> build_limit(const LayerSpec& layer, const RateSpec& rate, const std::string& what) {
+  auto limit = Limit::make(layer.algorithm, rate.limit, rate.period, rate.burst);
+  if (!limit) {
+    return invalid_argument("layer \"" + layer.name + "\" " + what + ": " + limit.error().message);
+  }
+  return limit;
+}
+
+const std::string* find_attribute(const Attributes& attributes, const std::string& name) {
+  auto it = attributes.find(name);
+  return it == attributes.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec) {
+  if (spec.layers.empty()) return invalid_argument("a policy needs at least one layer");
+  std::shared_ptr<Policy> policy(new Policy(std::move(spec)));
+  std::set<std::string> names;
+  for (const LayerSpec& layer : policy->spec_.layers) {
+    if (layer.name.empty() || !names.insert(layer.name).second) {
+      return invalid_argument("layer names must be non-empty and unique: \"" + layer.name + "\"");
+    }
+    if (layer.key.empty()) return invalid_argument("layer \"" + layer.name + "\" has no key");
+    const int selectors =
+        layer.limit.has_value() + layer.by_plan.has_value() + layer.by_endpoint.has_value();
+    if (selectors != 1) {
+      return invalid_argument("layer \"" + layer.name +
+                              "\" needs exactly one of limit, by_plan, by_endpoint");
+    }
+    BuiltLayer built;
+    if (layer.limit) {
+      auto limit = build_limit(layer, *layer.limit, "limit");
+      if (!limit) return std::unexpected(limit.error());
+      built.fixed = *limit;
+    }
+    if (layer.by_plan) {
+      for (const auto& [plan, rate] : layer.by_plan->plans) {
+        auto limit = build_limit(layer, rate, "plan " + plan);
+        if (!limit) return std::unexpected(limit.error());
+        built.by_plan.emplace(plan, *limit);
+      }
+      if (!built.by_plan.contains(layer.by_plan->default_plan)) {
+        return invalid_argument("layer \"" + layer.name + "\": default plan \"" +
+                                layer.by_plan->default_plan + "\" is not a plan");
+      }
+      for (const auto& [value, plan] : layer.by_plan->assignments) {
+        if (!built.by_plan.contains(plan)) {
+          return invalid_argument("layer \"" + layer.name + "\": plan \"" + plan + "\" of \"" +
+                                  value + "\" is not a plan");
+        }
+      }
+    }
+    if (layer.by_endpoint) {
+      for (const auto& [endpoint, rate] : layer.by_endpoint->limits) {
+        auto limit = build_limit(layer, rate, "endpoint " + endpoint);
+        if (!limit) return std::unexpected(limit.error());
+        built.by_endpoint.emplace(endpoint, *limit);
+      }
+    }
+    policy->built_.push_back(std::move(built));
+  }
+  return std::shared_ptr<const Policy>(std::move(policy));
+}
+
+Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes) const {
+  std::vector<Check> checks;
+  for (std::size_t i = 0; i < spec_.layers.size(); ++i) {
+    const LayerSpec& layer = spec_.layers[i];
+    const BuiltLayer& built = built_[i];
+    const Limit* limit = built.fixed ? &*built.fixed : nullptr;
+    if (layer.by_plan) {
+      const std::string* value = find_attribute(attributes, layer.by_plan->attribute);
+      if (value == nullptr || value->empty()) {
+        return invalid_argument("attribute \"" + layer.by_plan->attribute +
+                                "\" is required (layer " + layer.name + ")");
+      }
+      auto assigned = layer.by_plan->assignments.find(*value);
+      const std::string& plan = assigned == layer.by_plan->assignments.end()
+                                    ? layer.by_plan->default_plan
+                                    : assigned->second;
+      limit = &built.by_plan.find(plan)->second;
+    }
+    if (layer.by_endpoint) {
+      const std::string* value = find_attribute(attributes, layer.by_endpoint->attribute);
+      auto it = value == nullptr ? built.by_endpoint.end() : built.by_endpoint.find(*value);
+      if (it == built.by_endpoint.end()) continue;  // not a limited endpoint: the layer passes
+      limit = &it->second;
+    }
+    std::string key = layer.name;
+    for (const std::string& name : layer.key) {
+      const std::string* value = find_attribute(attributes, name);
+      if (value == nullptr || value->empty()) {
+        return invalid_argument("attribute \"" + name + "\" is required (layer " + layer.name +
+                                ")");
+      }
+      key += ':' + std::to_string(value->size()) + ':' + *value;
+    }
+    if (key.size() > kMaxKeyBytes) {
+      return invalid_argument("the key of layer " + layer.name + " is longer than " +
+                              std::to_string(kMaxKeyBytes) + " bytes");
+    }
+    checks.push_back({i, std::move(key), limit});
+  }
+  return checks;
+}
+
+PolicyDecision Policy::combine(const std::vector<Check>& checks, const Decisions& decisions) const {
+  PolicyDecision out;
+  std::optional<std::size_t> top;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const Decision& d = decisions[i];
+    out.layers.push_back({layer_name(checks[i].layer), d, checks[i].limit->period()});
+    if (!d.allowed) {
+      out.allowed = false;
+      // The denying layer with the longest wait; "never" (-1) is the longest of all.
+      const auto wait = [](const Decision& x) {
+        return x.retry_after == kNever ? std::numeric_limits<Micros>::max() : x.retry_after;
+      };
+      if (!top || decisions[*top].allowed || wait(d) > wait(decisions[*top])) top = i;
+    } else if (out.allowed && (!top || d.remaining < decisions[*top].remaining)) {
+      top = i;
+    }
+  }
+  if (top) {
+    out.top = decisions[*top];
+    out.top_period = checks[*top].limit->period();
+    if (!out.allowed) out.denied_by = out.layers[*top].name;
+  } else {
+    out.top = Decision{.allowed = true};  // no layer applied
+  }
+  return out;
+}
+
+Result<PolicyDecision> Policy::decide(Store& store, const Attributes& attributes, std::int64_t cost,
+                                      std::optional<Micros> now) const {
+  auto checks = resolve(attributes);
+  if (!checks) return std::unexpected(checks.error());
+  if (checks->empty()) return combine(*checks, {});
+  std::vector<KeyedLimit> keyed;
+  for (const Check& c : *checks) keyed.push_back({c.key, c.limit});
+  auto decisions = store.check_all(keyed, cost, now);
+  if (!decisions) return std::unexpected(decisions.error());
+  return combine(*checks, *decisions);
+}
+
+void Policy::decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
+                          std::function<void(Result<PolicyDecision>)> done) const {
+  auto checks = resolve(attributes);
+  if (!checks) return done(std::unexpected(checks.error()));
+  if (checks->empty()) return done(combine(*checks, {}));
+  auto owned = std::make_shared<std::vector<Check>>(std::move(*checks));
+  std::vector<KeyedLimit> keyed;
+  for (const Check& c : *owned) keyed.push_back({c.key, c.limit});
+  // The caller keeps this Policy alive until `done` runs (the server holds a shared_ptr).
+  store.check_all_async(keyed, cost, std::nullopt,
+                        [this, owned, done = std::move(done)](Result<Decisions> decisions) {
+                          if (!decisions) return done(std::unexpected(decisions.error()));
+                          done(combine(*owned, *decisions));
+                        });
+}
+
+}  // namespace spillway

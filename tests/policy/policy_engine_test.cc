@@ -1,0 +1,156 @@
+// The policy engine on the seed policy (SPEC §4-§5): layers, plans, endpoints, all-or-nothing on
+// both backends, keys that cannot collide, and which layer the top-level answer describes.
+#include "spillway/policy_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "spillway/memory_store.h"
+#include "spillway/redis_store.h"
+#include "tests/support/redis_server.h"
+
+namespace spillway {
+namespace {
+
+std::shared_ptr<const Policy> seed(std::map<std::string, std::string> plans = {}) {
+  PolicySpec spec = seed_policy_spec();
+  spec.layers[1].by_plan->assignments = std::move(plans);
+  auto policy = Policy::make(spec);
+  EXPECT_TRUE(policy.has_value()) << (policy ? "" : policy.error().message);
+  return *policy;
+}
+
+Attributes request(const std::string& ip, const std::string& key, const std::string& endpoint) {
+  return {{"ip", ip}, {"api_key", key}, {"endpoint", endpoint}};
+}
+
+class PolicyOnBackend : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<Store> make() {
+    if (GetParam() == "memory") return std::make_unique<MemoryStore>();
+    static testing::RedisServer* server = new testing::RedisServer();
+    static std::atomic<int> counter{0};
+    return std::move(*RedisStore::open(
+        {.url = server->url(), .key_prefix = "policy" + std::to_string(counter++)}));
+  }
+};
+
+TEST_P(PolicyOnBackend, EndpointDenialChargesNeitherGatewayNorEdge) {
+  auto store = make();
+  auto policy = seed();
+  const Micros now = 5'000'000;
+  for (int i = 0; i < 10; ++i) {
+    auto d = policy->decide(*store, request("203.0.113.7", "k1", "/search"), 1, now);
+    ASSERT_TRUE(d.has_value()) << d.error().message;
+    ASSERT_TRUE(d->allowed) << i;
+  }
+  auto denied = policy->decide(*store, request("203.0.113.7", "k1", "/search"), 1, now);
+  ASSERT_TRUE(denied.has_value());
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->denied_by, "endpoint");
+  ASSERT_EQ(denied->layers.size(), 3u);
+  // Edge 1000/min and gateway (free, 60/min) were charged for the 10 admitted requests only.
+  EXPECT_EQ(denied->layers[0].decision.remaining, 990);
+  EXPECT_EQ(denied->layers[1].decision.remaining, 50);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_FALSE(policy->decide(*store, request("203.0.113.7", "k1", "/search"), 1, now)->allowed);
+  }
+  auto other = policy->decide(*store, request("203.0.113.7", "k1", "/profile"), 1, now);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_TRUE(other->allowed);
+  ASSERT_EQ(other->layers.size(), 2u) << "an unlisted endpoint passes the endpoint layer";
+  EXPECT_EQ(other->layers[0].decision.remaining, 989);
+  EXPECT_EQ(other->layers[1].decision.remaining, 49);
+}
+
+TEST_P(PolicyOnBackend, PlansChooseTheGatewayLimit) {
+  auto store = make();
+  auto policy = seed({{"paid", "pro"}});
+  int free_admitted = 0, pro_admitted = 0;
+  for (int i = 0; i < 700; ++i) {
+    free_admitted += policy->decide(*store, request("198.51.100.1", "anon", "/x"), 1, 0)->allowed;
+    pro_admitted += policy->decide(*store, request("198.51.100.2", "paid", "/x"), 1, 0)->allowed;
+  }
+  EXPECT_EQ(free_admitted, 60);
+  EXPECT_EQ(pro_admitted, 600);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PolicyOnBackend, ::testing::Values("memory", "redis"));
+
+TEST(Policy, AttributeValuesCannotImitateAnotherKey) {
+  PolicySpec spec;
+  spec.layers.push_back({.name = "pair",
+                         .key = {"api_key", "endpoint"},
+                         .limit = RateSpec{.limit = 1, .period = kMicrosPerMinute}});
+  auto pair = *Policy::make(spec);
+  EXPECT_NE(pair->resolve(request("", "a:b", "c"))->at(0).key,
+            pair->resolve(request("", "a", "b:c"))->at(0).key);
+}
+
+TEST(Policy, MissingAttributesAreNamed) {
+  auto policy = seed();
+  auto missing = policy->resolve({{"ip", "192.0.2.1"}, {"endpoint", "/search"}});
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.error().message.find("api_key"), std::string::npos);
+  auto empty = policy->resolve(request("", "k", "/search"));
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_NE(empty.error().message.find("\"ip\""), std::string::npos);
+}
+
+TEST(Policy, TopLevelIsTheLongestDenialOrTheFewestRemaining) {
+  MemoryStore store;
+  PolicySpec spec;
+  spec.layers.push_back(
+      {.name = "wide", .key = {"ip"}, .limit = RateSpec{.limit = 5, .period = kMicrosPerMinute}});
+  spec.layers.push_back(
+      {.name = "narrow", .key = {"ip"}, .limit = RateSpec{.limit = 2, .period = kMicrosPerSecond}});
+  auto policy = *Policy::make(spec);
+  auto first = policy->decide(store, {{"ip", "x"}}, 1, 0);
+  EXPECT_EQ(first->top.remaining, 1) << "admitted: the layer with the fewest remaining";
+  EXPECT_EQ(first->top_period, kMicrosPerSecond);
+  (void)policy->decide(store, {{"ip", "x"}}, 1, 0);
+  auto denied = policy->decide(store, {{"ip", "x"}}, 1, 0);
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->denied_by, "narrow");
+  // Make both deny: cost 5 fits neither now; wide waits longer (a minute's refill).
+  auto both = policy->decide(store, {{"ip", "x"}}, 2, 0);
+  EXPECT_FALSE(both->allowed);
+  EXPECT_EQ(both->denied_by, "narrow");
+  auto never = policy->decide(store, {{"ip", "x"}}, 3, 0);
+  EXPECT_EQ(never->denied_by, "narrow") << "cost 3 > 2 can never pass narrow: the longest wait";
+  EXPECT_EQ(never->top.retry_after, kNever);
+}
+
+TEST(Policy, MakeRejectsInvalidSpecsNamingTheLayer) {
+  const RateSpec rate{.limit = 1, .period = kMicrosPerSecond};
+  struct Case {
+    PolicySpec spec;
+    const char* mentions;
+  };
+  std::vector<Case> cases;
+  cases.push_back({PolicySpec{}, "at least one layer"});
+  cases.push_back({PolicySpec{.layers = {{.name = "a", .key = {"ip"}, .limit = rate},
+                                         {.name = "a", .key = {"ip"}, .limit = rate}}},
+                   "unique"});
+  cases.push_back({PolicySpec{.layers = {{.name = "a", .key = {"ip"}}}}, "exactly one"});
+  cases.push_back({PolicySpec{.layers = {{.name = "a", .key = {}, .limit = rate}}}, "no key"});
+  cases.push_back({PolicySpec{.layers = {{.name = "a",
+                                          .key = {"ip"},
+                                          .algorithm = Algorithm::kFixedWindow,
+                                          .limit = RateSpec{.limit = 1, .period = 1, .burst = 2}}}},
+                   "burst"});
+  cases.push_back({PolicySpec{.layers = {{.name = "g",
+                                          .key = {"api_key"},
+                                          .by_plan = PlanSelector{.plans = {{"free", rate}},
+                                                                  .default_plan = "gold"}}}},
+                   "gold"});
+  for (const Case& c : cases) {
+    auto made = Policy::make(c.spec);
+    ASSERT_FALSE(made.has_value()) << c.mentions;
+    EXPECT_NE(made.error().message.find(c.mentions), std::string::npos) << made.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace spillway
