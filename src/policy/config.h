@@ -48,6 +48,7 @@ struct ServerConfig {
   int threads = 2;
   std::vector<Cidr> trusted_proxies;
   int ipv6_prefix = 64;
+  friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
 enum class OnError { kAllow, kDeny };
@@ -57,12 +58,14 @@ struct BackendConfig {
   std::string key_prefix = "spillway";
   std::chrono::milliseconds timeout{50};
   OnError on_error = OnError::kDeny;
+  friend bool operator==(const BackendConfig&, const BackendConfig&) = default;
 };
 
 struct Config {
   ServerConfig server;
   BackendConfig backend;
   PolicySpec policy;  // layers; validated: names unique, key attributes non-empty, one selector
+  friend bool operator==(const Config&, const Config&) = default;
 };
 
 // The configuration used when `spillway serve` gets no --config: defaults above + seed policy.

@@ -36,6 +36,7 @@ std::string ip_key(const IpAddress& ip, int v6_prefix_bits = 64);
 struct Cidr {
   IpAddress network;
   int prefix_bits = 0;
+  friend bool operator==(const Cidr&, const Cidr&) = default;
 };
 Result<Cidr> parse_cidr(std::string_view text);
 bool cidr_contains(const Cidr& cidr, const IpAddress& ip);

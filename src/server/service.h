@@ -1,0 +1,59 @@
+// What spillway's HTTP endpoints mean (SPEC §5): POST /v1/limit, POST /v1/check, GET /v1/auth,
+// GET /metrics, GET /healthz, GET /readyz. Bad input gets a 4xx whose JSON names the problem and
+// changes no limiter state; backend errors follow `on_error`.
+//
+// Thread safety: handle() may run on many threads at once. reload() swaps the policy atomically;
+// requests already running finish on the policy they started with.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "spillway/policy_engine.h"
+#include "spillway/store.h"
+#include "src/policy/config.h"
+#include "src/server/http_server.h"
+#include "src/server/metrics.h"
+
+namespace spillway::server {
+
+class Service {
+ public:
+  // The store is shared with nothing else; the config's server and backend sections apply.
+  static Result<std::unique_ptr<Service>> make(const policy::Config& config,
+                                               std::unique_ptr<Store> store);
+
+  void handle(HttpRequest request, Responder respond);
+
+  // Swaps in a new policy (layers, plans, trusted proxies, on_error). A config that does not
+  // build is rejected and the old one keeps serving.
+  Result<void> reload(const policy::Config& config);
+
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  struct Settings {
+    std::shared_ptr<const Policy> policy;
+    std::vector<policy::Cidr> trusted_proxies;
+    int ipv6_prefix = 64;
+    policy::OnError on_error = policy::OnError::kDeny;
+  };
+  static Result<std::shared_ptr<const Settings>> build(const policy::Config& config);
+  std::shared_ptr<const Settings> settings() const;
+
+  void limit(const HttpRequest& request, Responder respond);
+  void check(const HttpRequest& request, Responder respond);
+  void auth(const HttpRequest& request, Responder respond);
+  void run_policy(std::shared_ptr<const Settings> settings, Attributes attributes,
+                  std::int64_t cost, bool for_nginx, Responder respond);
+
+  explicit Service(std::unique_ptr<Store> store) : store_(std::move(store)) {}
+
+  std::unique_ptr<Store> store_;
+  mutable std::mutex settings_mutex_;
+  std::shared_ptr<const Settings> settings_;
+  Metrics metrics_;
+};
+
+}  // namespace spillway::server

@@ -1,0 +1,339 @@
+// The YAML config file: the documented example, defaults, and errors naming line and field.
+#include "src/policy/config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace spillway::policy {
+namespace {
+
+constexpr std::string_view kExample = R"(server:
+  listen: 127.0.0.1:8080
+  threads: 2
+  trusted_proxies: [127.0.0.1/32, 10.0.0.0/8]
+  ipv6_prefix: 64
+backend:
+  url: memory                 # or redis://host:port/db
+  key_prefix: spillway
+  timeout: 50ms
+  on_error: deny              # or allow
+layers:
+  - name: edge
+    key: [ip]
+    algorithm: gcra
+    limit: 1000/min
+    burst: 1000               # optional
+  - name: gateway
+    key: [api_key]
+    by_plan:
+      attribute: api_key      # optional, default api_key
+      default: free
+      plans: {free: 60/min, pro: 600/min}
+      keys: {k1: pro, k2: free}
+  - name: endpoint
+    key: [api_key, endpoint]
+    by_endpoint:
+      attribute: endpoint     # optional, default endpoint
+      limits: {/search: 10/min, /export: 5/min}
+)";
+
+RateSpec per_minute(std::int64_t n, std::optional<std::int64_t> burst = std::nullopt) {
+  return RateSpec{.limit = n, .period = kMicrosPerMinute, .burst = burst};
+}
+
+Cidr cidr(std::string_view text) { return parse_cidr(text).value(); }
+
+TEST(ConfigParse, DocumentedExample) {
+  Config expected;
+  expected.server = ServerConfig{.listen = "127.0.0.1:8080",
+                                 .threads = 2,
+                                 .trusted_proxies = {cidr("127.0.0.1/32"), cidr("10.0.0.0/8")},
+                                 .ipv6_prefix = 64};
+  expected.backend = BackendConfig{.url = "memory",
+                                   .key_prefix = "spillway",
+                                   .timeout = std::chrono::milliseconds(50),
+                                   .on_error = OnError::kDeny};
+  expected.policy.layers.push_back({.name = "edge",
+                                    .key = {"ip"},
+                                    .algorithm = Algorithm::kGcra,
+                                    .limit = per_minute(1000, 1000)});
+  expected.policy.layers.push_back(
+      {.name = "gateway",
+       .key = {"api_key"},
+       .by_plan = PlanSelector{.attribute = "api_key",
+                               .plans = {{"free", per_minute(60)}, {"pro", per_minute(600)}},
+                               .default_plan = "free",
+                               .assignments = {{"k1", "pro"}, {"k2", "free"}}}});
+  expected.policy.layers.push_back(
+      {.name = "endpoint",
+       .key = {"api_key", "endpoint"},
+       .by_endpoint =
+           EndpointSelector{.attribute = "endpoint",
+                            .limits = {{"/search", per_minute(10)}, {"/export", per_minute(5)}}}});
+
+  Result<Config> config = parse_config(kExample);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->server, expected.server);
+  EXPECT_EQ(config->backend, expected.backend);
+  EXPECT_EQ(config->policy, expected.policy);
+  EXPECT_EQ(*config, expected);
+}
+
+TEST(ConfigParse, EmptyFileIsTheDefaultConfig) {
+  const Config defaults = default_config();
+  EXPECT_EQ(defaults.policy, seed_policy_spec());
+  EXPECT_EQ(defaults.server.listen, "127.0.0.1:8080");
+  EXPECT_EQ(defaults.backend.url, "memory");
+  for (std::string_view text : {"", "\n", "# only a comment\n", "---\n", "server:\nbackend:\n"}) {
+    Result<Config> config = parse_config(text);
+    ASSERT_TRUE(config.has_value()) << text << ": " << config.error().message;
+    EXPECT_EQ(*config, defaults) << text;
+  }
+}
+
+TEST(ConfigParse, AbsentSectionsKeepDefaults) {
+  Result<Config> config = parse_config("backend:\n  url: redis://127.0.0.1:6379/2\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  Config expected = default_config();
+  expected.backend.url = "redis://127.0.0.1:6379/2";
+  EXPECT_EQ(*config, expected);
+}
+
+TEST(ConfigParse, OtherValidForms) {
+  Result<Config> config = parse_config(R"(server:
+  listen: "[::1]:9090"
+  threads: 256
+  trusted_proxies: ["fd00::/8"]
+  ipv6_prefix: 56
+backend:
+  url: unix:///run/redis.sock
+  timeout: 2s
+  on_error: allow
+layers:
+  - name: tb_1
+    key: [ip, "user-id"]
+    algorithm: token_bucket
+    burst: 5
+    limit: 10/30s
+  - name: fw
+    key:
+      - endpoint
+    algorithm: fixed_window
+    by_endpoint:
+      attribute: path
+      limits:
+        /a/b: 1/s
+  - name: plans
+    key: [tenant]
+    algorithm: sliding_window
+    by_plan:
+      attribute: tenant
+      default: basic
+      plans:
+        basic: 100/hour
+)");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->server.listen, "[::1]:9090");
+  EXPECT_EQ(config->server.threads, 256);
+  ASSERT_EQ(config->server.trusted_proxies.size(), 1u);
+  EXPECT_EQ(config->server.trusted_proxies[0], cidr("fd00::/8"));
+  EXPECT_EQ(config->server.ipv6_prefix, 56);
+  EXPECT_EQ(config->backend.url, "unix:///run/redis.sock");
+  EXPECT_EQ(config->backend.timeout, std::chrono::milliseconds(2000));
+  EXPECT_EQ(config->backend.on_error, OnError::kAllow);
+  ASSERT_EQ(config->policy.layers.size(), 3u);
+  const LayerSpec& tb = config->policy.layers[0];
+  EXPECT_EQ(tb.algorithm, Algorithm::kTokenBucket);
+  EXPECT_EQ(tb.key, (std::vector<std::string>{"ip", "user-id"}));
+  EXPECT_EQ(tb.limit, (RateSpec{.limit = 10, .period = 30 * kMicrosPerSecond, .burst = 5}));
+  const LayerSpec& fw = config->policy.layers[1];
+  EXPECT_EQ(fw.algorithm, Algorithm::kFixedWindow);
+  ASSERT_TRUE(fw.by_endpoint.has_value());
+  EXPECT_EQ(fw.by_endpoint->attribute, "path");
+  EXPECT_EQ(fw.by_endpoint->limits.at("/a/b"), (RateSpec{.limit = 1, .period = kMicrosPerSecond}));
+  const LayerSpec& plans = config->policy.layers[2];
+  ASSERT_TRUE(plans.by_plan.has_value());
+  EXPECT_EQ(plans.by_plan->attribute, "tenant");
+  EXPECT_EQ(plans.by_plan->default_plan, "basic");
+  EXPECT_TRUE(plans.by_plan->assignments.empty());
+}
+
+struct BadConfig {
+  const char* name;
+  std::string yaml;
+  int line;
+  std::string field;    // must appear in the message (often the field path)
+  std::string mention;  // and this too (a quoted bad value or the reason)
+};
+
+// A valid config with one line replaced, so that the line number of the error is known.
+std::string example_with(std::string_view line_from, std::string_view line_to) {
+  std::string text(kExample);
+  const std::size_t at = text.find(line_from);
+  EXPECT_NE(at, std::string::npos) << line_from;
+  if (at != std::string::npos) text.replace(at, line_from.size(), line_to);
+  return text;
+}
+
+TEST(ConfigErrors, NameTheLineAndTheField) {
+  const std::vector<BadConfig> cases = {
+      {"typo field", example_with("limit: 1000/min", "limt: 1000/min"), 15, "layers[0].limt",
+       "unknown field"},
+      {"bad rate", example_with("limit: 1000/min", "limit: 60/mn"), 15, "layers[0].limit",
+       "\"60/mn\""},
+      {"bad plan rate", example_with("pro: 600/min}", "pro: 600/mon}"), 22,
+       "layers[1].by_plan.plans.pro", "\"600/mon\""},
+      {"duplicate layer names", example_with("name: endpoint", "name: edge"), 24, "layers[2].name",
+       "\"edge\""},
+      {"burst with fixed_window", example_with("algorithm: gcra", "algorithm: fixed_window"), 16,
+       "layers[0].burst", "fixed_window"},
+      {"burst zero", example_with("burst: 1000", "burst: 0"), 16, "layers[0].burst", "\"0\""},
+      {"unknown algorithm", example_with("algorithm: gcra", "algorithm: leaky"), 14,
+       "layers[0].algorithm", "\"leaky\""},
+      {"default not a plan", example_with("default: free", "default: gold"), 21,
+       "layers[1].by_plan.default", "\"gold\""},
+      {"key assigned to no plan", example_with("k2: free}", "k2: silver}"), 23,
+       "layers[1].by_plan.keys.k2", "\"silver\""},
+      {"two selectors", example_with("    burst: 1000", "    by_endpoint: {limits: {/a: 1/s}}"), 16,
+       "layers[0].by_endpoint", "only one of"},
+      {"zero selectors", example_with("    limit: 1000/min\n", ""), 12, "layers[0]",
+       "needs one of limit, by_plan or by_endpoint"},
+      {"listen port too large", example_with("127.0.0.1:8080", "127.0.0.1:65536"), 2,
+       "server.listen", "\"127.0.0.1:65536\""},
+      {"listen without port", example_with("127.0.0.1:8080", "localhost"), 2, "server.listen",
+       "host:port"},
+      {"unbracketed IPv6 listen", example_with("127.0.0.1:8080", "\"::1:8080\""), 2,
+       "server.listen", "brackets"},
+      {"threads 0", example_with("threads: 2", "threads: 0"), 3, "server.threads", "\"0\""},
+      {"threads not a number", example_with("threads: 2", "threads: two"), 3, "server.threads",
+       "whole number"},
+      {"bad trusted proxy", example_with("10.0.0.0/8]", "10.0.0.0/33]"), 4,
+       "server.trusted_proxies[1]", "\"10.0.0.0/33\""},
+      {"ipv6_prefix out of range", example_with("ipv6_prefix: 64", "ipv6_prefix: 129"), 5,
+       "server.ipv6_prefix", "\"129\""},
+      {"on_error maybe", example_with("on_error: deny", "on_error: maybe"), 10, "backend.on_error",
+       "\"maybe\""},
+      {"bad backend url", example_with("url: memory", "url: mysql://db"), 7, "backend.url",
+       "\"mysql://db\""},
+      {"bad timeout", example_with("timeout: 50ms", "timeout: 50 parsecs"), 9, "backend.timeout",
+       "\"50 parsecs\""},
+      {"empty key_prefix", example_with("key_prefix: spillway", "key_prefix: \"\""), 8,
+       "backend.key_prefix", "empty"},
+      {"unknown top-level key", example_with("backend:", "backends:"), 6, "backends",
+       "unknown field"},
+      {"unknown server field", example_with("threads: 2", "thread: 2"), 3, "server.thread",
+       "unknown field"},
+      {"YAML syntax error",
+       example_with("plans: {free: 60/min, pro: 600/min}", "plans: {free: 60/min, pro: 600/min"),
+       23, "", ""},
+      {"key list empty", example_with("key: [ip]", "key: []"), 13, "layers[0].key", "at least one"},
+      {"key not a list", example_with("key: [ip]", "key: ip"), 13, "layers[0].key", "list"},
+      {"bad attribute name", example_with("key: [ip]", "key: [ip, \"a b\"]"), 13,
+       "layers[0].key[1]", "\"a b\""},
+      {"endpoint not starting with /", example_with("/export: 5/min", "export: 5/min"), 28,
+       "layers[2].by_endpoint.limits.export", "'/'"},
+      {"no plans", example_with("plans: {free: 60/min, pro: 600/min}", "plans: {}"), 22,
+       "layers[1].by_plan.plans", "at least one plan"},
+      {"no endpoints", example_with("limits: {/search: 10/min, /export: 5/min}", "limits: {}"), 28,
+       "layers[2].by_endpoint.limits", "at least one"},
+      {"missing name", example_with("  - name: gateway\n    key", "  - key"), 17, "layers[1]",
+       "missing field name"},
+      {"bad layer name", example_with("name: edge", "name: \"edge layer\""), 12, "layers[0].name",
+       "\"edge layer\""},
+      {"unknown by_plan field", example_with("keys: {k1: pro", "key: {k1: pro"), 23,
+       "layers[1].by_plan.key", "unknown field"},
+      {"layers empty", "server:\n  threads: 2\nlayers: []\n", 3, "layers", "non-empty"},
+      {"layers null", "layers:\n", 1, "layers", "non-empty"},
+      {"empty value points at its key", "server:\n  listen:\n\n  # comment\n  threads: 2\n", 2,
+       "server.listen", "empty"},
+      {"duplicate field", example_with("  threads: 2\n", "  threads: 2\n  threads: 3\n"), 4,
+       "server.threads", "twice"},
+      {"rate beyond exact range", example_with("limit: 1000/min", "limit: 9000000000000000/min"),
+       15, "layers[0].limit", "2^52"},
+      {"server not a mapping", "server: 5\n", 1, "server", "mapping"},
+      {"two documents", std::string(kExample) + "---\nserver: {}\n", 30, "", "one YAML document"},
+  };
+  for (const BadConfig& c : cases) {
+    Result<Config> config = parse_config(c.yaml);
+    ASSERT_FALSE(config.has_value()) << c.name;
+    const std::string& message = config.error().message;
+    const std::string prefix = "line " + std::to_string(c.line) + ": ";
+    EXPECT_TRUE(message.starts_with(prefix)) << c.name << ": " << message;
+    if (!c.field.empty()) {
+      EXPECT_TRUE(message.starts_with(prefix + c.field + ": ")) << c.name << ": " << message;
+    }
+    EXPECT_NE(message.find(c.mention), std::string::npos) << c.name << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << c.name << ": " << message;
+  }
+}
+
+TEST(ConfigErrors, ExactMessages) {
+  Result<Config> config = parse_config("layers:\n  - name: a\n    key: [ip]\n    limit: 60/mn\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().message,
+            "line 4: layers[0].limit: rate \"60/mn\" has no valid period after '/' (use sec, min, "
+            "hour, day or a duration such as 30s)");
+  config = parse_config("layers:\n  - name: a\n    key: [ip]\n    limt: 60/min\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().message,
+            "line 4: layers[0].limt: unknown field (expected name, key, algorithm, limit, burst, "
+            "by_plan, by_endpoint)");
+  config = parse_config("colour: blue\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().message,
+            "line 1: colour: unknown field (expected server, backend, layers)");
+}
+
+TEST(ConfigErrors, YamlSyntaxErrorsKeepTheParserMessage) {
+  Result<Config> config = parse_config("server:\n  listen: [::1]:8080\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_TRUE(config.error().message.starts_with("line 2: ")) << config.error().message;
+  config = parse_config("server:\n  threads: 2\n threads: 3\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_TRUE(config.error().message.starts_with("line 3: ")) << config.error().message;
+  config = parse_config("a: 'unterminated\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_TRUE(config.error().message.starts_with("line ")) << config.error().message;
+  config = parse_config("just a string\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().message,
+            "line 1: the config must be a mapping with server, backend and layers, not a single "
+            "value");
+}
+
+TEST(ConfigErrors, NothingThrowsOnOddInput) {
+  for (std::string_view text :
+       {std::string_view("layers: ~\n"), std::string_view("layers:\n  - ~\n"),
+        std::string_view("layers:\n  - []\n"), std::string_view("? [a]\n: b\n"),
+        std::string_view("server: &s {threads: 2}\nbackend: *s\n"), std::string_view("*x\n"),
+        std::string_view("\t\tfoo: bar\n"), std::string_view("server:\n  listen:\n"),
+        std::string_view("layers:\n  - name: a\n    key: [ip]\n    by_plan: x\n"),
+        std::string_view("layers:\n  - name: a\n    key: [[ip]]\n    limit: 1/s\n"),
+        std::string_view("\0\0", 2), std::string_view("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[")}) {
+    Result<Config> config = parse_config(text);
+    ASSERT_FALSE(config.has_value()) << text;
+    EXPECT_TRUE(config.error().message.starts_with("line ")) << config.error().message;
+  }
+}
+
+TEST(ConfigLoad, ReadsAFileAndNamesAnUnreadablePath) {
+  const std::string path =
+      ::testing::TempDir() + "/config_test_" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(path) << kExample;
+  Result<Config> config = load_config_file(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->policy.layers.size(), 3u);
+
+  const std::string missing = path + ".missing";
+  Result<Config> absent = load_config_file(missing);
+  ASSERT_FALSE(absent.has_value());
+  EXPECT_NE(absent.error().message.find(missing), std::string::npos) << absent.error().message;
+}
+
+}  // namespace
+}  // namespace spillway::policy

@@ -1,0 +1,124 @@
+// End to end through a real nginx using examples/nginx/spillway.conf (the README's configuration,
+// ports changed): admitted requests reach the application; past the limit the client gets 429
+// with Retry-After and the application sees nothing more.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/http_client.h"
+
+namespace spillway {
+namespace {
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool wait_for_port(std::uint16_t port) {
+  for (int i = 0; i < 100; ++i) {
+    try {
+      testing::HttpConnection probe(port);
+      return true;
+    } catch (const std::exception&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  return false;
+}
+
+TEST(Nginx, AuthRequestTurnsDenialsInto429WithRetryAfter) {
+  const std::string dir = ::testing::TempDir() + "/nginx_e2e_" + std::to_string(getpid());
+  ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  const std::uint16_t spillway_port = free_port(), nginx_port = free_port(), app_port = free_port();
+
+  // spillway: the seed policy (/export 5 per minute per API key), trusting nginx on loopback.
+  std::ofstream(dir + "/spillway.yaml") << "server:\n  trusted_proxies: [127.0.0.1/32]\n";
+  const pid_t spillway = fork();
+  if (spillway == 0) {
+    const std::string listen = "127.0.0.1:" + std::to_string(spillway_port);
+    const std::string config = dir + "/spillway.yaml";
+    const std::string log = dir + "/spillway.log";
+    freopen(log.c_str(), "w", stderr);
+    execl(SPILLWAY_BINARY, "spillway", "serve", "--config", config.c_str(), "--listen",
+          listen.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_TRUE(wait_for_port(spillway_port)) << read_file(dir + "/spillway.log");
+
+  // nginx: the README's server block with this test's ports, and the "application".
+  std::string site = read_file(std::string(SPILLWAY_SOURCE_DIR) + "/examples/nginx/spillway.conf");
+  site = std::regex_replace(site, std::regex("127\\.0\\.0\\.1:8000"),
+                            "127.0.0.1:" + std::to_string(nginx_port));
+  site = std::regex_replace(site, std::regex("127\\.0\\.0\\.1:8080"),
+                            "127.0.0.1:" + std::to_string(spillway_port));
+  site = std::regex_replace(site, std::regex("127\\.0\\.0\\.1:9000"),
+                            "127.0.0.1:" + std::to_string(app_port));
+  std::ofstream(dir + "/nginx.conf")
+      << "daemon off;\nworker_processes 1;\npid " << dir << "/nginx.pid;\nerror_log " << dir
+      << "/error.log;\nevents {}\nhttp {\n  access_log off;\n  client_body_temp_path " << dir
+      << ";\n  proxy_temp_path " << dir << ";\n  fastcgi_temp_path " << dir
+      << ";\n  uwsgi_temp_path " << dir << ";\n  scgi_temp_path " << dir << ";\n"
+      << "  server {\n    listen 127.0.0.1:" << app_port << ";\n    access_log " << dir
+      << "/app.log;\n    location / { return 200 'application\\n'; }\n  }\n"
+      << site << "}\n";
+  const pid_t nginx = fork();
+  if (nginx == 0) {
+    const std::string conf = dir + "/nginx.conf";
+    execl("/usr/sbin/nginx", "nginx", "-c", conf.c_str(), "-p", dir.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_TRUE(wait_for_port(nginx_port)) << read_file(dir + "/error.log");
+
+  const std::map<std::string, std::string> headers = {{"X-API-Key", "e2e-key"}};
+  for (int i = 0; i < 5; ++i) {
+    testing::HttpReply ok =
+        testing::http(nginx_port, "GET", "/export?page=" + std::to_string(i), "", headers);
+    EXPECT_EQ(ok.status, 200) << ok.body << read_file(dir + "/error.log");
+    EXPECT_EQ(ok.body, "application\n");
+    EXPECT_EQ(ok.header("x-ratelimit-remaining"), std::to_string(4 - i));
+  }
+  testing::HttpReply limited = testing::http(nginx_port, "GET", "/export", "", headers);
+  EXPECT_EQ(limited.status, 429) << limited.body;
+  EXPECT_FALSE(limited.header("retry-after").empty());
+  EXPECT_GE(std::atoi(limited.header("retry-after").c_str()), 1);
+  EXPECT_NE(limited.body, "application\n");
+  // Another endpoint of the same key is still admitted (the gateway has 60 per minute).
+  EXPECT_EQ(testing::http(nginx_port, "GET", "/other", "", headers).status, 200);
+
+  kill(nginx, SIGTERM);
+  kill(spillway, SIGTERM);
+  int status = 0;
+  waitpid(nginx, &status, 0);
+  waitpid(spillway, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "spillway did not exit 0 on SIGTERM";
+  // The application saw exactly the admitted requests: 5 exports and 1 other.
+  std::istringstream app_log(read_file(dir + "/app.log"));
+  int app_requests = 0;
+  for (std::string line; std::getline(app_log, line);) app_requests += !line.empty();
+  EXPECT_EQ(app_requests, 6);
+}
+
+}  // namespace
+}  // namespace spillway

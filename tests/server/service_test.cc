@@ -1,0 +1,230 @@
+// spillway's HTTP API over loopback (SPEC §5), on the memory and the Redis backend: bodies,
+// statuses and headers of every endpoint, bad input that changes nothing, on_error, and exactly
+// the limit admitted under hundreds of simultaneous requests.
+#include "src/server/service.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "spillway/memory_store.h"
+#include "spillway/redis_store.h"
+#include "tests/support/http_client.h"
+#include "tests/support/redis_server.h"
+
+namespace spillway::server {
+namespace {
+
+using testing::http;
+using testing::HttpReply;
+
+testing::RedisServer& redis() {
+  static testing::RedisServer* instance = new testing::RedisServer();
+  return *instance;
+}
+
+// A Service behind a real HttpServer on a free port.
+struct Running {
+  std::unique_ptr<Service> service;
+  std::unique_ptr<HttpServer> http_server;
+  std::uint16_t port() const { return http_server->port(); }
+};
+
+Running start(const std::string& backend, policy::Config config = policy::default_config()) {
+  static std::atomic<int> counter{0};
+  std::unique_ptr<Store> store;
+  if (backend == "memory") {
+    store = std::make_unique<MemoryStore>();
+  } else {
+    store = std::move(*RedisStore::open(
+        {.url = backend == "redis" ? redis().url() : backend,
+         .key_prefix = "svc" + std::to_string(getpid()) + "-" + std::to_string(counter++),
+         .timeout = std::chrono::milliseconds(300)}));
+  }
+  config.server.trusted_proxies = {*policy::parse_cidr("127.0.0.1/32")};
+  auto service = Service::make(config, std::move(store));
+  EXPECT_TRUE(service.has_value());
+  Service* raw = service->get();
+  auto server = HttpServer::start(
+      {.host = "127.0.0.1", .port = 0, .threads = 2, .access_log = [](std::string_view) {}},
+      [raw](HttpRequest r, Responder respond) { raw->handle(std::move(r), std::move(respond)); });
+  EXPECT_TRUE(server.has_value()) << (server ? "" : server.error().message);
+  return {std::move(*service), std::move(*server)};
+}
+
+class Api : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Api, LimitAdmitsThenDeniesWithHeaders) {
+  Running s = start(GetParam());
+  const std::string body = R"({"key":"user-1","limit":2,"period":"1m","algorithm":"fixed_window"})";
+  HttpReply first = http(s.port(), "POST", "/v1/limit", body);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_NE(first.body.find(R"("allowed":true)"), std::string::npos) << first.body;
+  EXPECT_NE(first.body.find(R"("remaining":1)"), std::string::npos) << first.body;
+  EXPECT_EQ(first.header("x-ratelimit-limit"), "2");
+  EXPECT_EQ(first.header("x-ratelimit-remaining"), "1");
+  EXPECT_EQ(first.header("ratelimit-policy"), "\"limit\";q=2;w=60");
+  EXPECT_EQ(first.header("retry-after"), "");
+  EXPECT_EQ(http(s.port(), "POST", "/v1/limit", body).status, 200);
+  HttpReply denied = http(s.port(), "POST", "/v1/limit", body);
+  EXPECT_EQ(denied.status, 429);
+  EXPECT_NE(denied.body.find(R"("allowed":false)"), std::string::npos);
+  EXPECT_FALSE(denied.header("retry-after").empty());
+  EXPECT_GE(std::stoi(denied.header("retry-after")), 1);
+  EXPECT_NE(denied.header("ratelimit").find("r=0"), std::string::npos);
+}
+
+TEST_P(Api, BadLimitRequestsAre400NamingTheFieldAndChangeNothing) {
+  Running s = start(GetParam());
+  struct Case {
+    std::string body;
+    std::string mentions;
+  };
+  const std::vector<Case> cases = {
+      {"{not json", "JSON"},
+      {"[1,2]", "object"},
+      {R"({"key":"k","limit":"5","period":"1m"})", "limit"},
+      {R"({"key":"k","limit":5})", "period"},
+      {R"({"key":"k","period":"1m"})", "limit"},
+      {R"({"limit":5,"period":"1m"})", "key"},
+      {R"({"key":"k","limit":0,"period":"1m"})", "limit"},
+      {R"({"key":"k","limit":5,"period":"1m","cost":-1})", "cost"},
+      {R"({"key":"k","limit":5,"period":"soon"})", "period"},
+      {R"({"key":"k","limit":5,"period":"1m","algorithm":"leaky"})", "algorithm"},
+      {R"({"key":"k","limit":5,"period":"1m","colour":"red"})", "colour"},
+      {R"({"key":"k","limit":2.5,"period":"1m"})", "limit"},
+      {R"({"key":")" + std::string(1025, 'x') + R"(","limit":5,"period":"1m"})", "key"},
+      {R"({"key":"k","limit":5,"period":"1m","algorithm":"fixed_window","burst":3})", "burst"},
+  };
+  for (const Case& c : cases) {
+    HttpReply reply = http(s.port(), "POST", "/v1/limit", c.body);
+    EXPECT_EQ(reply.status, 400) << c.body;
+    EXPECT_NE(reply.body.find(c.mentions), std::string::npos) << c.body << " -> " << reply.body;
+  }
+  HttpReply ok = http(s.port(), "POST", "/v1/limit", R"({"key":"k","limit":5,"period":"1m"})");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_NE(ok.body.find(R"("remaining":4)"), std::string::npos) << "bad requests changed state";
+}
+
+TEST_P(Api, CheckRunsTheSeedPolicyAllOrNothing) {
+  Running s = start(GetParam());
+  const std::string search = R"({"ip":"203.0.113.7","api_key":"k1","endpoint":"/search"})";
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(http(s.port(), "POST", "/v1/check", search).status, 200);
+  HttpReply denied = http(s.port(), "POST", "/v1/check", search);
+  EXPECT_EQ(denied.status, 429);
+  EXPECT_NE(denied.body.find(R"("denied_by":"endpoint")"), std::string::npos) << denied.body;
+  EXPECT_NE(denied.body.find(R"("name":"edge")"), std::string::npos);
+  EXPECT_NE(denied.header("ratelimit-policy").find("\"gateway\";q=60;w=60"), std::string::npos)
+      << denied.header("ratelimit-policy");
+  // The gateway was charged for 10 requests, not 11.
+  HttpReply other = http(s.port(), "POST", "/v1/check",
+                         R"({"ip":"203.0.113.7","api_key":"k1","endpoint":"/profile"})");
+  EXPECT_EQ(other.status, 200);
+  EXPECT_NE(other.body.find(R"("denied_by":null)"), std::string::npos);
+  EXPECT_NE(other.header("ratelimit").find("\"gateway\";r=49"), std::string::npos)
+      << other.header("ratelimit");
+}
+
+TEST_P(Api, CheckRejectsBadAttributes) {
+  Running s = start(GetParam());
+  for (const std::string body :
+       {R"({"ip":"300.1.2.3","api_key":"k","endpoint":"/x"})", R"({"ip":"","api_key":"k"})",
+        R"({"ip":"1.2.3.4","api_key":5})", R"({"ip":"1.2.3.4","endpoint":"/x"})",
+        R"({"ip":"1.2.3.4","api_key":"k","cost":-2})", R"("just a string")"}) {
+    EXPECT_EQ(http(s.port(), "POST", "/v1/check", body).status, 400) << body;
+  }
+}
+
+TEST_P(Api, AuthForNginxUsesHeadersAndTrustedProxies) {
+  Running s = start(GetParam());
+  std::map<std::string, std::string> headers = {{"X-API-Key", "k9"},
+                                                {"X-Original-URI", "/export?fmt=csv"},
+                                                {"X-Forwarded-For", "198.51.100.9"}};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(http(s.port(), "GET", "/v1/auth", "", headers).status, 204);
+  HttpReply denied = http(s.port(), "GET", "/v1/auth", "", headers);
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_FALSE(denied.header("retry-after").empty());
+  EXPECT_EQ(http(s.port(), "GET", "/v1/auth", "", {{"X-Original-URI", "/export"}}).status, 401)
+      << "a missing API key is unauthorized (nginx passes 401 through)";
+  EXPECT_EQ(
+      http(s.port(), "GET", "/v1/auth", "", {{"X-API-Key", "k9"}, {"X-Forwarded-For", "not-an-ip"}})
+          .status,
+      400);
+}
+
+TEST_P(Api, UnknownPathsMethodsAndProbes) {
+  Running s = start(GetParam());
+  EXPECT_EQ(http(s.port(), "GET", "/nope").status, 404);
+  HttpReply wrong = http(s.port(), "GET", "/v1/limit");
+  EXPECT_EQ(wrong.status, 405);
+  EXPECT_EQ(wrong.header("allow"), "POST");
+  EXPECT_EQ(http(s.port(), "GET", "/healthz").status, 200);
+  EXPECT_EQ(http(s.port(), "GET", "/readyz").status, 200);
+  (void)http(s.port(), "POST", "/v1/check", R"({"ip":"192.0.2.1","api_key":"k","endpoint":"/x"})");
+  HttpReply metrics = http(s.port(), "GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("spillway_decisions_total{layer=\"gateway\",result=\"allowed\"} 1"),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("spillway_request_duration_seconds_count"), std::string::npos);
+}
+
+TEST_P(Api, HundredsOfSimultaneousRequestsAdmitExactlyTheLimit) {
+  Running s = start(GetParam());
+  std::atomic<int> admitted{0}, other{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&] {
+      testing::HttpConnection connection(s.port());
+      for (int i = 0; i < 40; ++i) {
+        HttpReply r = connection.request(
+            "POST", "/v1/limit",
+            R"({"key":"hot","limit":100,"period":"1h","algorithm":"sliding_log"})");
+        if (r.status == 200)
+          ++admitted;
+        else if (r.status != 429)
+          ++other;
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(admitted.load(), 100);
+  EXPECT_EQ(other.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Api, ::testing::Values("memory", "redis"));
+
+TEST(ApiOnError, RedisDownFollowsOnErrorAndRecovers) {
+  testing::RedisServer own;
+  for (policy::OnError mode : {policy::OnError::kAllow, policy::OnError::kDeny}) {
+    policy::Config config = policy::default_config();
+    config.backend.on_error = mode;
+    Running s = start(own.url(), config);
+    const std::string body = R"({"key":"k","limit":100,"period":"1m"})";
+    int up = 0;
+    for (int i = 0; i < 100 && up != 200; ++i) {
+      up = http(s.port(), "POST", "/v1/limit", body).status;
+      if (up != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_EQ(up, 200);
+    own.stop();
+    HttpReply during = http(s.port(), "POST", "/v1/limit", body);
+    EXPECT_EQ(during.status, mode == policy::OnError::kAllow ? 200 : 429);
+    EXPECT_NE(during.body.find("backend_error"), std::string::npos);
+    EXPECT_EQ(http(s.port(), "GET", "/readyz").status, 503);
+    EXPECT_NE(http(s.port(), "GET", "/metrics").body.find("spillway_backend_errors_total"),
+              std::string::npos);
+    own.start();
+    int after = 0;
+    for (int i = 0; i < 250 && after != 200; ++i) {
+      HttpReply r = http(s.port(), "POST", "/v1/limit", body);
+      after = r.body.find("backend_error") == std::string::npos ? r.status : 0;
+      if (after != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(after, 200) << "decisions did not come back after Redis returned";
+  }
+}
+
+}  // namespace
+}  // namespace spillway::server
