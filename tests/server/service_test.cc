@@ -160,7 +160,13 @@ TEST_P(Api, UnknownPathsMethodsAndProbes) {
   EXPECT_EQ(wrong.status, 405);
   EXPECT_EQ(wrong.header("allow"), "POST");
   EXPECT_EQ(http(s.port(), "GET", "/healthz").status, 200);
-  EXPECT_EQ(http(s.port(), "GET", "/readyz").status, 200);
+  // Ready once the backend is reachable (Redis connects in the background after start).
+  int ready = 0;
+  for (int i = 0; i < 100 && ready != 200; ++i) {
+    ready = http(s.port(), "GET", "/readyz").status;
+    if (ready != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(ready, 200);
   (void)http(s.port(), "POST", "/v1/check", R"({"ip":"192.0.2.1","api_key":"k","endpoint":"/x"})");
   HttpReply metrics = http(s.port(), "GET", "/metrics");
   EXPECT_EQ(metrics.status, 200);

@@ -1,0 +1,104 @@
+// The spillway serve process: SIGHUP reloads the config (a bad one is rejected and the old one
+// keeps serving), SIGTERM exits 0, bad arguments exit 2.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/http_client.h"
+
+namespace spillway {
+namespace {
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_config(const std::string& path, const std::string& edge_limit) {
+  std::ofstream(path) << "layers:\n  - {name: edge, key: [ip], algorithm: fixed_window, limit: "
+                      << edge_limit << "}\n";
+}
+
+// How many of `attempts` checks from a fresh IP are admitted.
+int admitted(std::uint16_t port, const std::string& ip, int attempts) {
+  int count = 0;
+  for (int i = 0; i < attempts; ++i) {
+    count += testing::http(port, "POST", "/v1/check", R"({"ip":")" + ip + R"("})").status == 200;
+  }
+  return count;
+}
+
+bool wait_until(const std::function<bool()>& condition) {
+  for (int i = 0; i < 200; ++i) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
+}
+
+TEST(Serve, SighupReloadsAndABadConfigKeepsTheOldOne) {
+  const std::string dir = ::testing::TempDir() + "/serve_" + std::to_string(getpid());
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  const std::string config = dir + "/spillway.yaml", log = dir + "/serve.log";
+  write_config(config, "3/min");
+  const std::uint16_t port = free_port();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    freopen(log.c_str(), "w", stderr);
+    const std::string listen = "127.0.0.1:" + std::to_string(port);
+    execl(SPILLWAY_BINARY, "spillway", "serve", "--config", config.c_str(), "--listen",
+          listen.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_TRUE(wait_until([&] { return read_file(log).find("listening") != std::string::npos; }))
+      << read_file(log);
+  EXPECT_EQ(admitted(port, "192.0.2.1", 5), 3);
+
+  write_config(config, "7/min");
+  ASSERT_EQ(kill(pid, SIGHUP), 0);
+  ASSERT_TRUE(wait_until([&] { return read_file(log).find("reloaded") != std::string::npos; }));
+  EXPECT_EQ(admitted(port, "192.0.2.2", 9), 7) << "the new limit is not in force";
+
+  std::ofstream(config) << "layers:\n  - {name: edge, key: [ip], limit: 7/fortnight}\n";
+  ASSERT_EQ(kill(pid, SIGHUP), 0);
+  ASSERT_TRUE(wait_until([&] { return read_file(log).find("rejected") != std::string::npos; }))
+      << read_file(log);
+  EXPECT_NE(read_file(log).find("line 2"), std::string::npos) << read_file(log);
+  EXPECT_EQ(admitted(port, "192.0.2.3", 9), 7) << "a rejected reload changed the policy";
+
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(Serve, BadArgumentsExitTwoAndBadConfigExitsOne) {
+  const std::string binary = SPILLWAY_BINARY;
+  EXPECT_EQ(WEXITSTATUS(std::system((binary + " serve --listen nowhere 2>/dev/null").c_str())), 2);
+  EXPECT_EQ(WEXITSTATUS(std::system((binary + " serve --frobnicate 2>/dev/null").c_str())), 2);
+  EXPECT_EQ(
+      WEXITSTATUS(std::system((binary + " serve --config /nonexistent.yaml 2>/dev/null").c_str())),
+      1);
+}
+
+}  // namespace
+}  // namespace spillway
