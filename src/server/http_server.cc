@@ -25,7 +25,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
