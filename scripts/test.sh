@@ -16,6 +16,10 @@ run_preset() {
 }
 
 run_preset ci
+# The README's run command builds the release preset: make sure it builds too.
+echo "== build: release (scripts/run.sh)"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$jobs" --target spillway_cli
 if [ "${1:-}" != "--quick" ]; then
   run_preset asan
   run_preset tsan
