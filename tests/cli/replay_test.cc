@@ -11,37 +11,15 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/process.h"
+
 namespace spillway::cli {
 namespace {
 
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
+using Outcome = testing::BinaryRun;
 
-// Runs the built spillway binary with `args`, feeding `input` on stdin.
 Outcome run_binary(const std::string& args, const std::string& input) {
-  // Names unique to this process and call: ctest runs tests in parallel processes.
-  static int calls = 0;
-  const std::string dir =
-      ::testing::TempDir() + "/replay_" + std::to_string(getpid()) + "_" + std::to_string(calls++);
-  const std::string in_path = dir + "_in.csv";
-  const std::string err_path = dir + "_err.txt";
-  std::ofstream(in_path) << input;
-  const std::string command =
-      std::string(SPILLWAY_BINARY) + " " + args + " < " + in_path + " 2> " + err_path;
-  Outcome run{};
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
-    run.out.append(buffer.data(), n);
-  const int raw = pclose(pipe);
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::stringstream err;
-  err << std::ifstream(err_path).rdbuf();
-  run.err = err.str();
-  return run;
+  return testing::run_binary(args, input);
 }
 
 TEST(ParseTraceLine, AcceptsTwoOrThreeFieldsAndSkipsComments) {

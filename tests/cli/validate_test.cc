@@ -9,36 +9,18 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/process.h"
+
 namespace {
 
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
+using Outcome = spillway::testing::BinaryRun;
+using spillway::testing::run_binary;
 
 // A path unique to this process and call: ctest runs tests in parallel processes.
 std::string temp_path(const std::string& suffix) {
   static int calls = 0;
   return ::testing::TempDir() + "/validate_" + std::to_string(getpid()) + "_" +
          std::to_string(calls++) + suffix;
-}
-
-Outcome run_binary(const std::string& args) {
-  const std::string err_path = temp_path("_err.txt");
-  const std::string command = std::string(SPILLWAY_BINARY) + " " + args + " 2> " + err_path;
-  Outcome run{};
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
-    run.out.append(buffer.data(), n);
-  const int raw = pclose(pipe);
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::stringstream err;
-  err << std::ifstream(err_path).rdbuf();
-  run.err = err.str();
-  std::remove(err_path.c_str());
-  return run;
 }
 
 // Writes `text` to a fresh config file and returns its path.

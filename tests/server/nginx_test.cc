@@ -11,28 +11,14 @@
 #include <thread>
 
 #include "tests/support/http_client.h"
+#include "tests/support/process.h"
 
 namespace spillway {
 namespace {
 
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::free_port;
+using testing::read_file;
+using testing::wait_until;
 
 bool wait_for_port(std::uint16_t port) {
   for (int i = 0; i < 100; ++i) {

@@ -9,28 +9,14 @@
 #include <thread>
 
 #include "tests/support/http_client.h"
+#include "tests/support/process.h"
 
 namespace spillway {
 namespace {
 
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::free_port;
+using testing::read_file;
+using testing::wait_until;
 
 void write_config(const std::string& path, const std::string& edge_limit) {
   std::ofstream(path) << "layers:\n  - {name: edge, key: [ip], algorithm: fixed_window, limit: "
@@ -44,14 +30,6 @@ int admitted(std::uint16_t port, const std::string& ip, int attempts) {
     count += testing::http(port, "POST", "/v1/check", R"({"ip":")" + ip + R"("})").status == 200;
   }
   return count;
-}
-
-bool wait_until(const std::function<bool()>& condition) {
-  for (int i = 0; i < 200; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  return false;
 }
 
 TEST(Serve, SighupReloadsAndABadConfigKeepsTheOldOne) {

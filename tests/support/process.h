@@ -1,0 +1,146 @@
+// Helpers for tests that run programs: free loopback ports, files, shell commands, and a
+// `spillway serve` child process that is stopped with SIGTERM when the object goes away.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace spillway::testing {
+
+// A port on 127.0.0.1 that was free a moment ago.
+inline std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Polls `condition` every 25 ms for up to 5 s.
+inline bool wait_until(const std::function<bool()>& condition) {
+  for (int i = 0; i < 200; ++i) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
+}
+
+struct CommandResult {
+  int status = -1;  // exit status, or -1 if it did not exit normally
+  std::string out;  // stdout
+};
+
+// Runs `command` with /bin/sh, feeding `input` (if any) on stdin, and collects stdout.
+inline CommandResult run_command(const std::string& command, const std::string& input = "") {
+  std::string full = command;
+  std::string input_path;
+  if (!input.empty()) {
+    static int calls = 0;
+    input_path =
+        "/tmp/spillway_test_in_" + std::to_string(getpid()) + "_" + std::to_string(calls++);
+    std::ofstream(input_path) << input;
+    full += " < " + input_path;
+  }
+  CommandResult result;
+  FILE* pipe = popen(full.c_str(), "r");
+  std::array<char, 4096> buffer{};
+  while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
+    result.out.append(buffer.data(), n);
+  }
+  const int raw = pclose(pipe);
+  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  if (!input_path.empty()) std::remove(input_path.c_str());
+  return result;
+}
+
+struct BinaryRun {
+  int status = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs the spillway binary with `args` (shell words), `input` on stdin, and collects both outputs.
+inline BinaryRun run_binary(const std::string& args, const std::string& input = "") {
+  static int calls = 0;
+  const std::string err_path =
+      "/tmp/spillway_test_err_" + std::to_string(getpid()) + "_" + std::to_string(calls++);
+  const CommandResult result = run_command(
+      std::string(SPILLWAY_BINARY) + " " + args + " 2> " + err_path, input.empty() ? "\n" : input);
+  BinaryRun run{.status = result.status, .out = result.out, .err = read_file(err_path)};
+  std::remove(err_path.c_str());
+  return run;
+}
+
+// `spillway serve ARGS --listen 127.0.0.1:<free port>` as a child process; stderr to `log`.
+class ServeProcess {
+ public:
+  ServeProcess(const std::vector<std::string>& args, std::string log)
+      : port_(free_port()), log_(std::move(log)) {
+    std::vector<std::string> all = {"spillway", "serve"};
+    all.insert(all.end(), args.begin(), args.end());
+    all.push_back("--listen");
+    all.push_back("127.0.0.1:" + std::to_string(port_));
+    pid_ = fork();
+    if (pid_ == 0) {
+      if (!std::freopen(log_.c_str(), "w", stderr)) _exit(126);
+      std::vector<char*> argv;
+      for (std::string& a : all) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(SPILLWAY_BINARY, argv.data());
+      _exit(127);
+    }
+  }
+  ~ServeProcess() {
+    if (pid_ > 0) stop(SIGTERM);
+  }
+  ServeProcess(const ServeProcess&) = delete;
+  ServeProcess& operator=(const ServeProcess&) = delete;
+
+  // True once the server logged that it is listening.
+  bool ready() const {
+    return wait_until([&] { return read_file(log_).find("listening") != std::string::npos; });
+  }
+  // Sends `signal` and waits; returns the exit status (-1 if it did not exit normally).
+  int stop(int signal) {
+    ::kill(pid_, signal);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  pid_t pid() const { return pid_; }
+  std::uint16_t port() const { return port_; }
+  std::string log() const { return read_file(log_); }
+
+ private:
+  std::uint16_t port_;
+  std::string log_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace spillway::testing
