@@ -19,7 +19,7 @@
 namespace spillway::policy {
 
 struct IpAddress {
-  bool v6 = false;                  // false: the first 4 bytes hold the IPv4 address
+  bool v6 = false;  // false: the first 4 bytes hold the IPv4 address
   std::array<std::uint8_t, 16> bytes{};
   friend bool operator==(const IpAddress&, const IpAddress&) = default;
 };
@@ -44,7 +44,8 @@ bool cidr_contains(const Cidr& cidr, const IpAddress& ip);
 // The client address of a request: the peer, unless the peer is a trusted proxy, in which case
 // the right-most address of X-Forwarded-For that is not itself a trusted proxy (or X-Real-IP when
 // there is no X-Forwarded-For). Errors name the header and quote the bad value.
-Result<IpAddress> client_address(const IpAddress& peer, std::optional<std::string_view> forwarded_for,
+Result<IpAddress> client_address(const IpAddress& peer,
+                                 std::optional<std::string_view> forwarded_for,
                                  std::optional<std::string_view> real_ip,
                                  const std::vector<Cidr>& trusted_proxies);
 

@@ -45,8 +45,8 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;  // 0: any free port (see HttpServer::port)
   int threads = 2;
-  std::size_t max_body_bytes = 64 * 1024;    // larger: 413 without calling the handler
-  std::size_t max_header_bytes = 16 * 1024;  // larger: 431
+  std::size_t max_body_bytes = 64 * 1024;         // larger: 413 without calling the handler
+  std::size_t max_header_bytes = 16 * 1024;       // larger: 431
   std::chrono::milliseconds read_timeout{5000};   // to receive one whole request
   std::chrono::milliseconds idle_timeout{60000};  // keep-alive connection with no request
   std::size_t max_connections = 10000;            // more: accepted and closed at once

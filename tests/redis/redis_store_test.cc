@@ -257,7 +257,8 @@ TEST(RedisScripts, ScriptFlushDuringLoadIsInvisible) {
   done = true;
   flusher.join();
   EXPECT_GE(flushes.load(), 40);
-  EXPECT_GE(noscript_recoveries() - recoveries_before, 20) << "NOSCRIPT was not hit: the test proves nothing";
+  EXPECT_GE(noscript_recoveries() - recoveries_before, 20)
+      << "NOSCRIPT was not hit: the test proves nothing";
   EXPECT_EQ(errors, 0);
   EXPECT_EQ(mismatches, 0);
 }
