@@ -42,6 +42,8 @@ class HttpConnection {
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
 
+  int fd() const { return fd_; }
+
   void send_raw(const std::string& bytes) {
     std::size_t sent = 0;
     while (sent < bytes.size()) {
