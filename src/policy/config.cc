@@ -525,6 +525,39 @@ Config parse_document(const YAML::Node& root) {
   return config;
 }
 
+// Where a YAML text has content and where a second document would start: the first line that
+// is not blank, a comment, a directive or a document marker; and a "---" or "..." marker line
+// after content (0 when there is none). Lines are 1-based.
+struct TextShape {
+  int first_content_line = 0;
+  int second_document_line = 0;
+};
+
+TextShape text_shape(std::string_view text) {
+  TextShape shape;
+  int number = 0;
+  while (!text.empty()) {
+    ++number;
+    const std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const bool marker = (line.starts_with("---") || line.starts_with("...")) &&
+                        (line.size() == 3 || line[3] == ' ' || line[3] == '\t');
+    if (marker) {
+      if (shape.first_content_line > 0) {
+        shape.second_document_line = number;
+        return shape;
+      }
+      continue;
+    }
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos || line[first] == '#' || line[first] == '%') continue;
+    if (shape.first_content_line == 0) shape.first_content_line = number;
+  }
+  return shape;
+}
+
 }  // namespace
 
 Config default_config() {
@@ -540,10 +573,21 @@ Result<Config> parse_config(std::string_view yaml_text) {
     ~Reset() { t_empty_values = nullptr; }
   } reset;
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml_text));
-    if (documents.empty()) return default_config();
-    if (documents.size() > 1) fail(documents[1], "", "a config file holds one YAML document");
-    return parse_document(documents[0]);
+    // yaml-cpp 0.7's LoadAll never returns on some inputs (a top-level ","; found by the
+    // robustness test), so the text is loaded with Load and a second document is found by its
+    // separator line instead.
+    const TextShape shape = text_shape(yaml_text);
+    if (shape.second_document_line > 0) {
+      return invalid_argument("line " + std::to_string(shape.second_document_line) +
+                              ": a config file holds one YAML document");
+    }
+    const YAML::Node document = YAML::Load(std::string(yaml_text));
+    if (document.IsNull()) {
+      if (shape.first_content_line == 0) return default_config();  // empty or only comments
+      return invalid_argument("line " + std::to_string(shape.first_content_line) +
+                              ": the config must be a mapping of server, backend and layers");
+    }
+    return parse_document(document);
   } catch (const ConfigError& error) {
     return invalid_argument(error.message);
   } catch (const YAML::Exception& error) {

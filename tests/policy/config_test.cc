@@ -255,7 +255,9 @@ TEST(ConfigErrors, NameTheLineAndTheField) {
       {"rate beyond exact range", example_with("limit: 1000/min", "limit: 9000000000000000/min"),
        15, "layers[0].limit", "2^52"},
       {"server not a mapping", "server: 5\n", 1, "server", "mapping"},
-      {"two documents", std::string(kExample) + "---\nserver: {}\n", 30, "", "one YAML document"},
+      // The error names the "---" line that starts the second document (kExample is 28 lines).
+      {"two documents", std::string(kExample) + "---\nserver: {}\n", 29, "", "one YAML document"},
+      {"not a mapping", ",\n", 1, "", "must be a mapping"},
   };
   for (const BadConfig& c : cases) {
     Result<Config> config = parse_config(c.yaml);
