@@ -7,12 +7,16 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 
 jobs=$(nproc)
+passed=0
 run_preset() {
-  local name=$1
+  local name=$1 log
   echo "== build and test: $name"
   cmake --preset "$name" >/dev/null
   cmake --build --preset "$name" -j "$jobs"
-  ctest --preset "$name" -j "$jobs"
+  log=$(mktemp)
+  ctest --preset "$name" -j "$jobs" | tee "$log"  # set -o pipefail: a failing ctest stops here
+  passed=$((passed + $(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' "$log")))
+  rm -f "$log"
 }
 
 run_preset ci
@@ -25,3 +29,4 @@ if [ "${1:-}" != "--quick" ]; then
   run_preset tsan
 fi
 echo "== all test runs passed"
+echo "tests: $passed passed, 0 failed"
