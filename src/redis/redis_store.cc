@@ -40,8 +40,9 @@ bool is_noscript(const Result<redis::Reply>& reply) {
   return reply && reply->is_error() && reply->text.starts_with("NOSCRIPT");
 }
 
-// Sends a script call by SHA; after NOSCRIPT, once more as EVAL with the text (see Batcher::send).
-// args[0] and args[1] are filled in here.
+// Sends a script call by SHA. After NOSCRIPT (restart, failover, SCRIPT FLUSH) it is sent once
+// more as EVAL with the script's text, which runs it and caches it again in one atomic step, so
+// no flush can fall between loading and running. args[0] and args[1] are filled in here.
 void call_script(redis::Client& client, std::string_view source, const std::string& sha,
                  std::shared_ptr<std::vector<std::string>> args, bool with_source,
                  std::function<void(Result<redis::Reply>)> done) {
@@ -97,7 +98,7 @@ class RedisStore::Batcher {
       if (in_flight_ >= options_.max_in_flight) return;  // a returning call will take it
       batch = take_batch_locked();
     }
-    send(std::make_shared<std::vector<Pending>>(std::move(batch)), /*with_source=*/false);
+    send(std::make_shared<std::vector<Pending>>(std::move(batch)));
   }
 
  private:
@@ -114,28 +115,20 @@ class RedisStore::Batcher {
     return batch;
   }
 
-  // EVALSHA normally; after a NOSCRIPT reply (restart, failover, SCRIPT FLUSH), EVAL with the
-  // script's text once: it runs and caches the script in one atomic step, so no flush can fall
-  // between loading and running it.
-  void send(std::shared_ptr<std::vector<Pending>> batch, bool with_source) {
-    std::vector<std::string> args;
-    args.reserve(5 + batch->size() * 7);
-    if (with_source) {
-      args.insert(args.end(), {"EVAL", std::string(redis::script_source(algorithm_))});
-    } else {
-      args.insert(args.end(), {"EVALSHA", redis::script_sha(algorithm_)});
-    }
-    args.push_back(std::to_string(batch->size()));
-    for (const Pending& p : *batch) args.push_back(p.key);
-    args.push_back(batch->front().now);
-    args.push_back(std::to_string(options_.ttl_floor.count()));
+  // One script call for the whole batch (call_script handles NOSCRIPT).
+  void send(std::shared_ptr<std::vector<Pending>> batch) {
+    auto args = std::make_shared<std::vector<std::string>>();
+    args->reserve(5 + batch->size() * 7);
+    args->insert(args->end(), {"", "", std::to_string(batch->size())});
+    for (const Pending& p : *batch) args->push_back(p.key);
+    args->push_back(batch->front().now);
+    args->push_back(std::to_string(options_.ttl_floor.count()));
     for (const Pending& p : *batch) {
-      for (std::int64_t n : p.numbers) args.push_back(std::to_string(n));
+      for (std::int64_t n : p.numbers) args->push_back(std::to_string(n));
     }
-    client_.call_async(args, [this, batch, with_source](Result<redis::Reply> reply) {
-      if (is_noscript(reply) && !with_source) return send(batch, true);
-      finish(*batch, std::move(reply));
-    });
+    call_script(client_, redis::script_source(algorithm_), redis::script_sha(algorithm_),
+                std::move(args), false,
+                [this, batch](Result<redis::Reply> reply) { finish(*batch, std::move(reply)); });
   }
 
   void finish(std::vector<Pending>& batch, Result<redis::Reply> reply) {
@@ -149,7 +142,7 @@ class RedisStore::Batcher {
       if (queue_.empty() || closing_) return;
       next = take_batch_locked();
     }
-    send(std::make_shared<std::vector<Pending>>(std::move(next)), false);
+    send(std::make_shared<std::vector<Pending>>(std::move(next)));
   }
 
   static Error closed_error() { return Error{Errc::kUnavailable, "the redis store is closing"}; }
