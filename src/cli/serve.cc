@@ -57,6 +57,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     return 2;
   }
   http.threads = config->server.threads;
+  http.log_requests = config->server.access_log;
 
   // Signals go to this thread only (sigwait below): block them before any thread starts.
   sigset_t signals;

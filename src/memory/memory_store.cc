@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <boost/container/small_vector.hpp>
 #include <condition_variable>
 #include <thread>
 
@@ -64,8 +65,9 @@ class MemoryStore::Impl {
       memory::KeyView key;
       const Limit* limit;
     };
-    std::vector<Item> items;
-    std::vector<std::mutex*> mutexes;
+    // A policy checks a handful of keys: no allocation below eight.
+    boost::container::small_vector<Item, 8> items;
+    boost::container::small_vector<std::mutex*, 8> mutexes;
     for (const KeyedLimit& c : checks) {
       items.push_back({memory::make_key_view(c.key, *c.limit), c.limit});
       mutexes.push_back(with_table(
@@ -73,10 +75,11 @@ class MemoryStore::Impl {
     }
     std::sort(mutexes.begin(), mutexes.end(), std::less<std::mutex*>());
     mutexes.erase(std::unique(mutexes.begin(), mutexes.end()), mutexes.end());
-    std::vector<std::unique_lock<std::mutex>> locks;
+    boost::container::small_vector<std::unique_lock<std::mutex>, 8> locks;
     for (std::mutex* m : mutexes) locks.emplace_back(*m);
 
     Decisions decisions;
+    decisions.reserve(items.size());
     std::size_t new_keys = 0;
     for (const Item& item : items) {
       with_table(item.limit->algorithm(), [&](auto& table) {

@@ -227,8 +227,10 @@ std::string check_listen(const std::string& text) {
 
 void parse_server(const YAML::Node& node, ServerConfig& server) {
   if (node.IsNull()) return;
-  expect_map(node, "server", "a mapping of listen, threads, trusted_proxies, ipv6_prefix");
-  Fields fields(node, "server", {"listen", "threads", "trusted_proxies", "ipv6_prefix"});
+  expect_map(node, "server",
+             "a mapping of listen, threads, trusted_proxies, ipv6_prefix, access_log");
+  Fields fields(node, "server",
+                {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log"});
   if (const Entry* listen = fields.find("listen")) {
     const std::string path = fields.path("listen");
     const std::string text = scalar(listen->value, path, "host:port");
@@ -258,6 +260,17 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   if (const Entry* prefix = fields.find("ipv6_prefix")) {
     server.ipv6_prefix =
         static_cast<int>(whole_number(prefix->value, fields.path("ipv6_prefix"), 1, 128));
+  }
+  if (const Entry* log = fields.find("access_log")) {
+    const std::string path = fields.path("access_log");
+    const std::string text = scalar(log->value, path, "on or off");
+    if (text == "on" || text == "true") {
+      server.access_log = true;
+    } else if (text == "off" || text == "false") {
+      server.access_log = false;
+    } else {
+      fail(log->value, path, in_quotes(text) + " must be on or off");
+    }
   }
 }
 

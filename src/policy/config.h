@@ -7,6 +7,7 @@
 //     threads: 2
 //     trusted_proxies: [127.0.0.1/32, 10.0.0.0/8]
 //     ipv6_prefix: 64
+//     access_log: on              # or off
 //   backend:
 //     url: memory                 # or redis://host:port/db
 //     key_prefix: spillway
@@ -48,6 +49,7 @@ struct ServerConfig {
   int threads = 2;
   std::vector<Cidr> trusted_proxies;
   int ipv6_prefix = 64;
+  bool access_log = true;  // one line per request on stderr
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 

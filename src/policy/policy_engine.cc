@@ -1,5 +1,6 @@
 #include "spillway/policy_engine.h"
 
+#include <charconv>
 #include <set>
 
 namespace spillway {
@@ -72,6 +73,7 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec) {
 
 Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes) const {
   std::vector<Check> checks;
+  checks.reserve(spec_.layers.size());
   for (std::size_t i = 0; i < spec_.layers.size(); ++i) {
     const LayerSpec& layer = spec_.layers[i];
     const BuiltLayer& built = built_[i];
@@ -94,14 +96,18 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
       if (it == built.by_endpoint.end()) continue;  // not a limited endpoint: the layer passes
       limit = &it->second;
     }
-    std::string key = layer.name;
+    std::string key;
+    key.reserve(layer.name.size() + 32);
+    key.append(layer.name);
     for (const std::string& name : layer.key) {
       const std::string* value = find_attribute(attributes, name);
       if (value == nullptr || value->empty()) {
         return invalid_argument("attribute \"" + name + "\" is required (layer " + layer.name +
                                 ")");
       }
-      key += ':' + std::to_string(value->size()) + ':' + *value;
+      char length[24];
+      const auto end = std::to_chars(length, length + sizeof length, value->size()).ptr;
+      key.append(1, ':').append(length, end).append(1, ':').append(*value);
     }
     if (key.size() > kMaxKeyBytes) {
       return invalid_argument("the key of layer " + layer.name + " is longer than " +
@@ -114,6 +120,7 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
 
 PolicyDecision Policy::combine(const std::vector<Check>& checks, const Decisions& decisions) const {
   PolicyDecision out;
+  out.layers.reserve(checks.size());
   std::optional<std::size_t> top;
   for (std::size_t i = 0; i < checks.size(); ++i) {
     const Decision& d = decisions[i];
@@ -145,6 +152,7 @@ Result<PolicyDecision> Policy::decide(Store& store, const Attributes& attributes
   if (!checks) return std::unexpected(checks.error());
   if (checks->empty()) return combine(*checks, {});
   std::vector<KeyedLimit> keyed;
+  keyed.reserve(checks->size());
   for (const Check& c : *checks) keyed.push_back({c.key, c.limit});
   auto decisions = store.check_all(keyed, cost, now);
   if (!decisions) return std::unexpected(decisions.error());

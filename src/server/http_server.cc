@@ -1,29 +1,38 @@
-// HttpServer on Boost.Beast: one io_context run by `threads` threads, one strand per connection.
-// See http_server.h for the contract.
+// HttpServer on Boost.Asio with Beast's HTTP parser (through RequestReader). See http_server.h for
+// the contract.
+//
+// Threads: `threads` workers, each running its own io_context on one thread. A connection lives
+// on one worker from accept to close, so its state needs no lock and no strand; the acceptor
+// runs on worker 0 and hands connections to the workers in turn. Answers given on a worker's
+// own thread while the handler runs (the in-memory store) are written without a queue hop;
+// answers from other threads (the Redis client's) are posted to the connection's worker.
 //
 // Ownership and lifetimes:
-// - HttpServer holds the Server (as its Impl) by shared_ptr. The Server owns the io_context; the
-//   accept loop and its retry timer capture a raw Server*, valid because the threads are joined
-//   (stop) before the Server goes away, and handlers still queued then are destroyed with the
-//   io_context without running.
-// - A Connection is held by shared_ptr by every pending operation on it, and by itself (`self_`)
-//   while its handler has not answered yet. It points back to the Server with a raw pointer: it
-//   never outlives the io_context, which is destroyed after the members a Connection touches.
+// - HttpServer holds the Server (as its Impl) by shared_ptr. The Server owns the workers; the
+//   accept loop and the timers capture a raw Server*, valid because the threads are joined (stop)
+//   before the Server goes away, and handlers still queued then are destroyed with the
+//   io_contexts without running.
+// - A Connection is held by shared_ptr by every pending operation on it; its deadline timer is
+//   always pending until close(), so a connection lives exactly until it is closed. It points back
+//   to the Server with a raw pointer: it never outlives the io_contexts, which are destroyed
+//   before the members a Connection touches.
 // - A Responder holds weak pointers to the Server and the Connection. It locks the Server first
-//   (keeping the io_context alive), then the Connection, and posts the response to the
-//   connection's strand; if either is gone, the response is dropped. A Responder destroyed
+//   (keeping the io_contexts alive), then the Connection, and posts the response to the
+//   connection's worker; if either is gone, the response is dropped. A Responder destroyed
 //   without an answer sends a 500, so a connection never waits forever for a lost Responder.
 //
-// Per connection (all on its strand): wait for the first byte of a request (idle timeout, or the
-// read timeout on a fresh connection), read the whole request (read timeout from the first byte),
-// call the handler, write its response, repeat. The next request is read only after the previous
-// response was written, so responses keep the order of requests. A response that closes the
-// connection after a protocol error (or with unread bytes) is followed by a lingering close
-// (shutdown of the sending side, then reading and discarding for a short while), so a client that
-// is still sending does not get a reset that destroys the response before it reads it.
+// Per connection: wait for the first byte of a request (idle timeout, or the read timeout on a
+// fresh connection), read the whole request (read timeout from the first byte), call the
+// handler, write its response, repeat. Deadlines are fields checked by one timer per connection
+// that ticks a few times per timeout, so a request costs no timer operation. The next request is
+// read only after the previous response was written, so responses keep the order of requests. A
+// response that closes the connection after a protocol error (or with unread bytes) is followed
+// by a lingering close (shutdown of the sending side, then reading and discarding for a short
+// while), so a client that is still sending does not get a reset that destroys its response.
 #include "src/server/http_server.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -31,18 +40,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <cctype>
+#include <charconv>
 #include <condition_variable>
 #include <cstdio>
+#include <ctime>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -50,14 +53,20 @@
 #include <thread>
 #include <unordered_map>
 
+#include "src/server/request_reader.h"
+
 namespace spillway::server {
 namespace {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using boost::system::error_code;
 using tcp = asio::ip::tcp;
+using Executor = asio::io_context::executor_type;
+using Socket = asio::basic_stream_socket<tcp, Executor>;
+using Acceptor = asio::basic_socket_acceptor<tcp, Executor>;
+using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
+                                         asio::wait_traits<std::chrono::steady_clock>, Executor>;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -68,15 +77,12 @@ constexpr std::size_t kMaxLingerBytes = 1024 * 1024;
 constexpr milliseconds kStopGrace{1000};
 // Pause before accepting again after an error such as "too many open files".
 constexpr milliseconds kAcceptRetry{50};
-constexpr std::size_t kFirstReadSize = 4096;
-
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
-
-std::string lowered(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = lower(c);
-  return out;
-}
+constexpr std::size_t kReadSize = 4096;
+// The default access log is written in blocks: when this much is buffered, or every interval.
+constexpr std::size_t kLogFlushBytes = 32 * 1024;
+constexpr milliseconds kLogFlushInterval{100};
+// ASCII only, as HTTP header names and tokens are.
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -129,19 +135,29 @@ std::string error_body(std::string_view message) {
 }
 
 // RFC 9110 token characters: what a header name may be made of.
+constexpr std::array<bool, 256> kTokenChars = [] {
+  std::array<bool, 256> table{};
+  for (int c = '0'; c <= '9'; ++c) table[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c) table[c] = table[c - 'a' + 'A'] = true;
+  for (const char c : std::string_view("!#$%&'*+-.^_`|~"))
+    table[static_cast<unsigned char>(c)] = true;
+  return table;
+}();
+
 bool is_token(std::string_view text) {
   if (text.empty()) return false;
   for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) != 0) continue;
-    if (std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos) continue;
-    return false;
+    if (!kTokenChars[static_cast<unsigned char>(c)]) return false;
   }
   return true;
 }
 
+// A header value that cannot end the header or start a new one.
 bool is_safe_value(std::string_view text) {
-  return text.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+  for (const char c : text) {
+    if (c == '\r' || c == '\n' || c == '\0') return false;
+  }
+  return true;
 }
 
 // "127.0.0.1" for IPv4 and IPv4-mapped IPv6 peers, "::1" for IPv6.
@@ -170,31 +186,54 @@ std::unexpected<Error> failure(Errc code, std::string message) {
   return std::unexpected(Error{code, std::move(message)});
 }
 
-void log_to_stderr(std::string_view line) {
-  static std::mutex mutex;
-  std::string whole(line);
-  whole += '\n';
-  const std::lock_guard lock(mutex);
-  std::fwrite(whole.data(), 1, whole.size(), stderr);
-  std::fflush(stderr);
+// The monotonic clock at the kernel tick's resolution (a few ms), good enough for timeouts and
+// several times cheaper to read than steady_clock.
+std::chrono::nanoseconds coarse_now() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
+// Appends a decimal number without a temporary string.
+void append_number(std::string& out, std::int64_t value) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out.append(digits, end);
 }
 
 class Connection;
 
 // ---- Server --------------------------------------------------------------------------------
 
+// One thread and its io_context.
+struct Worker {
+  asio::io_context ioc{1};  // run by one thread
+  asio::executor_work_guard<Executor> work{ioc.get_executor()};
+  std::thread thread;
+  std::thread::id thread_id;  // set by run() before the first accept is posted
+};
+
 class Server : public std::enable_shared_from_this<Server> {
  public:
   Server(HttpServerOptions options, Handler handler)
-      : options_(std::move(options)),
-        handler_(std::move(handler)),
-        ioc_(std::max(options_.threads, 1)),
-        work_(asio::make_work_guard(ioc_)),
-        acceptor_(asio::make_strand(ioc_)),
-        accept_retry_(acceptor_.get_executor()) {
-    if (!options_.access_log) options_.access_log = log_to_stderr;
+      : options_(std::move(options)), handler_(std::move(handler)) {
+    if (!options_.access_log) default_log_ = true;
+    const int threads = std::max(options_.threads, 1);
+    for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+    acceptor_.emplace(workers_[0]->ioc.get_executor());
+    accept_retry_.emplace(workers_[0]->ioc.get_executor());
+    log_timer_.emplace(workers_[0]->ioc.get_executor());
   }
-  ~Server() { stop(milliseconds(0)); }
+  ~Server() {
+    stop(milliseconds(0));
+    // Handlers still queued hold connections; they go with the io_contexts, while the members
+    // connections use (declared before workers_) are still alive.
+    acceptor_.reset();
+    accept_retry_.reset();
+    log_timer_.reset();
+    workers_.clear();
+    flush_log();
+  }
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
@@ -208,20 +247,30 @@ class Server : public std::enable_shared_from_this<Server> {
   // For connections.
   const HttpServerOptions& options() const { return options_; }
   const Handler& handler() const { return handler_; }
+  bool logging() const { return options_.log_requests; }
   void log(std::string_view line);
   void connection_opened() { open_.fetch_add(1, std::memory_order_acq_rel); }
   void connection_closed() { open_.fetch_sub(1, std::memory_order_acq_rel); }
   void forget(Connection* connection);
+  // How often a connection checks its deadline: a few times per timeout, at most once a second.
+  milliseconds tick() const {
+    const auto shortest = std::min(options_.read_timeout, options_.idle_timeout);
+    return std::clamp(shortest / 4, milliseconds(5), milliseconds(1000));
+  }
 
  private:
   void accept();
-  void on_accept(const error_code& ec, tcp::socket socket);
+  void on_accept(const error_code& ec, std::thread::id thread, Socket socket);
   bool on_server_thread() const;
+  void flush_log();
+  void schedule_log_flush();
 
-  // Declared first so they outlive the io_context: connections destroyed with it use them.
+  // Declared first so they outlive the io_contexts: connections destroyed with them use them.
   HttpServerOptions options_;
   const Handler handler_;
-  std::mutex log_mutex_;
+  bool default_log_ = false;  // no access_log given: buffered lines to stderr
+  std::mutex log_mutex_;      // guards log_buffer_ and calls of options_.access_log
+  std::string log_buffer_;
   std::atomic<std::size_t> open_{0};
   std::mutex mutex_;  // guards the fields below, with `changed_`
   std::condition_variable changed_;
@@ -231,13 +280,13 @@ class Server : public std::enable_shared_from_this<Server> {
 
   std::mutex stop_mutex_;  // serializes stop()
   bool stopped_ = false;
-  std::vector<std::thread> threads_;
   std::uint16_t port_ = 0;
 
-  asio::io_context ioc_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  tcp::acceptor acceptor_;  // on its own strand, like the retry timer
-  asio::steady_timer accept_retry_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::size_t next_worker_ = 0;       // the accept loop's turn (worker 0's thread only)
+  std::optional<Acceptor> acceptor_;  // on worker 0, like the two timers
+  std::optional<Timer> accept_retry_;
+  std::optional<Timer> log_timer_;
   tcp::endpoint peer_;  // filled by the pending accept
 };
 
@@ -245,10 +294,13 @@ class Server : public std::enable_shared_from_this<Server> {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Server& server, tcp::socket socket, std::string peer, bool counted)
+  Connection(Server& server, Socket socket, std::thread::id thread, std::string peer, bool counted)
       : server_(server),
-        strand_(socket.get_executor()),
-        stream_(std::move(socket)),
+        executor_(socket.get_executor()),
+        thread_(thread),
+        socket_(std::move(socket)),
+        timer_(executor_),
+        reader_(server.options().max_header_bytes, server.options().max_body_bytes),
         peer_(std::move(peer)),
         counted_(counted) {
     if (counted_) server_.connection_opened();
@@ -257,34 +309,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // From the accept loop (not yet on the strand: nothing else knows the connection).
+  // From the accept loop (not yet on the connection's thread: nothing else knows it).
   void start(bool reject) {
-    if (reject) {
-      asio::post(strand_,
-                 [self = shared_from_this()] { self->respond_error(503, "too many connections"); });
-    } else {
-      asio::post(strand_, [self = shared_from_this()] { self->wait(true); });
-    }
+    asio::post(executor_, [self = shared_from_this(), reject] {
+      if (self->state_ == State::kClosed) return;  // drained before it started
+      self->arm_timer();
+      if (reject) return self->respond_error(503, "too many connections");
+      self->wait(true);
+    });
   }
 
   // From any thread.
   void post_drain() {
-    asio::post(strand_, [self = shared_from_this()] { self->drain(); });
+    asio::post(executor_, [self = shared_from_this()] { self->drain(); });
   }
   void post_close() {
-    asio::post(strand_, [self = shared_from_this()] { self->close(); });
+    asio::post(executor_, [self = shared_from_this()] { self->close(); });
   }
-  void post_response(std::uint64_t sequence, HttpResponse response) {
-    asio::post(strand_,
+  // An answer from the handler. Given on this connection's thread while the handler is still
+  // running, it is kept and written when the handler returns; otherwise it is posted.
+  void answer(std::uint64_t sequence, HttpResponse response) {
+    if (std::this_thread::get_id() == thread_ && in_handler_) {
+      if (sequence == sequence_ && !early_answer_) early_answer_ = std::move(response);
+      return;
+    }
+    asio::post(executor_,
                [self = shared_from_this(), sequence, response = std::move(response)]() mutable {
                  self->on_response(sequence, std::move(response));
                });
-  }
-
-  // Only once the threads are joined: drops a self reference the strand could not drop.
-  void abandon() {
-    std::shared_ptr<Connection> keep = std::move(self_);
-    release();
   }
 
  private:
@@ -292,126 +344,91 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   const HttpServerOptions& options() const { return server_.options(); }
 
+  // The deadline is checked every tick(); the pending wait keeps the connection alive.
+  void arm_timer() {
+    timer_.expires_after(server_.tick());
+    timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+      if (ec || self->state_ == State::kClosed) return;
+      if (coarse_now() >= self->deadline_) return self->close();  // timed out
+      self->arm_timer();
+    });
+  }
+  void set_deadline(milliseconds from_now) { deadline_ = coarse_now() + from_now; }
+
   // Waits for the first byte of the next request, or parses one already buffered (pipelining).
   void wait(bool fresh) {
     if (state_ == State::kClosed) return;
     if (draining_) return close();
-    parser_.emplace();
-    parser_->body_limit(options().max_body_bytes);
-    parser_->header_limit(
-        static_cast<std::uint32_t>(std::min<std::size_t>(options().max_header_bytes, UINT32_MAX)));
-    method_ = "-";
-    path_ = "-";
-    if (buffer_.size() > 0) return read_header();
+    if (reader_.buffered() > 0) {
+      state_ = State::kReading;
+      set_deadline(options().read_timeout);
+      return parse();
+    }
     state_ = State::kIdle;
-    stream_.expires_after(fresh ? options().read_timeout : options().idle_timeout);
-    stream_.async_read_some(buffer_.prepare(kFirstReadSize),
-                            [self = shared_from_this()](const error_code& ec, std::size_t n) {
-                              self->on_first_bytes(ec, n);
-                            });
+    set_deadline(fresh ? options().read_timeout : options().idle_timeout);
+    read_more();
   }
 
-  void on_first_bytes(const error_code& ec, std::size_t n) {
+  void read_more() {
+    socket_.async_read_some(
+        reader_.prepare(kReadSize),
+        [self = shared_from_this()](const error_code& ec, std::size_t n) { self->on_read(ec, n); });
+  }
+
+  void on_read(const error_code& ec, std::size_t n) {
     if (state_ == State::kClosed) return;
-    if (ec) return close();  // idle timeout, the client went away, or drain
-    buffer_.commit(n);
-    read_header();
-  }
-
-  void read_header() {
-    state_ = State::kReading;
-    stream_.expires_after(options().read_timeout);
-    http::async_read_header(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_header(ec); });
-  }
-
-  void on_header(const error_code& ec) {
-    if (state_ == State::kClosed) return;
-    if (ec) return on_read_error(ec);
-    if (parser_->is_done()) return on_request();
-    const auto& request = parser_->get();
-    const auto expect = request[http::field::expect];
-    if (request.version() >= 11 && iequals(expect, "100-continue")) {
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
-                        [self = shared_from_this()](const error_code& write_ec, std::size_t) {
-                          if (self->state_ == State::kClosed) return;
-                          if (write_ec) return self->close();
-                          self->read_body();
-                        });
-      return;
+    // Idle: the client went away. Mid-request: it went away or broke off; nobody to answer.
+    if (ec) return close();
+    reader_.commit(n);
+    if (state_ == State::kIdle) {
+      state_ = State::kReading;
+      set_deadline(options().read_timeout);  // the whole request from its first byte
     }
-    read_body();
+    parse();
   }
 
-  void read_body() {
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](const error_code& ec, std::size_t) {
-                       if (self->state_ == State::kClosed) return;
-                       if (ec) return self->on_read_error(ec);
-                       self->on_request();
-                     });
-  }
-
-  void remember_request_line() {
-    const auto& request = parser_->get();
-    const std::string_view method = request.method_string();
-    const std::string_view target = request.target();
-    if (!method.empty()) method_ = std::string(method);
-    if (!target.empty()) path_ = std::string(target.substr(0, target.find('?')));
-  }
-
-  void on_read_error(const error_code& ec) {
-    remember_request_line();
-    if (ec == http::error::body_limit) {
-      return respond_error(413, "request body is larger than " +
-                                    std::to_string(options().max_body_bytes) + " bytes");
+  void parse() {
+    switch (reader_.parse()) {
+      case RequestReader::State::kComplete:
+        return on_request();
+      case RequestReader::State::kError:
+        method_ = reader_.method();
+        path_ = reader_.path();
+        return respond_error(reader_.error_status(), reader_.error_message());
+      case RequestReader::State::kNeedMore:
+        break;
     }
-    if (ec == http::error::header_limit) {
-      return respond_error(431, "request headers are larger than " +
-                                    std::to_string(options().max_header_bytes) + " bytes");
-    }
-    // The client went away, timed out or stopped half-way: there is nobody to answer.
-    if (ec == http::error::end_of_stream || ec == http::error::partial_message) return close();
-    if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
-      return respond_error(400, "malformed request: " + ec.message());
-    }
-    close();  // timeout, reset, aborted
+    if (!reader_.take_continue_request()) return read_more();
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
+                      [self = shared_from_this()](const error_code& ec, std::size_t) {
+                        if (self->state_ == State::kClosed) return;
+                        if (ec) return self->close();
+                        self->read_more();
+                      });
   }
 
   void on_request() {
-    auto& message = parser_->get();
-    remember_request_line();
-    keep_alive_ = message.keep_alive();
+    method_ = reader_.method();
+    path_ = reader_.path();
+    ReadRequest read = reader_.take();
+    keep_alive_ = read.keep_alive;
+    http10_ = read.http10;
+    head_ = read.head;
     request_complete_ = true;
-    http10_ = message.version() < 11;
-    head_ = message.method() == http::verb::head;
-
-    HttpRequest request;
-    request.method = std::string(message.method_string());
-    request.target = std::string(message.target());
-    request.headers.reserve(
-        static_cast<std::size_t>(std::distance(message.base().begin(), message.base().end())));
-    for (const auto& field : message.base()) {
-      request.headers.emplace_back(lowered(field.name_string()), std::string(field.value()));
-    }
-    request.body = std::move(message.body());
-    request.peer_address = peer_;
-    parser_.reset();
+    read.request.peer_address = peer_;
 
     state_ = State::kHandling;
-    started_ = SteadyClock::now();
+    deadline_ = std::chrono::nanoseconds::max();  // the handler always answers (or a 500 does)
+    if (server_.logging()) started_ = SteadyClock::now();
     ++sequence_;
-    self_ = shared_from_this();  // alive until the handler answers or the connection closes
-    call_handler(std::move(request));
+    call_handler(std::move(read.request));
   }
 
   void call_handler(HttpRequest request);
 
   void on_response(std::uint64_t sequence, HttpResponse response) {
     if (state_ != State::kHandling || sequence != sequence_) return;  // closed, or stale
-    std::shared_ptr<Connection> keep = std::move(self_);
     write(std::move(response));
   }
 
@@ -434,17 +451,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (status < 200 || status > 999) status = 500;  // no interim responses, 3 digits
     const bool no_body = status == 204 || status == 304;
 
-    std::string extra;
-    for (const auto& [name, value] : response.headers) {
-      if (!is_token(name) || !is_safe_value(value)) continue;
-      if (iequals(name, "content-length") || iequals(name, "transfer-encoding")) continue;
-      if (iequals(name, "connection")) {
-        if (contains_token(value, "close")) keep_alive_ = false;
-        continue;
-      }
-      extra.append(name).append(": ").append(value).append("\r\n");
-    }
-
     const auto known = http::int_to_status(static_cast<unsigned>(status));
     std::string_view reason = "Unknown";
     if (known != http::status::unknown) {
@@ -452,15 +458,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
       reason = std::string_view(text.data(), text.size());
     }
     out_.clear();
-    out_.append("HTTP/1.1 ").append(std::to_string(status)).append(" ");
-    out_.append(reason.data(), reason.size()).append("\r\n");
+    out_.append("HTTP/1.1 ");
+    append_number(out_, status);
+    out_.append(" ").append(reason.data(), reason.size()).append("\r\n");
     if (!response.content_type.empty() && is_safe_value(response.content_type)) {
       out_.append("Content-Type: ").append(response.content_type).append("\r\n");
     }
     if (!no_body) {
-      out_.append("Content-Length: ").append(std::to_string(response.body.size())).append("\r\n");
+      out_.append("Content-Length: ");
+      append_number(out_, static_cast<std::int64_t>(response.body.size()));
+      out_.append("\r\n");
     }
-    out_.append(extra);
+    for (const auto& [name, value] : response.headers) {
+      if (!is_token(name) || !is_safe_value(value)) continue;
+      if (iequals(name, "content-length") || iequals(name, "transfer-encoding")) continue;
+      if (iequals(name, "connection")) {
+        if (contains_token(value, "close")) keep_alive_ = false;
+        continue;
+      }
+      out_.append(name).append(": ").append(value).append("\r\n");
+    }
     if (!keep_alive_) {
       out_.append("Connection: close\r\n");
     } else if (http10_) {
@@ -471,22 +488,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
     status_ = status;
     state_ = State::kWriting;
-    stream_.expires_after(std::max(options().read_timeout, options().idle_timeout));
+    set_deadline(std::max(options().read_timeout, options().idle_timeout));
     asio::async_write(
-        stream_, asio::buffer(out_),
+        socket_, asio::buffer(out_),
         [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_written(ec); });
   }
 
   void on_written(const error_code& ec) {
     if (state_ == State::kClosed) return;
-    const auto us =
-        std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
-    server_.log("method=" + method_ + " path=" + path_ + " status=" + std::to_string(status_) +
-                " us=" + std::to_string(us.count()) + " peer=" + peer_);
-    out_.clear();
+    if (server_.logging()) log_request();
     if (ec) return close();
     if (!keep_alive_ || draining_) return linger();
     wait(false);
+  }
+
+  // `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`
+  void log_request() {
+    const auto us =
+        std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
+    std::string& line = log_line_;
+    line.assign("method=").append(method_).append(" path=").append(path_).append(" status=");
+    append_number(line, status_);
+    line.append(" us=");
+    append_number(line, us.count());
+    line.append(" peer=").append(peer_);
+    server_.log(line);
   }
 
   // Stops sending, then reads and discards until the client closes (or a short deadline), so the
@@ -495,18 +521,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void linger() {
     state_ = State::kLingering;
     error_code ec;
-    if (request_complete_ && buffer_.size() == 0 && stream_.socket().available(ec) == 0 && !ec) {
+    if (request_complete_ && reader_.buffered() == 0 && socket_.available(ec) == 0 && !ec) {
       return close();
     }
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return close();
-    buffer_.clear();
-    stream_.expires_after(std::min(options().read_timeout, kMaxLinger));
+    reader_.discard();
+    set_deadline(std::min(options().read_timeout, kMaxLinger));
     linger_read();
   }
 
   void linger_read() {
-    stream_.async_read_some(buffer_.prepare(kFirstReadSize),
+    socket_.async_read_some(reader_.prepare(kReadSize),
                             [self = shared_from_this()](const error_code& ec, std::size_t n) {
                               if (self->state_ == State::kClosed) return;
                               self->lingered_ += n;
@@ -525,9 +551,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close() {
     if (state_ == State::kClosed) return;
     state_ = State::kClosed;
-    stream_.close();
-    parser_.reset();
-    std::shared_ptr<Connection> keep = std::move(self_);
+    error_code ignored;
+    socket_.close(ignored);  // pending reads and writes end with operation_aborted
+    timer_.cancel();         // and so does the deadline wait, dropping the last reference
     release();
   }
 
@@ -540,21 +566,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   Server& server_;
-  const asio::any_io_executor strand_;  // the connection's strand, also the stream's executor
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  const Executor executor_;       // the connection's worker
+  const std::thread::id thread_;  // ... and its thread
+  Socket socket_;
+  Timer timer_;
+  RequestReader reader_;
   const std::string peer_;
   const bool counted_;  // false for a connection rejected over max_connections
   State state_ = State::kNew;
+  std::chrono::nanoseconds deadline_ = std::chrono::nanoseconds::max();  // on coarse_now()
   bool draining_ = false;
   bool keep_alive_ = true;
   bool head_ = false;
   bool http10_ = false;
   bool request_complete_ = false;  // the last request was read whole (no protocol error)
   bool released_ = false;
-  std::uint64_t sequence_ = 0;  // of the request the handler is answering
-  std::shared_ptr<Connection> self_;
+  bool in_handler_ = false;                   // the handler is running on this connection's thread
+  std::optional<HttpResponse> early_answer_;  // given while in_handler_
+  std::uint64_t sequence_ = 0;                // of the request the handler is answering
   std::string out_;
   std::size_t lingered_ = 0;
   // For the access log.
@@ -562,6 +591,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string path_ = "-";
   int status_ = 0;
   SteadyClock::time_point started_{};
+  std::string log_line_;
 };
 
 // What a Responder shares between its copies: the first answer wins; no answer at all sends a 500.
@@ -585,11 +615,11 @@ class ResponderState {
 
   void answer(HttpResponse response) {
     if (answered_.exchange(true, std::memory_order_acq_rel)) return;
-    const std::shared_ptr<Server> server = server_.lock();  // keeps the io_context alive
+    const std::shared_ptr<Server> server = server_.lock();  // keeps the io_contexts alive
     if (!server) return;
     const std::shared_ptr<Connection> connection = connection_.lock();
     if (!connection) return;
-    connection->post_response(sequence_, std::move(response));
+    connection->answer(sequence_, std::move(response));
   }
 
  private:
@@ -600,21 +630,33 @@ class ResponderState {
 };
 
 void Connection::call_handler(HttpRequest request) {
-  auto state =
-      std::make_shared<ResponderState>(server_.weak_from_this(), weak_from_this(), sequence_);
-  Responder responder = [state](HttpResponse response) { state->answer(std::move(response)); };
-  try {
-    server_.handler()(std::move(request), std::move(responder));
-  } catch (const std::exception& e) {
-    HttpResponse response;
-    response.status = 500;
-    response.body = error_body(std::string("the request handler failed: ") + e.what());
-    state->answer(std::move(response));
-  } catch (...) {
-    HttpResponse response;
-    response.status = 500;
-    response.body = error_body("the request handler failed");
-    state->answer(std::move(response));
+  std::optional<HttpResponse> failed;
+  {
+    auto state =
+        std::make_shared<ResponderState>(server_.weak_from_this(), weak_from_this(), sequence_);
+    Responder responder = [state](HttpResponse response) { state->answer(std::move(response)); };
+    in_handler_ = true;
+    try {
+      server_.handler()(std::move(request), std::move(responder));
+    } catch (const std::exception& e) {
+      failed.emplace();
+      failed->body = error_body(std::string("the request handler failed: ") + e.what());
+    } catch (...) {
+      failed.emplace();
+      failed->body = error_body("the request handler failed");
+    }
+    if (failed) {
+      failed->status = 500;
+      state->answer(std::move(*failed));
+    }
+    // Dropping the last Responder here without an answer gives the 500, still in the handler.
+    state.reset();
+    in_handler_ = false;
+  }
+  if (early_answer_) {
+    HttpResponse response = std::move(*early_answer_);
+    early_answer_.reset();
+    on_response(sequence_, std::move(response));
   }
 }
 
@@ -622,10 +664,35 @@ void Connection::call_handler(HttpRequest request) {
 
 void Server::log(std::string_view line) {
   const std::lock_guard lock(log_mutex_);
+  if (default_log_) {
+    log_buffer_.append(line).push_back('\n');
+    if (log_buffer_.size() >= kLogFlushBytes) {
+      std::fwrite(log_buffer_.data(), 1, log_buffer_.size(), stderr);
+      std::fflush(stderr);
+      log_buffer_.clear();
+    }
+    return;
+  }
   try {
     options_.access_log(line);
   } catch (...) {  // a failing log sink must not take the server down
   }
+}
+
+void Server::flush_log() {
+  const std::lock_guard lock(log_mutex_);
+  if (log_buffer_.empty()) return;
+  std::fwrite(log_buffer_.data(), 1, log_buffer_.size(), stderr);
+  std::fflush(stderr);
+  log_buffer_.clear();
+}
+
+void Server::schedule_log_flush() {
+  log_timer_->expires_after(kLogFlushInterval);
+  log_timer_->async_wait([this](const error_code& ec) {
+    flush_log();
+    if (!ec) schedule_log_flush();
+  });
 }
 
 void Server::forget(Connection* connection) {
@@ -646,70 +713,82 @@ Result<void> Server::listen() {
     address = asio::ip::address_v4::loopback();
   }
   const tcp::endpoint endpoint(address, options_.port);
-  if (acceptor_.open(endpoint.protocol(), ec)) {
+  Acceptor& acceptor = *acceptor_;
+  if (acceptor.open(endpoint.protocol(), ec)) {
     return failure(Errc::kUnavailable, at + ": " + cause(ec));
   }
-  if (acceptor_.set_option(asio::socket_base::reuse_address(true), ec)) {
+  if (acceptor.set_option(asio::socket_base::reuse_address(true), ec)) {
     return failure(Errc::kUnavailable, at + ": " + cause(ec));
   }
-  if (acceptor_.bind(endpoint, ec)) return failure(Errc::kUnavailable, at + ": " + cause(ec));
-  if (acceptor_.listen(asio::socket_base::max_listen_connections, ec)) {
+  if (acceptor.bind(endpoint, ec)) return failure(Errc::kUnavailable, at + ": " + cause(ec));
+  if (acceptor.listen(asio::socket_base::max_listen_connections, ec)) {
     return failure(Errc::kUnavailable, at + ": " + cause(ec));
   }
-  const tcp::endpoint bound = acceptor_.local_endpoint(ec);
+  const tcp::endpoint bound = acceptor.local_endpoint(ec);
   if (ec) return failure(Errc::kUnavailable, at + ": " + cause(ec));
   port_ = bound.port();
   return {};
 }
 
 Result<void> Server::run() {
-  asio::post(acceptor_.get_executor(), [this] { accept(); });
   std::string failed;
-  for (int i = 0; i < options_.threads && failed.empty(); ++i) {
+  for (std::size_t i = 0; i < workers_.size() && failed.empty(); ++i) {
+    Worker& worker = *workers_[i];
     {
       const std::lock_guard lock(mutex_);
       ++running_threads_;
     }
     try {
-      threads_.emplace_back([this] {
-        ioc_.run();
+      worker.thread = std::thread([this, &worker] {
+        worker.ioc.run();
         const std::lock_guard lock(mutex_);
         --running_threads_;
         changed_.notify_all();
       });
+      worker.thread_id = worker.thread.get_id();
     } catch (const std::exception& e) {
       const std::lock_guard lock(mutex_);
       --running_threads_;
       failed = e.what();
     }
   }
-  if (failed.empty()) return {};
-  stop(milliseconds(0));
-  return failure(Errc::kUnavailable,
-                 where(options_.host, port_) + ": cannot start a thread: " + failed);
+  if (!failed.empty()) {
+    stop(milliseconds(0));
+    return failure(Errc::kUnavailable,
+                   where(options_.host, port_) + ": cannot start a thread: " + failed);
+  }
+  // Posted once every thread id is known (connections are told their worker's).
+  asio::post(workers_[0]->ioc, [this] {
+    accept();
+    if (default_log_ && options_.log_requests) schedule_log_flush();
+  });
+  return {};
 }
 
 void Server::accept() {
-  acceptor_.async_accept(
-      asio::make_strand(ioc_), peer_,
-      [this](const error_code& ec, tcp::socket socket) { on_accept(ec, std::move(socket)); });
+  Worker& worker = *workers_[next_worker_];
+  next_worker_ = (next_worker_ + 1) % workers_.size();
+  acceptor_->async_accept(worker.ioc, peer_,
+                          [this, thread = worker.thread_id](const error_code& ec, Socket socket) {
+                            on_accept(ec, thread, std::move(socket));
+                          });
 }
 
-void Server::on_accept(const error_code& ec, tcp::socket socket) {
-  if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;  // stop()
+void Server::on_accept(const error_code& ec, std::thread::id thread, Socket socket) {
+  if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;  // stop()
   if (ec) {
     // Out of descriptors or memory: pause instead of spinning; a connection that went away
     // before it was accepted (ECONNABORTED) just means accepting the next one.
     if (ec == asio::error::connection_aborted) return accept();
-    accept_retry_.expires_after(kAcceptRetry);
-    accept_retry_.async_wait([this](const error_code& wait_ec) {
-      if (!wait_ec && acceptor_.is_open()) accept();
+    accept_retry_->expires_after(kAcceptRetry);
+    accept_retry_->async_wait([this](const error_code& wait_ec) {
+      if (!wait_ec && acceptor_->is_open()) accept();
     });
     return;
   }
   const bool reject = open_.load(std::memory_order_acquire) >= options_.max_connections;
-  auto connection =
-      std::make_shared<Connection>(*this, std::move(socket), peer_text(peer_.address()), !reject);
+  auto connection = std::make_shared<Connection>(*this, std::move(socket), thread,
+                                                 peer_text(peer_.address()), !reject);
   bool admitted = false;
   {
     const std::lock_guard lock(mutex_);
@@ -724,8 +803,8 @@ void Server::on_accept(const error_code& ec, tcp::socket socket) {
 
 bool Server::on_server_thread() const {
   const auto me = std::this_thread::get_id();
-  return std::any_of(threads_.begin(), threads_.end(),
-                     [me](const std::thread& t) { return t.get_id() == me; });
+  return std::any_of(workers_.begin(), workers_.end(),
+                     [me](const auto& worker) { return worker->thread_id == me; });
 }
 
 void Server::stop(milliseconds drain) {
@@ -741,10 +820,11 @@ void Server::stop(milliseconds drain) {
       if (auto connection = weak.lock()) live.push_back(std::move(connection));
     }
   }
-  asio::post(acceptor_.get_executor(), [this] {
+  asio::post(workers_[0]->ioc, [this] {
     error_code ignored;
-    acceptor_.close(ignored);
-    accept_retry_.cancel();
+    acceptor_->close(ignored);
+    accept_retry_->cancel();
+    log_timer_->cancel();
   });
   for (const auto& connection : live) connection->post_drain();
   live.clear();
@@ -761,29 +841,20 @@ void Server::stop(milliseconds drain) {
   for (const auto& connection : live) connection->post_close();
   live.clear();
 
-  // 3. With no connection and no acceptor, the threads run out of work and return.
-  work_.reset();
+  // 3. With no connection, no acceptor and no timer, the threads run out of work and return.
+  for (const auto& worker : workers_) worker->work.reset();
   {
     std::unique_lock lock(mutex_);
     const bool done = changed_.wait_for(
         lock, kStopGrace, [this] { return connections_.empty() && running_threads_ == 0; });
-    if (!done) ioc_.stop();
-  }
-  for (std::thread& thread : threads_) {
-    if (thread.joinable()) thread.join();
-  }
-  threads_.clear();
-
-  // 4. Connections the threads could not close (ioc_.stop() above) drop their self references,
-  // so they go away with the io_context's queued handlers.
-  {
-    const std::lock_guard lock(mutex_);
-    for (const auto& [raw, weak] : connections_) {
-      if (auto connection = weak.lock()) live.push_back(std::move(connection));
+    if (!done) {
+      for (const auto& worker : workers_) worker->ioc.stop();
     }
   }
-  for (const auto& connection : live) connection->abandon();
-  live.clear();
+  for (const auto& worker : workers_) {
+    if (worker->thread.joinable()) worker->thread.join();
+  }
+  flush_log();
   stopped_ = true;
 }
 

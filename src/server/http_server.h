@@ -51,8 +51,10 @@ struct HttpServerOptions {
   std::chrono::milliseconds idle_timeout{60000};  // keep-alive connection with no request
   std::size_t max_connections = 10000;            // more: accepted and closed at once
   // One structured line per request (and per protocol error), e.g.
-  // `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`. Default: stderr.
+  // `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`. Default: stderr, written in
+  // blocks (at least every 100 ms) so a busy server does not pay a system call per request.
   std::function<void(std::string_view)> access_log;
+  bool log_requests = true;  // false: no access log lines at all
 };
 
 class HttpServer {

@@ -1,60 +1,131 @@
 #include "src/server/metrics.h"
 
+#include <atomic>
 #include <sstream>
 
 namespace spillway::server {
+namespace {
 
-void Metrics::decision(const std::string& layer, bool allowed) {
-  std::lock_guard lock(mutex_);
-  ++decisions_[{layer, allowed}];
+std::atomic<std::uint64_t> next_metrics_id{1};
+
+// A key for `map` without allocating when it is already there.
+template <typename Map>
+typename Map::mapped_type& entry(Map& map, std::string_view key) {
+  auto it = map.find(key);
+  if (it == map.end()) it = map.emplace(std::string(key), typename Map::mapped_type{}).first;
+  return it->second;
 }
 
-void Metrics::request(const std::string& endpoint, int status, Micros latency) {
-  std::lock_guard lock(mutex_);
-  ++requests_[{endpoint, status}];
+}  // namespace
+
+Metrics::Metrics() : id_(next_metrics_id.fetch_add(1, std::memory_order_relaxed)) {}
+Metrics::~Metrics() = default;
+
+Metrics::Shard& Metrics::local() {
+  // The last Metrics this thread counted in, and its shard. Ids are never reused, so an entry
+  // left by a destroyed Metrics can never match.
+  thread_local std::uint64_t cached_id = 0;
+  thread_local Shard* cached = nullptr;
+  if (cached_id == id_) return *cached;
+  const std::lock_guard lock(shards_mutex_);
+  const auto me = std::this_thread::get_id();
+  Shard* shard = nullptr;
+  for (const auto& s : shards_) {
+    if (s->owner == me) shard = s.get();
+  }
+  if (shard == nullptr) {
+    shards_.push_back(std::make_unique<Shard>());
+    shard = shards_.back().get();
+    shard->owner = me;
+  }
+  cached_id = id_;
+  cached = shard;
+  return *shard;
+}
+
+void Metrics::decision(std::string_view layer, bool allowed) {
+  Shard& shard = local();
+  const std::lock_guard lock(shard.mutex);
+  ++entry(shard.decisions, layer)[allowed ? 1 : 0];
+}
+
+void Metrics::request(std::string_view endpoint, int status, Micros latency) {
+  Shard& shard = local();
+  const std::lock_guard lock(shard.mutex);
+  ++entry(shard.requests, endpoint)[status];
   std::size_t bucket = 0;
   while (bucket < kBuckets.size() && latency > kBuckets[bucket]) ++bucket;
-  ++latency_buckets_[bucket];
-  ++latency_count_;
-  latency_sum_seconds_ += static_cast<double>(latency) / 1e6;
+  ++shard.latency_buckets[bucket];
+  ++shard.latency_count;
+  shard.latency_sum_seconds += static_cast<double>(latency) / 1e6;
 }
 
-void Metrics::backend_error(const std::string& kind) {
-  std::lock_guard lock(mutex_);
-  ++backend_errors_[kind];
+void Metrics::backend_error(std::string_view kind) {
+  Shard& shard = local();
+  const std::lock_guard lock(shard.mutex);
+  ++entry(shard.backend_errors, kind);
 }
 
 std::string Metrics::render() const {
-  std::lock_guard lock(mutex_);
+  // Sum the shards first, then print in a stable order.
+  std::map<std::string, std::array<std::uint64_t, 2>> decisions;
+  std::map<std::pair<std::string, int>, std::uint64_t> requests;
+  std::map<std::string, std::uint64_t> backend_errors;
+  std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
+  std::uint64_t latency_count = 0;
+  double latency_sum_seconds = 0;
+  {
+    const std::lock_guard lock(shards_mutex_);
+    for (const auto& shard : shards_) {
+      const std::lock_guard shard_lock(shard->mutex);
+      for (const auto& [layer, counts] : shard->decisions) {
+        auto& sum = decisions[layer];
+        sum[0] += counts[0];
+        sum[1] += counts[1];
+      }
+      for (const auto& [endpoint, by_status] : shard->requests) {
+        for (const auto& [status, count] : by_status) requests[{endpoint, status}] += count;
+      }
+      for (const auto& [kind, count] : shard->backend_errors) backend_errors[kind] += count;
+      for (std::size_t i = 0; i < latency_buckets.size(); ++i) {
+        latency_buckets[i] += shard->latency_buckets[i];
+      }
+      latency_count += shard->latency_count;
+      latency_sum_seconds += shard->latency_sum_seconds;
+    }
+  }
   std::ostringstream out;
   out << "# HELP spillway_decisions_total Layer decisions by result.\n"
       << "# TYPE spillway_decisions_total counter\n";
-  for (const auto& [key, count] : decisions_) {
-    out << "spillway_decisions_total{layer=\"" << key.first << "\",result=\""
-        << (key.second ? "allowed" : "denied") << "\"} " << count << "\n";
+  for (const auto& [layer, counts] : decisions) {
+    for (const bool allowed : {true, false}) {
+      if (counts[allowed ? 1 : 0] == 0) continue;
+      out << "spillway_decisions_total{layer=\"" << layer << "\",result=\""
+          << (allowed ? "allowed" : "denied") << "\"} " << counts[allowed ? 1 : 0] << "\n";
+    }
   }
   out << "# HELP spillway_requests_total HTTP requests by endpoint and status.\n"
       << "# TYPE spillway_requests_total counter\n";
-  for (const auto& [key, count] : requests_) {
+  for (const auto& [key, count] : requests) {
     out << "spillway_requests_total{endpoint=\"" << key.first << "\",status=\"" << key.second
         << "\"} " << count << "\n";
   }
   out << "# HELP spillway_backend_errors_total Backend errors by kind.\n"
       << "# TYPE spillway_backend_errors_total counter\n";
-  for (const auto& [kind, count] : backend_errors_) {
+  for (const auto& [kind, count] : backend_errors) {
     out << "spillway_backend_errors_total{kind=\"" << kind << "\"} " << count << "\n";
   }
   out << "# HELP spillway_request_duration_seconds Time to answer a request.\n"
       << "# TYPE spillway_request_duration_seconds histogram\n";
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-    cumulative += latency_buckets_[i];
+    cumulative += latency_buckets[i];
     out << "spillway_request_duration_seconds_bucket{le=\""
         << static_cast<double>(kBuckets[i]) / 1e6 << "\"} " << cumulative << "\n";
   }
-  out << "spillway_request_duration_seconds_bucket{le=\"+Inf\"} " << latency_count_ << "\n"
-      << "spillway_request_duration_seconds_sum " << latency_sum_seconds_ << "\n"
-      << "spillway_request_duration_seconds_count " << latency_count_ << "\n";
+  out << "spillway_request_duration_seconds_bucket{le=\"+Inf\"} " << latency_count << "\n"
+      << "spillway_request_duration_seconds_sum " << latency_sum_seconds << "\n"
+      << "spillway_request_duration_seconds_count " << latency_count << "\n";
   return out.str();
 }
 

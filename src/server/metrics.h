@@ -1,13 +1,19 @@
 // Counters and a latency histogram for GET /metrics (Prometheus text format 0.0.4).
-// Thread-safe: counters are atomics; per-layer counters live in a map under a mutex.
+//
+// Thread safety: every method may be called from any thread. Each thread counts in a shard of its
+// own (found through a thread-local cache, so counting allocates nothing after a label's first
+// use and threads do not share cache lines); render() adds the shards up.
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
 
 #include "spillway/duration.h"
 
@@ -15,21 +21,35 @@ namespace spillway::server {
 
 class Metrics {
  public:
-  void decision(const std::string& layer, bool allowed);
-  void request(const std::string& endpoint, int status, Micros latency);
-  void backend_error(const std::string& kind);
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  void decision(std::string_view layer, bool allowed);
+  void request(std::string_view endpoint, int status, Micros latency);
+  void backend_error(std::string_view kind);
   std::string render() const;
 
  private:
   static constexpr std::array<Micros, 12> kBuckets{25,   50,   100,   250,   500,    1000,
                                                    2500, 5000, 10000, 25000, 100000, 1000000};
-  mutable std::mutex mutex_;
-  std::map<std::pair<std::string, bool>, std::uint64_t> decisions_;
-  std::map<std::pair<std::string, int>, std::uint64_t> requests_;
-  std::map<std::string, std::uint64_t> backend_errors_;
-  std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets_{};
-  std::uint64_t latency_count_ = 0;
-  double latency_sum_seconds_ = 0;
+  struct Shard {
+    std::thread::id owner;
+    std::mutex mutex;  // taken by its thread and by render(): in practice never contended
+    std::map<std::string, std::array<std::uint64_t, 2>, std::less<>>
+        decisions;                                                              // [denied, allowed]
+    std::map<std::string, std::map<int, std::uint64_t>, std::less<>> requests;  // endpoint, status
+    std::map<std::string, std::uint64_t, std::less<>> backend_errors;
+    std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
+    std::uint64_t latency_count = 0;
+    double latency_sum_seconds = 0;
+  };
+  Shard& local();
+
+  const std::uint64_t id_;  // unique for the process's lifetime: the thread-local cache's key
+  mutable std::mutex shards_mutex_;
+  std::vector<std::unique_ptr<Shard>> shards_;
 };
 
 }  // namespace spillway::server

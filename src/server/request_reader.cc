@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <boost/beast/http/error.hpp>
-#include <cctype>
 #include <cstdint>
 #include <iterator>
 
@@ -11,7 +10,8 @@ namespace {
 
 namespace http = boost::beast::http;
 
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+// ASCII only, as HTTP header names are: no locale lookup per character.
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -48,12 +48,15 @@ void RequestReader::start_next() {
 }
 
 void RequestReader::remember_request_line() {
-  if (line_known_ || !parser_->is_header_done()) return;
-  line_known_ = true;
+  // Beast parses a header whole: once the request line is there (even if a later check of the
+  // header failed, e.g. a Content-Length over the body limit), the method is set.
+  if (line_known_) return;
   const auto& request = parser_->get();
   const std::string_view method = request.method_string();
+  if (method.empty()) return;
+  line_known_ = true;
   const std::string_view target = request.target();
-  if (!method.empty()) method_ = std::string(method);
+  method_ = std::string(method);
   if (!target.empty()) path_ = std::string(target.substr(0, target.find('?')));
 }
 

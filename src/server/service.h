@@ -7,6 +7,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 
@@ -39,20 +41,38 @@ class Service {
     int ipv6_prefix = 64;
     policy::OnError on_error = policy::OnError::kDeny;
   };
+  // One request's way out: counts the answer in the metrics, then sends it. Copied only by the
+  // asynchronous (Redis) paths.
+  struct Reply {
+    Service* service;
+    std::string_view endpoint;  // a fixed label, never the client's path
+    std::chrono::steady_clock::time_point started;
+    Responder respond;
+    void operator()(HttpResponse response) const;
+  };
+
   static Result<std::shared_ptr<const Settings>> build(const policy::Config& config);
-  std::shared_ptr<const Settings> settings() const;
+  // The current settings, through a per-thread cache (valid until this thread calls it again).
+  const std::shared_ptr<const Settings>& settings() const;
 
-  void limit(const HttpRequest& request, Responder respond);
-  void check(const HttpRequest& request, Responder respond);
-  void auth(const HttpRequest& request, Responder respond);
-  void run_policy(std::shared_ptr<const Settings> settings, Attributes attributes,
-                  std::int64_t cost, bool for_nginx, Responder respond);
+  void limit(const HttpRequest& request, const Reply& reply);
+  void check(const HttpRequest& request, const Reply& reply);
+  void auth(const HttpRequest& request, const Reply& reply);
+  void run_policy(const std::shared_ptr<const Settings>& settings, const Attributes& attributes,
+                  std::int64_t cost, bool for_nginx, const Reply& reply);
+  HttpResponse limit_response(const Limit& limit, policy::OnError on_error,
+                              const Result<Decision>& decision);
+  HttpResponse policy_response(const Settings& settings, bool for_nginx,
+                               const Result<PolicyDecision>& result);
 
-  explicit Service(std::unique_ptr<Store> store) : store_(std::move(store)) {}
+  explicit Service(std::unique_ptr<Store> store);
 
   std::unique_ptr<Store> store_;
+  const bool synchronous_;  // the store answers inline (memory): no callbacks needed
+  const std::uint64_t id_;  // unique for the process's lifetime: the settings cache's key
   mutable std::mutex settings_mutex_;
   std::shared_ptr<const Settings> settings_;
+  std::atomic<std::uint64_t> settings_version_{0};
   Metrics metrics_;
 };
 

@@ -109,6 +109,7 @@ TEST(ConfigParse, OtherValidForms) {
   threads: 256
   trusted_proxies: ["fd00::/8"]
   ipv6_prefix: 56
+  access_log: off
 backend:
   url: unix:///run/redis.sock
   timeout: 2s
@@ -142,6 +143,8 @@ layers:
   ASSERT_EQ(config->server.trusted_proxies.size(), 1u);
   EXPECT_EQ(config->server.trusted_proxies[0], cidr("fd00::/8"));
   EXPECT_EQ(config->server.ipv6_prefix, 56);
+  EXPECT_FALSE(config->server.access_log);
+  EXPECT_TRUE(default_config().server.access_log);
   EXPECT_EQ(config->backend.url, "unix:///run/redis.sock");
   EXPECT_EQ(config->backend.timeout, std::chrono::milliseconds(2000));
   EXPECT_EQ(config->backend.on_error, OnError::kAllow);
@@ -215,6 +218,8 @@ TEST(ConfigErrors, NameTheLineAndTheField) {
        "server.trusted_proxies[1]", "\"10.0.0.0/33\""},
       {"ipv6_prefix out of range", example_with("ipv6_prefix: 64", "ipv6_prefix: 129"), 5,
        "server.ipv6_prefix", "\"129\""},
+      {"access_log maybe", example_with("ipv6_prefix: 64", "ipv6_prefix: 64\n  access_log: maybe"),
+       6, "server.access_log", "\"maybe\""},
       {"on_error maybe", example_with("on_error: deny", "on_error: maybe"), 10, "backend.on_error",
        "\"maybe\""},
       {"bad backend url", example_with("url: memory", "url: mysql://db"), 7, "backend.url",

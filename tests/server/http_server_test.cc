@@ -848,6 +848,26 @@ TEST(HttpServer, AccessLogHasOneLinePerRequestAndProtocolError) {
   EXPECT_EQ(log.lines().size(), 3u);
 }
 
+TEST(HttpServer, LogRequestsOffWritesNoLines) {
+  LogCapture log;
+  auto options = test_options(&log);
+  options.log_requests = false;
+  auto server = start(options);
+  ASSERT_TRUE(server);
+  RawClient client(server->port());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(client.send(post("/v1/check", "{}")));
+    const auto reply = client.read_response();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, 200);
+  }
+  RawClient bad(server->port());
+  ASSERT_TRUE(bad.send("nonsense\r\n\r\n"));
+  ASSERT_TRUE(bad.read_response());
+  server->stop();
+  EXPECT_TRUE(log.lines().empty());
+}
+
 // ---- load --------------------------------------------------------------------------------------
 
 TEST(HttpServer, ManyConcurrentKeepAliveClientsAreAllAnswered) {

@@ -23,6 +23,14 @@ void write_config(const std::string& path, const std::string& edge_limit) {
                       << edge_limit << "}\n";
 }
 
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 // How many of `attempts` checks from a fresh IP are admitted.
 int admitted(std::uint16_t port, const std::string& ip, int attempts) {
   int count = 0;
@@ -49,6 +57,10 @@ TEST(Serve, SighupReloadsAndABadConfigKeepsTheOldOne) {
   ASSERT_TRUE(wait_until([&] { return read_file(log).find("listening") != std::string::npos; }))
       << read_file(log);
   EXPECT_EQ(admitted(port, "192.0.2.1", 5), 3);
+  // The access log is written in blocks, at least every 100 ms.
+  EXPECT_TRUE(wait_until([&] {
+    return count_of(read_file(log), "method=POST path=/v1/check status=429") == 2;
+  })) << read_file(log);
 
   write_config(config, "7/min");
   ASSERT_EQ(kill(pid, SIGHUP), 0);
@@ -67,6 +79,34 @@ TEST(Serve, SighupReloadsAndABadConfigKeepsTheOldOne) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+  // Every request has its line once the server has stopped: nothing left in a buffer.
+  EXPECT_EQ(count_of(read_file(log), "method=POST path=/v1/check status="), 5 + 9 + 9)
+      << read_file(log);
+}
+
+TEST(Serve, AccessLogOffWritesNoRequestLines) {
+  const std::string dir = ::testing::TempDir() + "/serve_nolog_" + std::to_string(getpid());
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  const std::string config = dir + "/spillway.yaml", log = dir + "/serve.log";
+  std::ofstream(config) << "server: {access_log: off}\n"
+                        << "layers:\n  - {name: edge, key: [ip], limit: 2/min}\n";
+  const std::uint16_t port = free_port();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    freopen(log.c_str(), "w", stderr);
+    const std::string listen = "127.0.0.1:" + std::to_string(port);
+    execl(SPILLWAY_BINARY, "spillway", "serve", "--config", config.c_str(), "--listen",
+          listen.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_TRUE(wait_until([&] { return read_file(log).find("listening") != std::string::npos; }))
+      << read_file(log);
+  EXPECT_EQ(admitted(port, "192.0.2.9", 4), 2);
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(read_file(log).find("method="), std::string::npos) << read_file(log);
 }
 
 TEST(Serve, BadArgumentsExitTwoAndBadConfigExitsOne) {
