@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Side by side, in one run, wrk (2 threads, 64 connections) against:
-#   nginx-get     nginx's own limit_req (1000r/m per client address) answering 200 itself,
+#   nginx-get     nginx's own limit_req (1000r/m per client address) answering 200 itself, two
+#                 worker processes (spillway runs two threads),
 #                 wrk's built-in GET (no Lua): the cheapest possible load;
 #   nginx-post    the same nginx, fed the exact request stream spillway gets (bench/check.lua);
 #   memory        spillway serve, POST /v1/check, seed policy, in-memory store, access log on;
@@ -27,7 +28,7 @@ wait_port() { for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/nu
 
 nginx_port=$(free_port)
 cat > "$work/nginx.conf" <<CONF
-daemon off; worker_processes 1; pid $work/nginx.pid; error_log $work/error.log;
+daemon off; worker_processes 2; pid $work/nginx.pid; error_log $work/error.log;
 events { worker_connections 1024; }
 http {
   access_log off;
@@ -42,10 +43,10 @@ http {
 CONF
 /usr/sbin/nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 wait_port "$nginx_port"
-nginx_worker=""
+nginx_workers=""
 for _ in $(seq 50); do
-  nginx_worker=$(pgrep -f "nginx: worker process" -P "${pids[0]}" | head -1 || true)
-  [ -n "$nginx_worker" ] && break
+  nginx_workers=$(pgrep -f "nginx: worker process" -P "${pids[0]}" | paste -sd, || true)
+  [ "$(echo "$nginx_workers" | tr ',' '\n' | grep -c .)" = 2 ] && break
   sleep 0.1
 done
 
@@ -81,7 +82,12 @@ read -r nolog_pid nolog_port < <(serve nolog memory off)
 read -r redis_pid redis_api_port < <(serve redis "redis://127.0.0.1:$redis_port" on)
 pids+=("$memory_pid" "$nolog_pid" "$redis_pid")
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system, in clock ticks
+# User + system time of comma-separated PIDs, in clock ticks.
+ticks() {
+  local files=()
+  for p in ${1//,/ }; do files+=("/proc/$p/stat"); done
+  awk '{ sum += $14 + $15 } END { print sum }' "${files[@]}"
+}
 hz=$(getconf CLK_TCK)
 results="$work/results"
 : > "$results"
@@ -105,8 +111,8 @@ PY
 
 for round in $(seq "$rounds"); do
   echo "round $round of $rounds" >&2
-  measure nginx-get "$nginx_worker" "http://127.0.0.1:$nginx_port/"
-  measure nginx-post "$nginx_worker" -s bench/check.lua "http://127.0.0.1:$nginx_port"
+  measure nginx-get "$nginx_workers" "http://127.0.0.1:$nginx_port/"
+  measure nginx-post "$nginx_workers" -s bench/check.lua "http://127.0.0.1:$nginx_port"
   measure memory "$memory_pid" -s bench/check.lua "http://127.0.0.1:$memory_port"
   measure memory-nolog "$nolog_pid" -s bench/check.lua "http://127.0.0.1:$nolog_port"
   measure redis "$redis_pid" -s bench/check.lua "http://127.0.0.1:$redis_api_port"

@@ -83,8 +83,9 @@ class MemoryStore::Impl {
     std::size_t new_keys = 0;
     for (const Item& item : items) {
       with_table(item.limit->algorithm(), [&](auto& table) {
-        decisions.push_back(table.peek_locked(item.key, *item.limit, now, cost));
-        if (decisions.back().allowed && cost > 0 && !table.contains_locked(item.key)) ++new_keys;
+        bool tracked = false;
+        decisions.push_back(table.peek_locked(item.key, *item.limit, now, cost, &tracked));
+        if (decisions.back().allowed && cost > 0 && !tracked) ++new_keys;
         return 0;
       });
     }

@@ -100,10 +100,13 @@ class ShardedTable {
 
   std::mutex& mutex_for(const KeyView& key) { return shard_for(key).mutex; }
 
-  // Under the key's shard lock: the decision `cost` would get, changing nothing.
-  Decision peek_locked(const KeyView& key, const Limit& limit, Micros now, std::int64_t cost) {
+  // Under the key's shard lock: the decision `cost` would get, changing nothing. `tracked`, if
+  // given, is set to whether the key is in the table.
+  Decision peek_locked(const KeyView& key, const Limit& limit, Micros now, std::int64_t cost,
+                       bool* tracked = nullptr) {
     Shard& shard = shard_for(key);
     auto it = shard.map.find(key);
+    if (tracked != nullptr) *tracked = it != shard.map.end();
     State copy = it == shard.map.end() ? State{} : it->second.state;
     return decide(copy, limit, now, cost);
   }
