@@ -1,8 +1,30 @@
 #include "src/server/metrics.h"
 
 #include <sstream>
+#include <string>
+#include <string_view>
 
 namespace spillway::server {
+namespace {
+
+// A label value as the text format wants it: backslash, double quote and newline escaped (an
+// endpoint label comes from the request path, which may hold '"' and '\\').
+std::string label(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char c : value) {
+    if (c == '\\' || c == '"') {
+      out.append(1, '\\').append(1, c);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else {
+      out.append(1, c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 void Metrics::decision(const std::string& layer, bool allowed) {
   std::lock_guard lock(mutex_);
@@ -30,19 +52,19 @@ std::string Metrics::render() const {
   out << "# HELP spillway_decisions_total Layer decisions by result.\n"
       << "# TYPE spillway_decisions_total counter\n";
   for (const auto& [key, count] : decisions_) {
-    out << "spillway_decisions_total{layer=\"" << key.first << "\",result=\""
+    out << "spillway_decisions_total{layer=\"" << label(key.first) << "\",result=\""
         << (key.second ? "allowed" : "denied") << "\"} " << count << "\n";
   }
   out << "# HELP spillway_requests_total HTTP requests by endpoint and status.\n"
       << "# TYPE spillway_requests_total counter\n";
   for (const auto& [key, count] : requests_) {
-    out << "spillway_requests_total{endpoint=\"" << key.first << "\",status=\"" << key.second
+    out << "spillway_requests_total{endpoint=\"" << label(key.first) << "\",status=\"" << key.second
         << "\"} " << count << "\n";
   }
   out << "# HELP spillway_backend_errors_total Backend errors by kind.\n"
       << "# TYPE spillway_backend_errors_total counter\n";
   for (const auto& [kind, count] : backend_errors_) {
-    out << "spillway_backend_errors_total{kind=\"" << kind << "\"} " << count << "\n";
+    out << "spillway_backend_errors_total{kind=\"" << label(kind) << "\"} " << count << "\n";
   }
   out << "# HELP spillway_request_duration_seconds Time to answer a request.\n"
       << "# TYPE spillway_request_duration_seconds histogram\n";
