@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, then builds and runs every test three times —
-# a normal build with warnings as errors, ASan+UBSan, and ThreadSanitizer.
-# Usage: scripts/test.sh [--quick]   (--quick: the normal build only)
+# a normal build with warnings as errors, ASan+UBSan, and ThreadSanitizer — and runs the
+# libFuzzer targets for 60 s each (scripts/fuzz.sh).
+# Usage: scripts/test.sh [--quick]   (--quick: the normal build only, no fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -27,6 +28,8 @@ cmake --build --preset release -j "$jobs" --target spillway_cli
 if [ "${1:-}" != "--quick" ]; then
   run_preset asan
   run_preset tsan
+  # Coverage-guided fuzzing of the request parser and the config loader, 60 s each.
+  scripts/fuzz.sh 60
 fi
 echo "== all test runs passed"
 echo "tests: $passed passed, 0 failed"

@@ -22,13 +22,14 @@ struct ConfigError {
   std::string message;
 };
 
-// A value as it appears in an error: in double quotes, escaped so the message stays one line.
-std::string in_quotes(std::string_view text) {
+// Control characters as \xNN (and, with `quotes`, '"' and '\\' escaped), so a message stays
+// one line.
+std::string escaped(std::string_view text, bool quotes) {
   constexpr std::string_view kHex = "0123456789abcdef";
-  std::string out = "\"";
+  std::string out;
   for (char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
+    if (quotes && (c == '"' || c == '\\')) {
       out.append(1, '\\').append(1, ch);
     } else if (c < 0x20 || c == 0x7f) {
       out.append("\\x").append(1, kHex[c >> 4]).append(1, kHex[c & 0xf]);
@@ -36,8 +37,11 @@ std::string in_quotes(std::string_view text) {
       out.append(1, ch);
     }
   }
-  return out.append(1, '"');
+  return out;
 }
+
+// A value as it appears in an error: in double quotes, escaped so the message stays one line.
+std::string in_quotes(std::string_view text) { return "\"" + escaped(text, true) + "\""; }
 
 int line_of(const YAML::Mark& mark) { return mark.line < 0 ? 1 : mark.line + 1; }
 
@@ -602,11 +606,14 @@ Result<Config> parse_config(std::string_view yaml_text) {
     }
     return parse_document(document);
   } catch (const ConfigError& error) {
-    return invalid_argument(error.message);
+    // Keys and the messages of parse_rate / parse_algorithm can hold control characters.
+    return invalid_argument(escaped(error.message, false));
   } catch (const YAML::Exception& error) {
-    return invalid_argument("line " + std::to_string(line_of(error.mark)) + ": " + error.msg);
+    // yaml-cpp's messages can quote the offending character ("unknown escape character: ").
+    return invalid_argument("line " + std::to_string(line_of(error.mark)) + ": " +
+                            escaped(error.msg, false));
   } catch (const std::exception& error) {
-    return invalid_argument(std::string("line 1: ") + error.what());
+    return invalid_argument("line 1: " + escaped(error.what(), false));
   }
 }
 

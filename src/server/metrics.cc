@@ -8,6 +8,22 @@ namespace {
 
 std::atomic<std::uint64_t> next_metrics_id{1};
 
+// A label value as the text format wants it: backslash, double quote and newline escaped.
+std::string label(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char c : value) {
+    if (c == '\\' || c == '"') {
+      out.append(1, '\\').append(1, c);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else {
+      out.append(1, c);
+    }
+  }
+  return out;
+}
+
 // A key for `map` without allocating when it is already there.
 template <typename Map>
 typename Map::mapped_type& entry(Map& map, std::string_view key) {
@@ -100,20 +116,20 @@ std::string Metrics::render() const {
   for (const auto& [layer, counts] : decisions) {
     for (const bool allowed : {true, false}) {
       if (counts[allowed ? 1 : 0] == 0) continue;
-      out << "spillway_decisions_total{layer=\"" << layer << "\",result=\""
+      out << "spillway_decisions_total{layer=\"" << label(layer) << "\",result=\""
           << (allowed ? "allowed" : "denied") << "\"} " << counts[allowed ? 1 : 0] << "\n";
     }
   }
   out << "# HELP spillway_requests_total HTTP requests by endpoint and status.\n"
       << "# TYPE spillway_requests_total counter\n";
   for (const auto& [key, count] : requests) {
-    out << "spillway_requests_total{endpoint=\"" << key.first << "\",status=\"" << key.second
+    out << "spillway_requests_total{endpoint=\"" << label(key.first) << "\",status=\"" << key.second
         << "\"} " << count << "\n";
   }
   out << "# HELP spillway_backend_errors_total Backend errors by kind.\n"
       << "# TYPE spillway_backend_errors_total counter\n";
   for (const auto& [kind, count] : backend_errors) {
-    out << "spillway_backend_errors_total{kind=\"" << kind << "\"} " << count << "\n";
+    out << "spillway_backend_errors_total{kind=\"" << label(kind) << "\"} " << count << "\n";
   }
   out << "# HELP spillway_request_duration_seconds Time to answer a request.\n"
       << "# TYPE spillway_request_duration_seconds histogram\n";

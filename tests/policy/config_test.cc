@@ -312,6 +312,25 @@ TEST(ConfigErrors, YamlSyntaxErrorsKeepTheParserMessage) {
             "value");
 }
 
+// Found by fuzz/config_fuzz.cc: a key, a value or a YAML parser message holding a control
+// character made a message of several lines (or one cut short by a NUL).
+TEST(ConfigErrors, ControlCharactersAreEscapedSoMessagesStayOneLine) {
+  Result<Config> config = parse_config("laye\rrs: []\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().message,
+            "line 1: laye\\x0drs: unknown field (expected server, backend, layers)");
+  config = parse_config("layers:\n  - name: a\n    key: [ip]\n    algorithm: \"gc\\nra\"\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_TRUE(
+      config.error().message.starts_with("line 4: layers[0].algorithm: algorithm \"gc\\x0ara\""))
+      << config.error().message;
+  config = parse_config(std::string_view("a: \"\\\0\"\n", 8));
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().message.find_first_of(std::string_view("\r\n\0", 3)), std::string::npos)
+      << config.error().message;
+  EXPECT_NE(config.error().message.find("\\x00"), std::string::npos) << config.error().message;
+}
+
 TEST(ConfigErrors, NothingThrowsOnOddInput) {
   for (std::string_view text :
        {std::string_view("layers: ~\n"), std::string_view("layers:\n  - ~\n"),
