@@ -10,6 +10,8 @@
 # Each round runs every target once, in turn; the table gives the median over the rounds of
 # requests/s, p99, and the server's CPU per request (user + system, from /proc/PID/stat), which
 # is what a noisy shared machine disturbs least.
+# With BASELINE=path/to/an/older/spillway, that binary runs too (memory, access log on), for a
+# before/after comparison in the same run.
 # Usage: bench/compare_http.sh [SECONDS_PER_RUN] [ROUNDS]   (see docs/benchmarks.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,11 +53,12 @@ for _ in $(seq 50); do
 done
 
 # spillway serve with the seed policy (the README's config) on a given backend and log setting.
-serve() {  # name backend_url access_log
-  local port
+serve() {  # name backend_url access_log [binary]
+  local port binary=${4:-build/release/src/spillway} log=", access_log: $3"
   port=$(free_port)
+  [ -n "${4:-}" ] && log=""  # a baseline may predate the setting; its log is always on
   cat > "$work/$1.yaml" <<CONF
-server: {listen: "127.0.0.1:$port", threads: 2, access_log: $3}
+server: {listen: "127.0.0.1:$port", threads: 2$log}
 backend: {url: "$2"}
 layers:
   - {name: edge, key: [ip], algorithm: gcra, limit: 1000/min}
@@ -66,7 +69,7 @@ layers:
     key: [api_key, endpoint]
     by_endpoint: {limits: {/search: 10/min, /export: 5/min}}
 CONF
-  build/release/src/spillway serve --config "$work/$1.yaml" >/dev/null 2>&1 &
+  "$binary" serve --config "$work/$1.yaml" >/dev/null 2>&1 &
   local pid=$!
   wait_port "$port"
   echo "$pid $port"
@@ -81,6 +84,10 @@ read -r memory_pid memory_port < <(serve memory memory on)
 read -r nolog_pid nolog_port < <(serve nolog memory off)
 read -r redis_pid redis_api_port < <(serve redis "redis://127.0.0.1:$redis_port" on)
 pids+=("$memory_pid" "$nolog_pid" "$redis_pid")
+if [ -n "${BASELINE:-}" ]; then
+  read -r baseline_pid baseline_port < <(serve baseline memory on "$BASELINE")
+  pids+=("$baseline_pid")
+fi
 
 # User + system time of comma-separated PIDs, in clock ticks.
 ticks() {
@@ -116,6 +123,9 @@ for round in $(seq "$rounds"); do
   measure memory "$memory_pid" -s bench/check.lua "http://127.0.0.1:$memory_port"
   measure memory-nolog "$nolog_pid" -s bench/check.lua "http://127.0.0.1:$nolog_port"
   measure redis "$redis_pid" -s bench/check.lua "http://127.0.0.1:$redis_api_port"
+  if [ -n "${BASELINE:-}" ]; then
+    measure baseline "$baseline_pid" -s bench/check.lua "http://127.0.0.1:$baseline_port"
+  fi
 done
 
 python3 - "$results" "$seconds" "$rounds" <<'PY'
@@ -131,6 +141,7 @@ labels = {
     "memory": "spillway /v1/check, memory, access log on",
     "memory-nolog": "spillway /v1/check, memory, access log off",
     "redis": "spillway /v1/check, Redis, access log on",
+    "baseline": "BASELINE /v1/check, memory, access log on",
 }
 print(f"wrk -t2 -c64, {sys.argv[2]} s per run, median of {sys.argv[3]} interleaved rounds")
 print(f"{'':46} {'requests/s':>11} {'p99 ms':>8} {'server CPU us/req':>18}")
@@ -138,7 +149,7 @@ for name in labels:
     if name in med:
         rps, p99, cpu = med[name]
         print(f"{labels[name]:46} {rps:11.0f} {p99:8.2f} {cpu:18.1f}")
-for name in ("memory", "memory-nolog", "redis"):
+for name in ("memory", "memory-nolog", "redis", "baseline"):
     if name in med:
         print(f"ratio {name} / nginx-post: requests/s {med[name][0] / med['nginx-post'][0]:.2f}, "
               f"/ nginx-get: {med[name][0] / med['nginx-get'][0]:.2f}; "
