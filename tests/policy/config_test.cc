@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace spillway::policy {
@@ -101,6 +102,21 @@ TEST(ConfigParse, AbsentSectionsKeepDefaults) {
   Config expected = default_config();
   expected.backend.url = "redis://127.0.0.1:6379/2";
   EXPECT_EQ(*config, expected);
+}
+
+// The configuration shown in README.md is a valid one.
+TEST(ConfigParse, ReadmeExampleLoads) {
+  std::ifstream file(std::string(SPILLWAY_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
+  const std::size_t begin = readme.find("```yaml\n");
+  ASSERT_NE(begin, std::string::npos);
+  const std::size_t end = readme.find("```", begin + 8);
+  ASSERT_NE(end, std::string::npos);
+  Result<Config> config = parse_config(readme.substr(begin + 8, end - begin - 8));
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->policy.layers.size(), 3u);
+  EXPECT_TRUE(config->server.access_log);
 }
 
 TEST(ConfigParse, OtherValidForms) {
