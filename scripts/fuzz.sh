@@ -14,21 +14,9 @@ if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 
-scripts/setup.sh
 # libFuzzer needs Clang; clang-16 is the oldest Debian bookworm Clang that compiles spillway's
 # C++23 against libstdc++ 12 (with the __cpp_concepts workaround in CMakeLists.txt).
-packages=(clang-16 libfuzzer-16-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  echo "fuzz: installing ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+scripts/setup.sh clang-16 libfuzzer-16-dev
 
 echo "== build: fuzz"
 cmake --preset fuzz >/dev/null

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what spillway needs to build, test and benchmark on Debian bookworm (apt-get).
 # Safe to run again: it installs only what is missing.
+# Usage: scripts/setup.sh [EXTRA_PACKAGE ...]   (scripts/fuzz.sh adds clang-16 and libFuzzer)
 set -euo pipefail
 
 packages=(
@@ -8,6 +9,7 @@ packages=(
   libboost1.81-dev libhiredis-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   redis-server nginx-light wrk clang-format
+  "$@"
 )
 
 missing=()

@@ -53,6 +53,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "src/server/ascii.h"
 #include "src/server/request_reader.h"
 
 namespace spillway::server {
@@ -81,17 +82,6 @@ constexpr std::size_t kReadSize = 4096;
 // The default access log is written in blocks: when this much is buffered, or every interval.
 constexpr std::size_t kLogFlushBytes = 32 * 1024;
 constexpr milliseconds kLogFlushInterval{100};
-// ASCII only, as HTTP header names and tokens are.
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
 bool contains_token(std::string_view list, std::string_view token) {
   // A comma-separated header value ("keep-alive, Upgrade") holds `token`, ignoring case.
   while (!list.empty()) {
@@ -99,7 +89,7 @@ bool contains_token(std::string_view list, std::string_view token) {
     std::string_view item = list.substr(0, comma);
     while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
     while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-    if (iequals(item, token)) return true;
+    if (ascii_iequals(item, token)) return true;
     if (comma == std::string_view::npos) break;
     list.remove_prefix(comma + 1);
   }
@@ -178,7 +168,7 @@ std::string where(std::string_view host, std::uint16_t port) {
 // "Address already in use" -> "address already in use", as the rest of a one-line message.
 std::string cause(const error_code& ec) {
   std::string text = ec.message();
-  if (!text.empty()) text[0] = lower(text[0]);
+  if (!text.empty()) text[0] = ascii_lower(text[0]);
   return text;
 }
 
@@ -471,8 +461,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     for (const auto& [name, value] : response.headers) {
       if (!is_token(name) || !is_safe_value(value)) continue;
-      if (iequals(name, "content-length") || iequals(name, "transfer-encoding")) continue;
-      if (iequals(name, "connection")) {
+      if (ascii_iequals(name, "content-length") || ascii_iequals(name, "transfer-encoding"))
+        continue;
+      if (ascii_iequals(name, "connection")) {
         if (contains_token(value, "close")) keep_alive_ = false;
         continue;
       }

@@ -5,23 +5,11 @@
 #include <cstdint>
 #include <iterator>
 
+#include "src/server/ascii.h"
+
 namespace spillway::server {
-namespace {
 
 namespace http = boost::beast::http;
-
-// ASCII only, as HTTP header names are: no locale lookup per character.
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 RequestReader::RequestReader(std::size_t max_header_bytes, std::size_t max_body_bytes)
     : max_header_bytes_(max_header_bytes), max_body_bytes_(max_body_bytes) {
@@ -95,7 +83,7 @@ bool RequestReader::take_continue_request() {
   if (continue_checked_ || state_ != State::kNeedMore || !parser_->is_header_done()) return false;
   continue_checked_ = true;
   const auto& request = parser_->get();
-  return request.version() >= 11 && iequals(request[http::field::expect], "100-continue");
+  return request.version() >= 11 && ascii_iequals(request[http::field::expect], "100-continue");
 }
 
 ReadRequest RequestReader::take() {
@@ -111,7 +99,7 @@ ReadRequest RequestReader::take() {
       static_cast<std::size_t>(std::distance(message.base().begin(), message.base().end())));
   for (const auto& field : message.base()) {
     std::string name(field.name_string());
-    for (char& c : name) c = lower(c);
+    for (char& c : name) c = ascii_lower(c);
     request.headers.emplace_back(std::move(name), std::string(field.value()));
   }
   request.body = std::move(message.body());
