@@ -1,5 +1,6 @@
 #include "spillway/policy_engine.h"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -28,6 +29,15 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec) {
   for (const LayerSpec& layer : policy->spec_.layers) {
     if (layer.name.empty() || !names.insert(layer.name).second) {
       return invalid_argument("layer names must be non-empty and unique: \"" + layer.name + "\"");
+    }
+    // A name begins every key of its layer and appears in HTTP headers and metrics: with ':' two
+    // layers' keys could meet ("a" + "1:b:1:c" vs "a:7:1:b" + "c"), with CR/LF a header could.
+    if (!std::all_of(layer.name.begin(), layer.name.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || c == '-';
+        })) {
+      return invalid_argument("layer name \"" + layer.name +
+                              "\" must be letters, digits, '_' or '-'");
     }
     if (layer.key.empty()) return invalid_argument("layer \"" + layer.name + "\" has no key");
     const int selectors =

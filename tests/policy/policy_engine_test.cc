@@ -134,6 +134,11 @@ TEST(Policy, MakeRejectsInvalidSpecsNamingTheLayer) {
                                          {.name = "a", .key = {"ip"}, .limit = rate}}},
                    "unique"});
   cases.push_back({PolicySpec{.layers = {{.name = "a", .key = {"ip"}}}}, "exactly one"});
+  cases.push_back(
+      {PolicySpec{.layers = {{.name = "a:7:1:b", .key = {"ip"}, .limit = rate}}}, "\"a:7:1:b\""});
+  cases.push_back(
+      {PolicySpec{.layers = {{.name = "edge\r\nX-Evil: 1", .key = {"ip"}, .limit = rate}}},
+       "letters, digits"});
   cases.push_back({PolicySpec{.layers = {{.name = "a", .key = {}, .limit = rate}}}, "no key"});
   cases.push_back({PolicySpec{.layers = {{.name = "a",
                                           .key = {"ip"},
