@@ -1,9 +1,10 @@
-// The HTTP/1.1 plumbing of `spillway serve` on Boost.Beast: keep-alive, a pool of threads,
+// The HTTP/1.1 plumbing of `spillway serve` (Boost.Asio, Beast's parser): keep-alive, threads,
 // bounded header and body sizes, idle and read timeouts (a slow client cannot hold a worker), a
 // cap on connections, graceful drain on stop. What a request means is the Handler's business.
 //
 // Threading: the handler is called on one of the server's threads and must answer exactly once,
-// through the Responder, from any thread (now or later). Requests on one connection are answered
+// through the Responder, from any thread (now or later); an answer given before the handler
+// returns, on its thread, is written without a queue hop. Requests on one connection are answered
 // in order.
 #pragma once
 
