@@ -35,10 +35,10 @@ void RequestReader::start_next() {
   path_ = "-";
 }
 
-void RequestReader::remember_request_line() {
-  // Beast parses a header whole: once the request line is there (even if a later check of the
-  // header failed, e.g. a Content-Length over the body limit), the method is set.
-  if (line_known_) return;
+void RequestReader::remember_request_line(bool failed) {
+  // Known once the whole header is (so "method known" means "header complete"), or when parsing
+  // failed after Beast had read the request line (e.g. a Content-Length over the body limit).
+  if (line_known_ || (!failed && !parser_->is_header_done())) return;
   const auto& request = parser_->get();
   const std::string_view method = request.method_string();
   if (method.empty()) return;
@@ -55,7 +55,7 @@ RequestReader::State RequestReader::parse() {
     boost::system::error_code ec;
     const std::size_t used = parser_->put(buffer_.data(), ec);
     buffer_.consume(used);
-    remember_request_line();
+    remember_request_line(ec && ec != http::error::need_more);
     if (ec == http::error::need_more) return state_;
     if (ec) {
       state_ = State::kError;

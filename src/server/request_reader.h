@@ -62,15 +62,16 @@ class RequestReader {
   int error_status() const { return error_status_; }
   const std::string& error_message() const { return error_message_; }
 
-  // The current request's method and path without the query, once its header has been parsed,
-  // "-" before that: for the access log (read them before take(), which starts the next request).
+  // The current request's method and path without the query, once its whole header has been
+  // parsed (or parsing failed after the request line), "-" before that: for the access log (read
+  // them before take(), which starts the next request).
   const std::string& method() const { return method_; }
   const std::string& path() const { return path_; }
 
  private:
   using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
   void start_next();
-  void remember_request_line();
+  void remember_request_line(bool failed);
 
   const std::size_t max_header_bytes_;
   const std::size_t max_body_bytes_;
