@@ -24,7 +24,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <charconv>
-#include <climits>
 #include <cstddef>
 #include <deque>
 #include <future>
@@ -53,11 +52,6 @@ struct ReplyDeleter {
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
-struct CommandDeleter {
-  void operator()(char* command) const { redisFreeCommand(command); }
-};
-using CommandPtr = std::unique_ptr<char, CommandDeleter>;
-
 // ---- small helpers -------------------------------------------------------------------------
 
 std::unexpected<Error> error(Errc code, std::string message) {
@@ -74,26 +68,26 @@ std::string millis(std::chrono::milliseconds duration) {
   return std::to_string(duration.count()) + " ms";
 }
 
-// RESP encoding of one command, every argument a bulk string (binary safe).
+// RESP encoding of one command, every argument a bulk string (binary safe):
+// "*<count>\r\n" then "$<length>\r\n<bytes>\r\n" per argument, written in one allocation.
 Result<std::string> format_command(const std::vector<std::string>& args) {
   if (args.empty()) return invalid_argument("redis command has no arguments");
-  if (args.size() > static_cast<std::size_t>(INT_MAX)) {
-    return invalid_argument("redis command has too many arguments");
-  }
-  std::vector<const char*> argv;
-  std::vector<std::size_t> argvlen;
-  argv.reserve(args.size());
-  argvlen.reserve(args.size());
+  const auto append_header = [](std::string& out, char kind, std::size_t number) {
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, number).ptr;
+    out.push_back(kind);
+    out.append(digits, end).append("\r\n");
+  };
+  std::size_t size = 16;
+  for (const std::string& arg : args) size += arg.size() + 24;
+  std::string out;
+  out.reserve(size);
+  append_header(out, '*', args.size());
   for (const std::string& arg : args) {
-    argv.push_back(arg.data());
-    argvlen.push_back(arg.size());
+    append_header(out, '$', arg.size());
+    out.append(arg).append("\r\n");
   }
-  char* raw = nullptr;
-  const int length =
-      redisFormatCommandArgv(&raw, static_cast<int>(args.size()), argv.data(), argvlen.data());
-  CommandPtr command(raw);
-  if (length < 0 || !command) return error(Errc::kInternal, "formatting a redis command failed");
-  return std::string(command.get(), static_cast<std::size_t>(length));
+  return out;
 }
 
 Reply convert(const redisReply& raw) {

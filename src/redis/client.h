@@ -1,5 +1,5 @@
-// An asynchronous, multiplexed Redis client on Boost.Asio, speaking RESP through hiredis 0.14's
-// reader (replies) and formatter (commands).
+// An asynchronous, multiplexed Redis client on Boost.Asio, speaking RESP: replies through hiredis
+// 0.14's reader, commands written by format_command (bulk strings, one allocation).
 //
 // Threading and ownership: a Client owns one I/O thread and `pool_size` connections. call() and
 // call_async() may be used from any thread. Commands from all callers that reach a connection
