@@ -4,7 +4,9 @@
 # Fails if a target crashes, leaks, times out, runs out of memory or finds an input that breaks
 # one of its invariants; that input is kept in build/fuzz/artifacts/ (replay it with
 # `build/fuzz/fuzz/<target>_fuzz FILE`).
-# Usage: scripts/fuzz.sh [SECONDS]
+# FUZZ_SEED=N makes a run reproducible (libFuzzer's -seed; CI uses 1 so that a change that
+# passes here passes there); unset, each run explores from a random seed.
+# Usage: [FUZZ_SEED=N] scripts/fuzz.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,9 +37,10 @@ for target in request config; do
   mkdir -p "$corpus"
   cp fuzz/corpus/"$target"/* "$corpus"/
   seeds=$(find "$corpus" -type f | wc -l)
-  echo "== fuzz: ${target}_fuzz for ${seconds}s ($seeds seeds)"
+  echo "== fuzz: ${target}_fuzz for ${seconds}s ($seeds corpus inputs, -seed=${FUZZ_SEED:-0}, 0: random)"
   status=0
-  build/fuzz/fuzz/"${target}"_fuzz -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  build/fuzz/fuzz/"${target}"_fuzz -seed="${FUZZ_SEED:-0}" -max_total_time="$seconds" \
+    -timeout=10 -rss_limit_mb=2048 \
     -dict=fuzz/"$target".dict -artifact_prefix="$artifacts/$target-" "$corpus" >"$log" 2>&1 ||
     status=$?
   # libFuzzer ends with "#683269 DONE cov: 4749 ft: 19449 corp: 1571/914Kb ... exec/s: 2835
