@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <sstream>
@@ -74,10 +75,17 @@ TEST_F(DistributedRace, ExactlyTheLimitIsAdmittedAcrossProcessesForEveryAlgorith
 }
 
 TEST_F(DistributedRace, TheNaiveGetThenIncrCanaryOverAdmits) {
-  const WorkerResult result = race("naive", server_->url(), "race-naive", "-", 300, 300, 4);
-  EXPECT_EQ(result.errors, 0);
-  EXPECT_GT(result.admitted, 300) << "the canary should over-admit; if it does not, the race "
-                                     "test above proves nothing";
+  // A race is a matter of timing: on a loaded machine (or under a sanitizer) one round may happen
+  // to serialize at the limit, so the canary gets three rounds, each on a fresh key, to show it.
+  int most = 0;
+  for (int round = 0; round < 3 && most <= 300; ++round) {
+    const WorkerResult result =
+        race("naive", server_->url(), "race-naive-" + std::to_string(round), "-", 300, 300, 4);
+    EXPECT_EQ(result.errors, 0);
+    most = std::max(most, result.admitted);
+  }
+  EXPECT_GT(most, 300) << "the canary should over-admit; if it does not, the race test above "
+                          "proves nothing";
 }
 
 TEST_F(DistributedRace, AClientKilledMidLoadLeavesNoKeyWithoutTtl) {

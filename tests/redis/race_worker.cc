@@ -74,7 +74,9 @@ int main(int argc, char** argv) {
         const long long seen =
             count->type == redis::Reply::Type::kString ? std::stoll(count->text) : 0;
         if (seen >= limit_value) continue;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));  // the app's work in between
+        // The app's work in between: long enough that, with several threads in flight, others
+        // read the same count before this INCR lands (even when sanitizers slow everything).
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (naive->call({"INCR", naive_key}))
           ++admitted;
         else
