@@ -63,6 +63,7 @@ class Policy {
   };
   explicit Policy(PolicySpec spec) : spec_(std::move(spec)) {}
   PolicyDecision combine(const std::vector<Check>& checks, const Decisions& decisions) const;
+  static std::vector<KeyedLimit> keyed_limits(const std::vector<Check>& checks);
 
   PolicySpec spec_;
   std::vector<BuiltLayer> built_;

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "src/policy/names.h"
+
 namespace spillway::policy {
 namespace {
 
@@ -76,13 +78,6 @@ std::string child_path(const std::string& path, std::string_view name) {
 }
 
 // Names of layers, attributes and plans.
-bool is_name(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-  });
-}
-
 const char* kind_of(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Sequence:

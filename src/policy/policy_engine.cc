@@ -1,8 +1,9 @@
 #include "spillway/policy_engine.h"
 
-#include <algorithm>
-#include <charconv>
 #include <set>
+
+#include "src/core/decimal.h"
+#include "src/policy/names.h"
 
 namespace spillway {
 namespace {
@@ -22,6 +23,14 @@ const std::string* find_attribute(const Attributes& attributes, const std::strin
 
 }  // namespace
 
+// What the store checks for these layers; the keys point into `checks`.
+std::vector<KeyedLimit> Policy::keyed_limits(const std::vector<Check>& checks) {
+  std::vector<KeyedLimit> keyed;
+  keyed.reserve(checks.size());
+  for (const Check& c : checks) keyed.push_back({c.key, c.limit});
+  return keyed;
+}
+
 Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec) {
   if (spec.layers.empty()) return invalid_argument("a policy needs at least one layer");
   std::shared_ptr<Policy> policy(new Policy(std::move(spec)));
@@ -30,12 +39,9 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec) {
     if (layer.name.empty() || !names.insert(layer.name).second) {
       return invalid_argument("layer names must be non-empty and unique: \"" + layer.name + "\"");
     }
-    // A name begins every key of its layer and appears in HTTP headers and metrics: with ':' two
-    // layers' keys could meet ("a" + "1:b:1:c" vs "a:7:1:b" + "c"), with CR/LF a header could.
-    if (!std::all_of(layer.name.begin(), layer.name.end(), [](char c) {
-          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '_' || c == '-';
-        })) {
+    // The name begins every key of its layer: with ':' two layers' keys could meet ("a" +
+    // "1:b:1:c" vs "a:7:1:b" + "c"); with CR/LF a response header could be forged.
+    if (!policy::is_name(layer.name)) {
       return invalid_argument("layer name \"" + layer.name +
                               "\" must be letters, digits, '_' or '-'");
     }
@@ -115,9 +121,9 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
         return invalid_argument("attribute \"" + name + "\" is required (layer " + layer.name +
                                 ")");
       }
-      char length[24];
-      const auto end = std::to_chars(length, length + sizeof length, value->size()).ptr;
-      key.append(1, ':').append(length, end).append(1, ':').append(*value);
+      key.push_back(':');
+      append_decimal(key, value->size());
+      key.append(1, ':').append(*value);
     }
     if (key.size() > kMaxKeyBytes) {
       return invalid_argument("the key of layer " + layer.name + " is longer than " +
@@ -161,10 +167,7 @@ Result<PolicyDecision> Policy::decide(Store& store, const Attributes& attributes
   auto checks = resolve(attributes);
   if (!checks) return std::unexpected(checks.error());
   if (checks->empty()) return combine(*checks, {});
-  std::vector<KeyedLimit> keyed;
-  keyed.reserve(checks->size());
-  for (const Check& c : *checks) keyed.push_back({c.key, c.limit});
-  auto decisions = store.check_all(keyed, cost, now);
+  auto decisions = store.check_all(keyed_limits(*checks), cost, now);
   if (!decisions) return std::unexpected(decisions.error());
   return combine(*checks, *decisions);
 }
@@ -175,10 +178,8 @@ void Policy::decide_async(Store& store, const Attributes& attributes, std::int64
   if (!checks) return done(std::unexpected(checks.error()));
   if (checks->empty()) return done(combine(*checks, {}));
   auto owned = std::make_shared<std::vector<Check>>(std::move(*checks));
-  std::vector<KeyedLimit> keyed;
-  for (const Check& c : *owned) keyed.push_back({c.key, c.limit});
   // The caller keeps this Policy alive until `done` runs (the server holds a shared_ptr).
-  store.check_all_async(keyed, cost, std::nullopt,
+  store.check_all_async(keyed_limits(*owned), cost, std::nullopt,
                         [this, owned, done = std::move(done)](Result<Decisions> decisions) {
                           if (!decisions) return done(std::unexpected(decisions.error()));
                           done(combine(*owned, *decisions));

@@ -23,12 +23,13 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <charconv>
 #include <cstddef>
 #include <deque>
 #include <future>
 #include <thread>
 #include <utility>
+
+#include "src/core/decimal.h"
 
 namespace spillway::redis {
 namespace {
@@ -73,10 +74,9 @@ std::string millis(std::chrono::milliseconds duration) {
 Result<std::string> format_command(const std::vector<std::string>& args) {
   if (args.empty()) return invalid_argument("redis command has no arguments");
   const auto append_header = [](std::string& out, char kind, std::size_t number) {
-    char digits[24];
-    const auto end = std::to_chars(digits, digits + sizeof digits, number).ptr;
     out.push_back(kind);
-    out.append(digits, end).append("\r\n");
+    append_decimal(out, number);
+    out.append("\r\n");
   };
   std::size_t size = 16;
   for (const std::string& arg : args) size += arg.size() + 24;

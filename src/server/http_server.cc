@@ -42,7 +42,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/status.hpp>
-#include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
@@ -53,7 +52,9 @@
 #include <thread>
 #include <unordered_map>
 
+#include "src/core/decimal.h"
 #include "src/server/ascii.h"
+#include "src/server/json_text.h"
 #include "src/server/request_reader.h"
 
 namespace spillway::server {
@@ -94,34 +95,6 @@ bool contains_token(std::string_view list, std::string_view token) {
     list.remove_prefix(comma + 1);
   }
   return false;
-}
-
-std::string json_escaped(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char code[8];
-          std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(c));
-          out += code;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
-std::string error_body(std::string_view message) {
-  return "{\"error\":\"" + json_escaped(message) + "\"}";
 }
 
 // RFC 9110 token characters: what a header name may be made of.
@@ -182,13 +155,6 @@ std::chrono::nanoseconds coarse_now() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
   return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
-}
-
-// Appends a decimal number without a temporary string.
-void append_number(std::string& out, std::int64_t value) {
-  char digits[24];
-  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
-  out.append(digits, end);
 }
 
 class Connection;
@@ -253,6 +219,7 @@ class Server : public std::enable_shared_from_this<Server> {
   void on_accept(const error_code& ec, std::thread::id thread, Socket socket);
   bool on_server_thread() const;
   void flush_log();
+  void write_log_locked();  // log_buffer_ to stderr; the caller holds log_mutex_
   void schedule_log_flush();
 
   // Declared first so they outlive the io_contexts: connections destroyed with them use them.
@@ -449,14 +416,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     out_.clear();
     out_.append("HTTP/1.1 ");
-    append_number(out_, status);
+    append_decimal(out_, status);
     out_.append(" ").append(reason.data(), reason.size()).append("\r\n");
     if (!response.content_type.empty() && is_safe_value(response.content_type)) {
       out_.append("Content-Type: ").append(response.content_type).append("\r\n");
     }
     if (!no_body) {
       out_.append("Content-Length: ");
-      append_number(out_, static_cast<std::int64_t>(response.body.size()));
+      append_decimal(out_, static_cast<std::int64_t>(response.body.size()));
       out_.append("\r\n");
     }
     for (const auto& [name, value] : response.headers) {
@@ -499,9 +466,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
         std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
     std::string& line = log_line_;
     line.assign("method=").append(method_).append(" path=").append(path_).append(" status=");
-    append_number(line, status_);
+    append_decimal(line, status_);
     line.append(" us=");
-    append_number(line, us.count());
+    append_decimal(line, us.count());
     line.append(" peer=").append(peer_);
     server_.log(line);
   }
@@ -657,11 +624,7 @@ void Server::log(std::string_view line) {
   const std::lock_guard lock(log_mutex_);
   if (default_log_) {
     log_buffer_.append(line).push_back('\n');
-    if (log_buffer_.size() >= kLogFlushBytes) {
-      std::fwrite(log_buffer_.data(), 1, log_buffer_.size(), stderr);
-      std::fflush(stderr);
-      log_buffer_.clear();
-    }
+    if (log_buffer_.size() >= kLogFlushBytes) write_log_locked();
     return;
   }
   try {
@@ -672,7 +635,10 @@ void Server::log(std::string_view line) {
 
 void Server::flush_log() {
   const std::lock_guard lock(log_mutex_);
-  if (log_buffer_.empty()) return;
+  if (!log_buffer_.empty()) write_log_locked();
+}
+
+void Server::write_log_locked() {
   std::fwrite(log_buffer_.data(), 1, log_buffer_.size(), stderr);
   std::fflush(stderr);
   log_buffer_.clear();

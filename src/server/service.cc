@@ -1,66 +1,18 @@
 #include "src/server/service.h"
 
 #include <boost/json.hpp>
-#include <charconv>
 #include <chrono>
 
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
+#include "src/core/decimal.h"
+#include "src/server/json_text.h"
 
 namespace spillway::server {
 namespace json = boost::json;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// `text` with every byte that is not part of valid UTF-8 written as "\xNN", so that a message
-// quoting client bytes (a path, a header) is still valid JSON text once serialized.
-std::string utf8_or_escaped(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto byte = [&](std::size_t at) { return static_cast<unsigned char>(text[at]); };
-    const unsigned char b = byte(i);
-    std::size_t length = 0;  // of a valid sequence starting at i, 0 if none
-    if (b < 0x80) {
-      length = 1;
-    } else if (b >= 0xc2 && b <= 0xdf) {
-      length = 2;
-    } else if (b >= 0xe0 && b <= 0xef) {
-      length = 3;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-      length = 4;
-    }
-    if (length > 1) {
-      if (i + length > text.size()) {
-        length = 0;
-      } else {
-        // The second byte's range excludes overlong forms, surrogates and code points > U+10FFFF.
-        const unsigned char second = byte(i + 1);
-        const unsigned char low = b == 0xe0 ? 0xa0 : b == 0xf0 ? 0x90 : 0x80;
-        const unsigned char high = b == 0xed ? 0x9f : b == 0xf4 ? 0x8f : 0xbf;
-        if (second < low || second > high) length = 0;
-        for (std::size_t k = 2; k < length; ++k) {
-          if ((byte(i + k) & 0xc0) != 0x80) length = 0;
-        }
-      }
-    }
-    if (length == 0) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out.append("\\x").append(1, kHex[b >> 4]).append(1, kHex[b & 0xf]);
-      ++i;
-    } else {
-      out.append(text.substr(i, length));
-      i += length;
-    }
-  }
-  return out;
-}
-
-std::string error_body(std::string_view message) {
-  return json::serialize(json::object{{"error", utf8_or_escaped(message)}});
-}
 
 HttpResponse error_response(int status, std::string_view message) {
   return {.status = status, .body = error_body(message)};
@@ -71,41 +23,16 @@ std::string_view path_of(std::string_view target) { return target.substr(0, targ
 std::int64_t seconds_up(Micros d) { return d <= 0 ? 0 : ceil_to_unit(d, kMicrosPerSecond); }
 std::int64_t millis_up(Micros d) { return d < 0 ? d : ceil_to_unit(d, kMicrosPerMilli); }
 
-void append_number(std::string& out, std::int64_t value) {
-  char digits[24];
-  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
-  out.append(digits, end);
-}
-
-// A JSON string literal (quotes, backslashes and control characters escaped).
-void append_json_string(std::string& out, std::string_view text) {
-  out.push_back('"');
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out.append("\\u00");
-      out.push_back(kHex[(c >> 4) & 0xf]);
-      out.push_back(kHex[c & 0xf]);
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-}
-
 // `"allowed":true,"limit":10,"remaining":9,"retry_after_ms":0,"reset_after_ms":6000`
 void append_decision_fields(std::string& out, const Decision& d) {
   out.append(d.allowed ? "\"allowed\":true,\"limit\":" : "\"allowed\":false,\"limit\":");
-  append_number(out, d.limit);
+  append_decimal(out, d.limit);
   out.append(",\"remaining\":");
-  append_number(out, d.remaining);
+  append_decimal(out, d.remaining);
   out.append(",\"retry_after_ms\":");
-  append_number(out, millis_up(d.retry_after));
+  append_decimal(out, millis_up(d.retry_after));
   out.append(",\"reset_after_ms\":");
-  append_number(out, millis_up(d.reset_after));
+  append_decimal(out, millis_up(d.reset_after));
 }
 
 std::string decision_json(const Decision& d) {
@@ -128,13 +55,13 @@ void add_rate_headers(HttpResponse& response, const std::vector<LayerDecision>& 
         state.append(", ");
       }
       policy.append("\"").append(l.name).append("\";q=");
-      append_number(policy, l.decision.limit);
+      append_decimal(policy, l.decision.limit);
       policy.append(";w=");
-      append_number(policy, seconds_up(l.period));
+      append_decimal(policy, seconds_up(l.period));
       state.append("\"").append(l.name).append("\";r=");
-      append_number(state, l.decision.remaining);
+      append_decimal(state, l.decision.remaining);
       state.append(";t=");
-      append_number(state, seconds_up(l.decision.reset_after));
+      append_decimal(state, seconds_up(l.decision.reset_after));
     }
     response.headers.emplace_back("RateLimit-Policy", std::move(policy));
     response.headers.emplace_back("RateLimit", std::move(state));
@@ -157,13 +84,15 @@ Result<json::object> parse_object(const std::string& body, json::monotonic_resou
   return std::move(value.as_object());
 }
 
-// What the metrics call an endpoint: one of ours, or "other" (so any path cannot add a label).
-std::string_view endpoint_label(std::string_view path) {
-  for (std::string_view known :
-       {"/v1/check", "/v1/limit", "/v1/auth", "/metrics", "/healthz", "/readyz"}) {
-    if (path == known) return known;
+// Whether `method` is one of `allow` ("GET, HEAD").
+bool allows(std::string_view allow, std::string_view method) {
+  while (!allow.empty()) {
+    const std::size_t comma = allow.find(", ");
+    if (allow.substr(0, comma) == method) return true;
+    if (comma == std::string_view::npos) break;
+    allow.remove_prefix(comma + 2);
   }
-  return path.starts_with("/v1/") ? "/v1/other" : "other";
+  return false;
 }
 
 Result<std::int64_t> whole_number(const json::value& v, std::string_view field) {
@@ -252,44 +181,48 @@ void Service::Reply::operator()(HttpResponse response) const {
 }
 
 void Service::handle(HttpRequest request, Responder respond) {
-  const std::string_view path = path_of(request.target);
-  const Reply reply{this, endpoint_label(path), Clock::now(), std::move(respond)};
-  const auto only = [&](std::initializer_list<std::string_view> methods) {
-    for (std::string_view m : methods) {
-      if (request.method == m) return true;
-    }
-    std::string allow;
-    for (std::string_view m : methods) allow += (allow.empty() ? "" : ", ") + std::string(m);
-    HttpResponse response = error_response(405, "method " + request.method + " is not allowed on " +
-                                                    std::string(path) + " (allow: " + allow + ")");
-    response.headers.emplace_back("Allow", allow);
-    reply(std::move(response));
-    return false;
+  static constexpr Route kRoutes[] = {
+      {"/v1/check", "POST", &Service::check},    {"/v1/limit", "POST", &Service::limit},
+      {"/v1/auth", "GET, HEAD", &Service::auth}, {"/metrics", "GET", &Service::metrics_text},
+      {"/healthz", "GET", &Service::healthz},    {"/readyz", "GET", &Service::readyz},
   };
-
-  if (path == "/v1/limit") {
-    if (only({"POST"})) limit(request, reply);
-  } else if (path == "/v1/check") {
-    if (only({"POST"})) check(request, reply);
-  } else if (path == "/v1/auth") {
-    if (only({"GET", "HEAD"})) auth(request, reply);
-  } else if (path == "/metrics") {
-    if (only({"GET"})) {
-      reply({.body = metrics_.render(), .content_type = "text/plain; version=0.0.4"});
-    }
-  } else if (path == "/healthz") {
-    if (only({"GET"})) reply({.body = R"({"status":"ok"})"});
-  } else if (path == "/readyz") {
-    if (only({"GET"})) {
-      const auto* redis = dynamic_cast<const RedisStore*>(store_.get());
-      const bool ready = redis == nullptr || redis->connected();
-      reply({.status = ready ? 200 : 503,
-             .body = ready ? R"({"status":"ready"})"
-                           : R"({"status":"not ready","error":"backend unreachable"})"});
-    }
-  } else {
-    reply(error_response(404, "no such endpoint: " + std::string(path)));
+  const std::string_view path = path_of(request.target);
+  const Route* route = nullptr;
+  for (const Route& r : kRoutes) {
+    if (path == r.path) route = &r;
   }
+  // The metrics label is a route's path or a fixed word: a client cannot add labels.
+  const std::string_view label = route != nullptr           ? route->path
+                                 : path.starts_with("/v1/") ? "/v1/other"
+                                                            : "other";
+  const Reply reply{this, label, Clock::now(), std::move(respond)};
+  if (route == nullptr) {
+    return reply(error_response(404, "no such endpoint: " + std::string(path)));
+  }
+  if (!allows(route->allow, request.method)) {
+    HttpResponse response =
+        error_response(405, "method " + request.method + " is not allowed on " + std::string(path) +
+                                " (allow: " + std::string(route->allow) + ")");
+    response.headers.emplace_back("Allow", route->allow);
+    return reply(std::move(response));
+  }
+  (this->*route->serve)(request, reply);
+}
+
+void Service::metrics_text(const HttpRequest&, const Reply& reply) {
+  reply({.body = metrics_.render(), .content_type = "text/plain; version=0.0.4"});
+}
+
+void Service::healthz(const HttpRequest&, const Reply& reply) {
+  reply({.body = R"({"status":"ok"})"});
+}
+
+void Service::readyz(const HttpRequest&, const Reply& reply) {
+  const auto* redis = dynamic_cast<const RedisStore*>(store_.get());
+  const bool ready = redis == nullptr || redis->connected();
+  reply({.status = ready ? 200 : 503,
+         .body = ready ? R"({"status":"ready"})"
+                       : R"({"status":"not ready","error":"backend unreachable"})"});
 }
 
 void Service::limit(const HttpRequest& request, const Reply& reply) {

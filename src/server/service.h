@@ -55,9 +55,20 @@ class Service {
   // The current settings, through a per-thread cache (valid until this thread calls it again).
   const std::shared_ptr<const Settings>& settings() const;
 
+  // An endpoint: its path (also its metrics label), the methods it allows (as in `Allow`), and
+  // what answers it.
+  struct Route {
+    std::string_view path;
+    std::string_view allow;
+    void (Service::*serve)(const HttpRequest& request, const Reply& reply);
+  };
+
   void limit(const HttpRequest& request, const Reply& reply);
   void check(const HttpRequest& request, const Reply& reply);
   void auth(const HttpRequest& request, const Reply& reply);
+  void metrics_text(const HttpRequest& request, const Reply& reply);
+  void healthz(const HttpRequest& request, const Reply& reply);
+  void readyz(const HttpRequest& request, const Reply& reply);
   void run_policy(const std::shared_ptr<const Settings>& settings, const Attributes& attributes,
                   std::int64_t cost, bool for_nginx, const Reply& reply);
   HttpResponse limit_response(const Limit& limit, policy::OnError on_error,
