@@ -24,8 +24,8 @@ redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$w
 trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$workdir"' EXIT
 until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
 
-# The exact script spillway sends (prelude + algorithm + epilogue), 100/s per key, burst 100.
-sha=$( (cat lua/prelude.lua lua/gcra.lua; echo "local decide = decide_gcra"; cat lua/epilogue.lua) |
+# The exact script spillway sends (prelude + algorithm + batch), 100/s per key, burst 100.
+sha=$( (cat lua/prelude.lua lua/gcra.lua; echo "local decide = decide_gcra"; cat lua/batch.lua) |
       redis-cli -p "$port" -x SCRIPT LOAD)
 requests=$((seconds * 60000))
 rb=$(redis-benchmark -p "$port" -c $concurrency -n $requests -P 16 -r $keys --csv \

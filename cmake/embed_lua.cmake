@@ -1,24 +1,50 @@
-# Generates OUTPUT (a .cc file) holding each Lua script as a string: prelude + algorithm +
-# epilogue, so each compiled-in script is complete and atomic on its own.
+# Generates OUTPUT (a .cc file) holding the Redis scripts as strings, one per algorithm of the list
+# (include/spillway/algorithm_list.h, read as LIST_FILE) and the all-or-nothing script:
+#   script of algorithm a:  prelude.lua + <a>.lua + "local decide = decide_<a>" + batch.lua
+#   all-or-nothing script:  prelude.lua + every <a>.lua + the id table + all_or_nothing.lua
+# The id table maps each algorithm's number (its position in the list, as the C++ sends it) to
+# its decide function; static_asserts in the output check that the C++ list says the same.
+include(${CMAKE_CURRENT_LIST_DIR}/algorithm_list.cmake)
+spillway_read_algorithm_list(${LIST_FILE} algorithms)
+
 file(READ ${LUA_DIR}/prelude.lua prelude)
-file(READ ${LUA_DIR}/epilogue.lua epilogue)
-set(body "// Generated from lua/*.lua by cmake/embed_lua.cmake. Do not edit.\n")
-string(APPEND body "#include \"src/redis/scripts.h\"\n\nnamespace spillway::redis {\n\n")
-string(APPEND body "std::string_view script_source(Algorithm algorithm) {\n  switch (algorithm) {\n")
-set(all_algorithms "")
-foreach(pair "kFixedWindow=fixed_window" "kSlidingLog=sliding_log" "kSlidingWindow=sliding_window"
-             "kTokenBucket=token_bucket" "kGcra=gcra")
-  string(REPLACE "=" ";" parts ${pair})
-  list(GET parts 0 enumerator)
-  list(GET parts 1 name)
+file(READ ${LUA_DIR}/batch.lua batch)
+file(READ ${LUA_DIR}/all_or_nothing.lua all_or_nothing)
+
+set(checks "")
+set(scripts "")
+set(every_algorithm "")
+set(id_table "local decide_by_id = {")
+set(index 0)
+foreach(name IN LISTS algorithms)
+  if(NOT EXISTS ${LUA_DIR}/${name}.lua)
+    message(FATAL_ERROR "algorithm ${name} has no script: lua/${name}.lua is missing")
+  endif()
   file(READ ${LUA_DIR}/${name}.lua script)
-  string(APPEND all_algorithms "${script}")
-  set(bind "local decide = decide_${name}\n")
-  string(APPEND body "    case Algorithm::${enumerator}:\n      return R\"spillway_lua(${prelude}${script}${bind}${epilogue})spillway_lua\";\n")
+  if(NOT script MATCHES "local function decide_${name}\\(")
+    message(FATAL_ERROR "lua/${name}.lua must define local function decide_${name}(...)")
+  endif()
+  string(APPEND checks
+         "static_assert(algorithm_name(kAlgorithms[${index}]) == \"${name}\", \"${name} moved\");\n")
+  string(APPEND scripts "    R\"spillway_lua(${prelude}${script}local decide = decide_${name}\n${batch})spillway_lua\",\n")
+  string(APPEND every_algorithm "${script}")
+  if(index GREATER 0)
+    string(APPEND id_table ", ")
+  endif()
+  string(APPEND id_table "[${index}] = decide_${name}")
+  math(EXPR index "${index} + 1")
 endforeach()
-string(APPEND body "  }\n  return {};\n}\n\n")
-file(READ ${LUA_DIR}/policy.lua policy)
-string(APPEND body "std::string_view policy_script_source() {\n  return R\"spillway_lua(${prelude}${all_algorithms}${policy})spillway_lua\";\n}\n\n")
+string(APPEND id_table "}\n")
+
+set(body "// Generated from lua/*.lua and include/spillway/algorithm_list.h by cmake/embed_lua.cmake.\n")
+string(APPEND body "// Do not edit.\n#include \"src/redis/scripts.h\"\n\nnamespace spillway::redis {\n\n")
+string(APPEND body "static_assert(kAlgorithmCount == ${index}, \"the build read another algorithm list\");\n")
+string(APPEND body "${checks}\nnamespace {\n\n")
+string(APPEND body "constexpr std::string_view kScripts[] = {\n${scripts}};\n\n}  // namespace\n\n")
+string(APPEND body "std::string_view script_source(Algorithm algorithm) {\n")
+string(APPEND body "  return kScripts[algorithm_index(algorithm)];\n}\n\n")
+string(APPEND body "std::string_view all_or_nothing_script_source() {\n")
+string(APPEND body "  return R\"spillway_lua(${prelude}${every_algorithm}${id_table}${all_or_nothing})spillway_lua\";\n}\n\n")
 string(APPEND body "}  // namespace spillway::redis\n")
 file(WRITE ${OUTPUT}.tmp "${body}")
 file(COPY_FILE ${OUTPUT}.tmp ${OUTPUT} ONLY_IF_DIFFERENT)

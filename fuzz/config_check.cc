@@ -59,8 +59,8 @@ void check_config_input(const std::uint8_t* data, std::size_t size) {
     return;
   }
   if (!(*config == *again)) violated("parsing the same config twice gave two configs");
-  const auto policy = Policy::make(config->policy);
-  if (!policy) violated("a config that parses does not build", policy.error().message);
+  const auto built = policy::Policy::make(config->policy);
+  if (!built) violated("a config that parses does not build", built.error().message);
 }
 
 }  // namespace spillway::fuzz

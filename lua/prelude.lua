@@ -1,5 +1,6 @@
--- spillway: the head of every script. The loader builds one script per algorithm
--- (prelude + <algorithm> + epilogue) and one policy script (prelude + all five + policy.lua).
+-- spillway: the head of every script. The loader (cmake/embed_lua.cmake) builds one script per
+-- algorithm (prelude + <algorithm> + batch.lua) and the all-or-nothing script (prelude + every
+-- algorithm + all_or_nothing.lua).
 --
 -- KEYS[i]  the state of check i
 -- ARGV     now (µs, or '' to use the server's TIME), ttl_floor (ms; 0 except in replay), then

@@ -19,6 +19,9 @@ enum class Errc {
 struct Error {
   Errc code;
   std::string message;  // one line, names the offending field or value
+  // With kInvalidArgument: the name of the input to blame (a request attribute, a JSON field)
+  // when one input is; empty otherwise. For callers that answer differently by input.
+  std::string field = {};
 };
 
 template <typename T>

@@ -12,23 +12,11 @@
 #include <string>
 #include <string_view>
 
+#include "spillway/algorithm.h"
 #include "spillway/duration.h"
 #include "spillway/error.h"
 
 namespace spillway {
-
-enum class Algorithm : std::uint8_t {
-  kFixedWindow,
-  kSlidingLog,
-  kSlidingWindow,
-  kTokenBucket,
-  kGcra,
-};
-inline constexpr int kAlgorithmCount = 5;
-
-// "fixed_window", "sliding_log", "sliding_window", "token_bucket", "gcra".
-std::string_view algorithm_name(Algorithm a);
-Result<Algorithm> parse_algorithm(std::string_view name);
 
 inline constexpr std::int64_t kMaxExact = std::int64_t{1} << 52;
 

@@ -42,6 +42,8 @@ class MemoryStore final : public Store {
   Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
                               std::optional<Micros> now = std::nullopt) override;
 
+  bool decides_inline() const override { return true; }
+
   // Drops every key that is idle at `now` and returns how many were dropped.
   std::size_t sweep(Micros now);
   std::size_t sweep() { return sweep(clock_->now()); }

@@ -1,4 +1,4 @@
-// Layered policies (SPEC §4-§5): an ordered list of layers, each keyed by some request
+// Layered policies (docs/SPEC.md §4-§5): an ordered list of layers, each keyed by some request
 // attributes, each with one algorithm and a limit that is fixed, chosen by plan (API key -> plan),
 // or chosen by endpoint (other endpoints pass that layer). A request is admitted only if every
 // layer admits it, and a denied request charges no layer (all-or-nothing).
@@ -15,7 +15,7 @@
 #include "spillway/error.h"
 #include "spillway/limit.h"
 
-namespace spillway {
+namespace spillway::policy {
 
 // A request's attributes as strings: "ip", "api_key", "endpoint", or any other name.
 using Attributes = std::map<std::string, std::string, std::less<>>;
@@ -58,9 +58,9 @@ struct PolicySpec {
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 
-// The seed article's policy (SPEC §4): edge by ip 1000/min; gateway by api_key with plans free
-// 60/min (default) and pro 600/min; endpoint by (api_key, endpoint) with /search 10/min and
+// The seed article's policy (docs/SPEC.md §4): edge by ip 1000/min; gateway by api_key with plans
+// free 60/min (default) and pro 600/min; endpoint by (api_key, endpoint) with /search 10/min and
 // /export 5/min. All gcra.
 PolicySpec seed_policy_spec();
 
-}  // namespace spillway
+}  // namespace spillway::policy

@@ -3,8 +3,8 @@
 // Policy::make validates a PolicySpec and builds every Limit once; a Policy is immutable and safe
 // to share between threads (reload = make a new one and swap the shared_ptr).
 // decide() resolves the request's layers, runs them all-or-nothing through a Store, and combines
-// the answers (SPEC §5): the top-level decision is the denying layer with the longest wait, or,
-// when admitted, the layer with the fewest remaining.
+// the answers (docs/SPEC.md §5): the top-level decision is the denying layer with the longest wait,
+// or, when admitted, the layer with the fewest remaining.
 #pragma once
 
 #include <functional>
@@ -16,7 +16,7 @@
 #include "spillway/policy.h"
 #include "spillway/store.h"
 
-namespace spillway {
+namespace spillway::policy {
 
 struct LayerDecision {
   std::string name;
@@ -69,4 +69,4 @@ class Policy {
   std::vector<BuiltLayer> built_;
 };
 
-}  // namespace spillway
+}  // namespace spillway::policy

@@ -55,7 +55,7 @@ class RedisStore final : public Store {
                          std::optional<Micros> now = std::nullopt) override;
   void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
                    std::optional<Micros> now, Callback done) override;
-  // One script call (lua/policy.lua) over all the keys: they must live on one Redis node.
+  // One script call (lua/all_or_nothing.lua) over all the keys: they must live on one Redis node.
   Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
                               std::optional<Micros> now = std::nullopt) override;
   void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
@@ -64,7 +64,8 @@ class RedisStore final : public Store {
   // The Redis key that holds `key`'s state under `limit`.
   std::string storage_key(std::string_view key, const Limit& limit) const;
 
-  bool connected() const;
+  // Whether a connection to Redis is up.
+  bool ready() const override;
 
  private:
   class Batcher;

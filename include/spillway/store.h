@@ -5,17 +5,13 @@
 // Limit: the same key checked under two different Limits is two independent limiters.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <span>
-#include <string>
 #include <string_view>
 #include <vector>
 
-#include "spillway/clock.h"
 #include "spillway/decision.h"
 #include "spillway/error.h"
 #include "spillway/limit.h"
@@ -63,6 +59,14 @@ class Store {
                                std::optional<Micros> now, AllCallback done) {
     done(check_all(checks, cost, now));
   }
+
+  // Whether the backend can decide now (a network backend: it has a connection). For readiness
+  // probes; a check may still fail right after true, and succeed right after false.
+  virtual bool ready() const { return true; }
+
+  // True when check() and check_all() answer at once, without waiting on I/O (the in-process
+  // store): a caller on an event loop may then call them directly instead of the async forms.
+  virtual bool decides_inline() const { return false; }
 };
 
 // True when every decision admitted.
@@ -73,23 +77,5 @@ Result<void> validate_check(std::string_view key, std::int64_t cost, std::option
 // The same for check_all: at least one key, every key valid, no key twice.
 Result<void> validate_check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
                                 std::optional<Micros> now);
-
-struct StoreOptions {
-  std::shared_ptr<const Clock> clock;  // default: SystemClock
-  // memory: sweep idle keys from a background thread at this period (0 = only as shards grow).
-  // Must be 0 when every check passes its own `now` on a clock other than `clock` (replay).
-  std::chrono::milliseconds sweep_interval{1000};
-  // redis: see RedisStoreOptions.
-  std::string key_prefix = "spillway";
-  std::chrono::milliseconds timeout{1000};
-  int pool_size = 2;
-  std::chrono::milliseconds ttl_floor{0};
-  int max_batch = 128;
-  int max_in_flight = 8;
-};
-
-// Opens a backend by URL: "memory" (the embedded default) or, in builds with the Redis backend,
-// "redis://[user:password@]host:port[/db]". An unknown URL is Errc::kInvalidArgument.
-Result<std::unique_ptr<Store>> open_store(std::string_view url, StoreOptions options = {});
 
 }  // namespace spillway

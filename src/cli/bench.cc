@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "spillway/limit.h"
-#include "spillway/store.h"
+#include "spillway/open_store.h"
 #include "src/cli/args.h"
 
 namespace spillway::cli {
@@ -177,11 +177,13 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
     return 2;
   }
   // --batch 1 sends every check as its own script call, all lanes pipelined; otherwise checks
-  // that wait behind 8 calls in flight go together in the next call.
-  auto store =
-      open_store(setup->backend, {.pool_size = 2,
-                                  .max_batch = setup->batch,
-                                  .max_in_flight = setup->batch == 1 ? setup->concurrency : 8});
+  // that wait behind --in-flight (default 8) calls in flight go together in the next call.
+  const int in_flight = setup->in_flight > 0 ? setup->in_flight
+                        : setup->batch == 1  ? setup->concurrency
+                                             : 8;
+  auto store = open_store(
+      setup->backend,
+      {.redis = {.pool_size = 2, .max_batch = setup->batch, .max_in_flight = in_flight}});
   if (!store) {
     err << "spillway bench: --backend: " << store.error().message << "\n";
     return store.error().code == Errc::kInvalidArgument ? 2 : 1;

@@ -1,5 +1,5 @@
-// spillway bench (SPEC §4): a load generator against a backend. Threads check random keys for a
-// duration (or a number of requests) and the command prints checks/s, latency percentiles and
+// spillway bench (docs/SPEC.md §4): a load generator against a backend. Threads check random keys
+// for a duration (or a number of requests) and the command prints checks/s, latency percentiles and
 // the admitted / denied / error totals.
 #pragma once
 

@@ -1,5 +1,7 @@
-// spillway: the command line (SPEC §4).
+// spillway: the command line (docs/SPEC.md §4). `spillway <command> --help` prints the command's
+// usage; `spillway --version` prints the version.
 #include <iostream>
+#include <span>
 #include <string_view>
 
 #include "src/cli/bench.h"
@@ -9,41 +11,84 @@
 
 namespace {
 
-constexpr std::string_view kUsage =
-    "usage: spillway <command> [options]\n"
-    "commands:\n"
-    "  serve [--config FILE] [--listen HOST:PORT] [--backend URL]\n"
-    "      the HTTP server (default: 127.0.0.1:8080, memory backend, the seed policy)\n"
-    "  replay --algorithm NAME --limit L --period P [--burst B] [--backend URL] [FILE]\n"
-    "      run a CSV trace (t_us,key[,cost]) through one limiter; one decision per line\n"
-    "  bench [--backend URL] [--algorithm NAME] [--limit L] [--period P] [--burst B]\n"
-    "        [--concurrency N] [--keys K] [--duration D | --requests N] [--batch N]\n"
-    "        [--in-flight N]\n"
-    "      load a backend; prints checks/s, p50/p99 latency, admitted/denied/error totals\n"
-    "  validate FILE\n"
-    "      check a config file; errors name the line and the field\n"
+struct Command {
+  std::string_view name;
+  std::string_view usage;  // the synopsis line(s), then what it does
+  int (*run)(int argc, char** argv);
+};
+
+constexpr Command kCommands[] = {
+    {"serve",
+     "serve [--config FILE] [--listen HOST:PORT] [--backend URL]\n"
+     "      the HTTP server (default: 127.0.0.1:8080, memory backend, the seed policy)\n",
+     [](int argc, char** argv) { return spillway::cli::run_serve(argc, argv, 2, std::cerr); }},
+    {"replay",
+     "replay --algorithm NAME --limit L --period P [--burst B] [--backend URL] [FILE]\n"
+     "      run a CSV trace (t_us,key[,cost]) through one limiter; one decision per line\n",
+     [](int argc, char** argv) {
+       return spillway::cli::run_replay(argc, argv, 2, std::cin, std::cout, std::cerr);
+     }},
+    {"bench",
+     "bench [--backend URL] [--algorithm NAME] [--limit L] [--period P] [--burst B]\n"
+     "        [--concurrency N] [--keys K] [--duration D | --requests N] [--batch N]\n"
+     "        [--in-flight N]\n"
+     "      load a backend; prints checks/s, p50/p99 latency, admitted/denied/error totals\n",
+     [](int argc, char** argv) {
+       return spillway::cli::run_bench(argc, argv, 2, std::cout, std::cerr);
+     }},
+    {"validate",
+     "validate FILE\n"
+     "      check a config file; errors name the line and the field\n",
+     [](int argc, char** argv) {
+       return spillway::cli::run_validate(argc, argv, 2, std::cout, std::cerr);
+     }},
+};
+
+constexpr std::string_view kBackends =
     "backends: memory (default), redis://[user:password@]host:port[/db], unix:///path\n";
+
+void print_usage(std::ostream& out) {
+  out << "usage: spillway <command> [options]   (spillway <command> --help, spillway --version)\n"
+      << "commands:\n";
+  for (const Command& c : kCommands) out << "  " << c.usage;
+  out << kBackends;
+}
+
+bool asks_for_help(std::span<char*> args) {
+  for (std::string_view arg : args) {
+    if (arg == "--") return false;
+    if (arg == "--help" || arg == "-h") return true;
+  }
+  return false;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
   if (argc < 2) {
-    std::cerr << "spillway: missing command\n" << kUsage;
+    std::cerr << "spillway: missing command\n";
+    print_usage(std::cerr);
     return 2;
   }
-  std::string_view command = argv[1];
-  if (command == "replay")
-    return spillway::cli::run_replay(argc, argv, 2, std::cin, std::cout, std::cerr);
-  if (command == "validate") {
-    return spillway::cli::run_validate(argc, argv, 2, std::cout, std::cerr);
-  }
-  if (command == "serve") return spillway::cli::run_serve(argc, argv, 2, std::cerr);
-  if (command == "bench") return spillway::cli::run_bench(argc, argv, 2, std::cout, std::cerr);
+  const std::string_view command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
-    std::cout << kUsage;
+    print_usage(std::cout);
     return 0;
   }
-  std::cerr << "spillway: unknown command \"" << command << "\"\n" << kUsage;
+  if (command == "--version" || command == "version") {
+    std::cout << "spillway " << SPILLWAY_VERSION << "\n";
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (command != c.name) continue;
+    if (asks_for_help(std::span<char*>(argv + 2, argv + argc))) {
+      std::cout << "usage: spillway " << c.usage << kBackends;
+      return 0;
+    }
+    return c.run(argc, argv);
+  }
+  std::cerr << "spillway: unknown command \"" << command << "\"\n";
+  print_usage(std::cerr);
   return 2;
 }

@@ -6,19 +6,16 @@
 #include <random>
 
 #include "spillway/limit.h"
-#include "spillway/store.h"
+#include "spillway/open_store.h"
 #include "src/cli/args.h"
+#include "src/core/text.h"
 
 namespace spillway::cli {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+// A line or a field without blanks at either end, nor '\r' at the end (a CRLF line's, mixed with
+// blanks or not); a '\r' at the front is part of the field.
+std::string_view trim_field(std::string_view s) { return trim_back(trim_front(s), " \t\r"); }
 
 // A random id that keeps the keys of one replay run apart from every other run's.
 std::string run_id() {
@@ -63,7 +60,7 @@ Result<ReplaySetup> parse_setup(int argc, char** argv, int first) {
 }  // namespace
 
 Result<std::optional<TraceLine>> parse_trace_line(std::string_view line) {
-  line = trim(line);
+  line = trim_field(line);
   if (line.empty() || line.front() == '#') return std::optional<TraceLine>{};
   std::string_view fields[3];
   std::size_t count = 0;
@@ -71,7 +68,7 @@ Result<std::optional<TraceLine>> parse_trace_line(std::string_view line) {
     std::size_t comma = line.find(',');
     if (count == 3)
       return invalid_argument("expected t_us,key[,cost] but found more than 3 fields");
-    fields[count++] = trim(line.substr(0, comma));
+    fields[count++] = trim_field(line.substr(0, comma));
     if (comma == std::string_view::npos) break;
     line.remove_prefix(comma + 1);
   }
@@ -113,10 +110,11 @@ int run_replay(int argc, char** argv, int first, std::istream& in, std::ostream&
   // Every request carries its own `now`: no background sweep on another clock, and on Redis a
   // prefix of this run's own (a rerun starts from idle) and a TTL floor (trace time is not the
   // server's clock, so keys must not expire by the wall clock mid-trace).
-  auto store = open_store(setup->backend, {.clock = std::make_shared<ManualClock>(),
-                                           .sweep_interval = std::chrono::milliseconds(0),
-                                           .key_prefix = "spillway:replay:" + run_id(),
-                                           .ttl_floor = std::chrono::minutes(10)});
+  auto store =
+      open_store(setup->backend, {.memory = {.clock = std::make_shared<ManualClock>(),
+                                             .sweep_interval = std::chrono::milliseconds(0)},
+                                  .redis = {.key_prefix = "spillway:replay:" + run_id(),
+                                            .ttl_floor = std::chrono::minutes(10)}});
   if (!store) {
     err << "spillway replay: --backend: " << store.error().message << "\n";
     return store.error().code == Errc::kInvalidArgument ? 2 : 1;

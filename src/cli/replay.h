@@ -1,5 +1,5 @@
-// spillway replay (SPEC §4): runs a CSV trace "t_us,key[,cost]" through one limiter with a manual
-// clock and prints one decision per line.
+// spillway replay (docs/SPEC.md §4): runs a CSV trace "t_us,key[,cost]" through one limiter with a
+// manual clock and prints one decision per line.
 #pragma once
 
 #include <cstdint>

@@ -4,29 +4,23 @@
 
 #include <iostream>
 
+#include "spillway/open_store.h"
 #include "src/cli/args.h"
 #include "src/policy/config.h"
+#include "src/policy/listen_address.h"
 #include "src/server/http_server.h"
 #include "src/server/service.h"
 
 namespace spillway::cli {
 namespace {
 
-// "host:port" or "[v6]:port" into the server options.
+// "host:port" or "[v6]:port" (--listen, or the config's server.listen) into the server options,
+// by the config's own rules (policy::parse_listen_address): port 0 is any free port.
 Result<void> parse_listen(const std::string& listen, server::HttpServerOptions& options) {
-  const std::size_t colon = listen.rfind(':');
-  if (colon == std::string::npos)
-    return invalid_argument("--listen \"" + listen + "\" must be HOST:PORT");
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  auto port = parse_int(listen.substr(colon + 1));
-  if (host.empty() || !port || *port < 0 || *port > 65535) {
-    return invalid_argument("--listen \"" + listen +
-                            "\" must be HOST:PORT with a port from 0 to 65535");
-  }
-  options.host = host;
-  options.port = static_cast<std::uint16_t>(*port);
+  Result<policy::ListenAddress> address = policy::parse_listen_address(listen);
+  if (!address) return std::unexpected(address.error());
+  options.host = std::move(address->host);
+  options.port = address->port;
   return {};
 }
 
@@ -53,7 +47,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   if (auto listen = args->get("listen")) config->server.listen = *listen;
   server::HttpServerOptions http;
   if (auto ok = parse_listen(config->server.listen, http); !ok) {
-    err << "spillway serve: " << ok.error().message << "\n";
+    err << "spillway serve: " << (args->has("listen") ? "--listen: " : "server.listen: ")
+        << ok.error().message << "\n";
     return 2;
   }
   http.threads = config->server.threads;
@@ -65,8 +60,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto store = open_store(config->backend.url, {.key_prefix = config->backend.key_prefix,
-                                                .timeout = config->backend.timeout});
+  auto store = open_store(config->backend.url, {.redis = {.key_prefix = config->backend.key_prefix,
+                                                          .timeout = config->backend.timeout}});
   if (!store) {
     err << "spillway serve: backend \"" << config->backend.url << "\": " << store.error().message
         << "\n";

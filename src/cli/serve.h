@@ -1,4 +1,4 @@
-// spillway serve (SPEC §4): the HTTP server on the configured backend and policy.
+// spillway serve (docs/SPEC.md §4): the HTTP server on the configured backend and policy.
 #pragma once
 
 #include <iosfwd>

@@ -1,4 +1,5 @@
-// spillway validate FILE (SPEC §4): checks a config file; errors name the line and the field.
+// spillway validate FILE (docs/SPEC.md §4): checks a config file; errors name the line and the
+// field.
 #pragma once
 
 #include <iosfwd>

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "src/core/text.h"
+
 namespace spillway {
 namespace {
 
@@ -45,12 +47,6 @@ int parse_count(std::string_view text, std::int64_t& value) {
   if (ec == std::errc::result_out_of_range) return -1;
   if (ec != std::errc{} || end == text.data()) return 0;
   return static_cast<int>(end - text.data());
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace

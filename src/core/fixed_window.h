@@ -1,11 +1,12 @@
-// Fixed window counter (SPEC §2): count n of window w = floor(now / P); admits iff n + c <= L.
-// Admits up to 2L within one period across a window edge: that is its nature, not a bug.
+// Fixed window counter (docs/SPEC.md §2): count n of window w = floor(now / P); admits iff n + c <=
+// L. Admits up to 2L within one period across a window edge: that is its nature, not a bug.
 #pragma once
 
 #include <cstdint>
 
 #include "spillway/decision.h"
 #include "spillway/limit.h"
+#include "src/core/algorithm_state.h"
 
 namespace spillway::core {
 
@@ -13,6 +14,9 @@ struct FixedWindowState {
   std::int64_t window = 0;  // w of the counted window
   std::int64_t count = 0;   // n, cost units admitted in window w; 0 means idle
 };
+
+FixedWindowState state_of(
+    AlgorithmTag<Algorithm::kFixedWindow>);  // the memory store's table holds FixedWindowStates
 
 // Pure: decides from (state, limit, now µs, cost); modifies `state` only when it admits cost > 0.
 // A `now` before the start of the key's window is treated as that start.

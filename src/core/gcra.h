@@ -1,4 +1,4 @@
-// GCRA (SPEC §2): theoretical arrival time tat, starting at now; with T = P/L, admits iff
+// GCRA (docs/SPEC.md §2): theoretical arrival time tat, starting at now; with T = P/L, admits iff
 // max(tat, now) + c*T - now <= B*T, then tat = max(tat, now) + c*T.
 //
 // tat is exact: tat = tat_us + tat_rem / limit_units() µs, 0 <= tat_rem < limit_units(), and
@@ -10,6 +10,7 @@
 
 #include "spillway/decision.h"
 #include "spillway/limit.h"
+#include "src/core/algorithm_state.h"
 #include "src/core/token_bucket.h"  // kNoTime
 
 namespace spillway::core {
@@ -19,6 +20,8 @@ struct GcraState {
   std::int64_t tat_rem = 0;
   Micros last = kNoTime;  // time of the last admission; kNoTime means idle
 };
+
+GcraState state_of(AlgorithmTag<Algorithm::kGcra>);  // the memory store's table holds GcraStates
 
 Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t cost);
 

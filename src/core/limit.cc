@@ -1,38 +1,16 @@
 #include "spillway/limit.h"
 
-#include <array>
 #include <numeric>
 
 namespace spillway {
-namespace {
-
-constexpr std::array<std::string_view, kAlgorithmCount> kNames{
-    "fixed_window", "sliding_log", "sliding_window", "token_bucket", "gcra"};
-
-bool is_bucket(Algorithm a) { return a == Algorithm::kTokenBucket || a == Algorithm::kGcra; }
-
-}  // namespace
-
-std::string_view algorithm_name(Algorithm a) { return kNames[static_cast<std::size_t>(a)]; }
-
-Result<Algorithm> parse_algorithm(std::string_view name) {
-  for (std::size_t i = 0; i < kNames.size(); ++i) {
-    if (kNames[i] == name) return static_cast<Algorithm>(i);
-  }
-  return invalid_argument("algorithm \"" + std::string(name) +
-                          "\" is unknown (use fixed_window, sliding_log, sliding_window, "
-                          "token_bucket or gcra)");
-}
-
 Result<Limit> Limit::make(Algorithm algorithm, std::int64_t limit, Micros period,
                           std::optional<std::int64_t> burst) {
   if (limit < 1) return invalid_argument("limit must be at least 1, got " + std::to_string(limit));
   if (period < 1) {
     return invalid_argument("period must be at least 1us, got " + std::to_string(period) + "us");
   }
-  if (burst && !is_bucket(algorithm)) {
-    return invalid_argument("burst applies only to token_bucket and gcra, not " +
-                            std::string(algorithm_name(algorithm)));
+  if (burst && !takes_burst(algorithm)) {
+    return invalid_argument(burst_not_taken_message(algorithm));
   }
   if (burst && *burst < 1) {
     return invalid_argument("burst must be at least 1, got " + std::to_string(*burst));
@@ -53,7 +31,7 @@ Result<Limit> Limit::make(Algorithm algorithm, std::int64_t limit, Micros period
     return invalid_argument("limit x period (µs) must be below 2^52 for sliding_window; got " +
                             out.describe() + " (use a shorter period or gcra)");
   }
-  if (is_bucket(algorithm) && out.burst_ > kMaxExact / out.period_units_) {
+  if (takes_burst(algorithm) && out.burst_ > kMaxExact / out.period_units_) {
     return invalid_argument("burst x period / gcd(limit, period) must be below 2^52; got " +
                             out.describe());
   }
@@ -63,7 +41,7 @@ Result<Limit> Limit::make(Algorithm algorithm, std::int64_t limit, Micros period
 std::string Limit::describe() const {
   std::string text = std::string(algorithm_name(algorithm_)) + " " + std::to_string(limit_) + "/" +
                      format_duration(period_);
-  if (is_bucket(algorithm_)) text += " burst " + std::to_string(burst_);
+  if (takes_burst(algorithm_)) text += " burst " + std::to_string(burst_);
   return text;
 }
 

@@ -1,4 +1,4 @@
-// Sliding window log (SPEC §2): admitted (t_i, c_i) with now - P < t_i <= now; admits iff
+// Sliding window log (docs/SPEC.md §2): admitted (t_i, c_i) with now - P < t_i <= now; admits iff
 // sum(c_i) + c <= L. Exact; costs O(entries) memory, at most L entries per key (equal timestamps
 // are merged), so it suits small limits.
 #pragma once
@@ -8,6 +8,7 @@
 
 #include "spillway/decision.h"
 #include "spillway/limit.h"
+#include "src/core/algorithm_state.h"
 
 namespace spillway::core {
 
@@ -19,6 +20,9 @@ struct SlidingLogState {
   std::vector<Entry> entries;  // ascending by `at`, unique `at`; may hold expired entries
   std::int64_t total = 0;      // sum of all cost in `entries`
 };
+
+SlidingLogState state_of(
+    AlgorithmTag<Algorithm::kSlidingLog>);  // the memory store's table holds SlidingLogStates
 
 // Pure: modifies `state` only when it admits cost > 0 (it then also drops expired entries).
 // A `now` before the newest entry is treated as the newest entry's time.

@@ -1,11 +1,12 @@
-// Sliding window counter (SPEC §2): counts of windows w and w-1; with r = now - w*P, admits iff
-// prev*(P - r)/P + cur + c <= L. Evaluated exactly as prev*(P - r) + (cur + c)*P <= L*P.
+// Sliding window counter (docs/SPEC.md §2): counts of windows w and w-1; with r = now - w*P, admits
+// iff prev*(P - r)/P + cur + c <= L. Evaluated exactly as prev*(P - r) + (cur + c)*P <= L*P.
 #pragma once
 
 #include <cstdint>
 
 #include "spillway/decision.h"
 #include "spillway/limit.h"
+#include "src/core/algorithm_state.h"
 
 namespace spillway::core {
 
@@ -14,6 +15,9 @@ struct SlidingWindowState {
   std::int64_t previous = 0;  // count of the window before that one
   std::int64_t current = 0;   // previous == current == 0 means idle
 };
+
+SlidingWindowState state_of(
+    AlgorithmTag<Algorithm::kSlidingWindow>);  // the memory store's table holds SlidingWindowStates
 
 // Pure: modifies `state` only when it admits cost > 0. A `now` before the last admission is
 // treated as the time of the last admission (the estimate is larger earlier in a window).

@@ -5,61 +5,45 @@
 #include <boost/container/small_vector.hpp>
 #include <condition_variable>
 #include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
-#include "src/core/fixed_window.h"
-#include "src/core/gcra.h"
-#include "src/core/sliding_log.h"
-#include "src/core/sliding_window.h"
-#include "src/core/token_bucket.h"
+#include "src/core/all_algorithms.h"
+#include "src/memory/key_budget.h"
 #include "src/memory/sharded_table.h"
 
 namespace spillway {
+namespace {
+
+// One ShardedTable per algorithm of the list, in list order: std::get<i> holds the states of
+// kAlgorithms[i].
+template <typename Indices>
+struct TablesOf;
+template <std::size_t... I>
+struct TablesOf<std::index_sequence<I...>> {
+  using type = std::tuple<memory::ShardedTable<core::StateOf<kAlgorithms[I]>>...>;
+};
+using Tables = TablesOf<std::make_index_sequence<kAlgorithmCount>>::type;
+
+}  // namespace
+
 class MemoryStore::Impl {
  public:
   explicit Impl(const MemoryStoreOptions& options)
-      : fixed_window_(shards(options), tracked_, options.max_keys),
-        sliding_log_(shards(options), tracked_, options.max_keys),
-        sliding_window_(shards(options), tracked_, options.max_keys),
-        token_bucket_(shards(options), tracked_, options.max_keys),
-        gcra_(shards(options), tracked_, options.max_keys) {}
+      : budget_(options.max_keys),
+        tables_(make_tables(shards(options), std::make_index_sequence<kAlgorithmCount>{})) {}
 
   Result<Decision> check(std::string_view key, const Limit& limit, Micros now, std::int64_t cost) {
-    switch (limit.algorithm()) {
-      case Algorithm::kFixedWindow:
-        return fixed_window_.check(key, limit, now, cost);
-      case Algorithm::kSlidingLog:
-        return sliding_log_.check(key, limit, now, cost);
-      case Algorithm::kSlidingWindow:
-        return sliding_window_.check(key, limit, now, cost);
-      case Algorithm::kTokenBucket:
-        return token_bucket_.check(key, limit, now, cost);
-      case Algorithm::kGcra:
-        return gcra_.check(key, limit, now, cost);
-    }
-    return std::unexpected(Error{Errc::kInternal, "unknown algorithm"});
-  }
-
-  // Calls f with the table of `algorithm`, typed.
-  template <typename F>
-  auto with_table(Algorithm algorithm, F&& f) {
-    switch (algorithm) {
-      case Algorithm::kFixedWindow:
-        return f(fixed_window_);
-      case Algorithm::kSlidingLog:
-        return f(sliding_log_);
-      case Algorithm::kSlidingWindow:
-        return f(sliding_window_);
-      case Algorithm::kTokenBucket:
-        return f(token_bucket_);
-      case Algorithm::kGcra:
-        break;
-    }
-    return f(gcra_);
+    return with_table(limit.algorithm(), [&](auto& table) -> Result<Decision> {
+      return table.check(key, limit, now, cost);
+    });
   }
 
   // All-or-nothing over several keys: every shard involved is locked (in address order, so two
   // requests can never wait on each other), every key is decided dry, and only if all admit are
-  // they decided for real. New keys' places are reserved first: a full store changes nothing.
+  // they decided for real. New keys' places are taken from the budget first: a full store changes
+  // nothing.
   Result<Decisions> check_all(std::span<const KeyedLimit> checks, Micros now, std::int64_t cost) {
     struct Item {
       memory::KeyView key;
@@ -98,9 +82,7 @@ class MemoryStore::Impl {
       }
       return decisions;
     }
-    if (new_keys > 0 && !fixed_window_.reserve_keys(new_keys, nullptr, now)) {
-      return std::unexpected(fixed_window_.store_full());
-    }
+    if (new_keys > 0 && !budget_.take(new_keys)) return std::unexpected(budget_.full_error());
     for (std::size_t i = 0; i < items.size(); ++i) {
       decisions[i] = with_table(items[i].limit->algorithm(), [&](auto& table) {
         return table.commit_locked(items[i].key, *items[i].limit, now, cost);
@@ -110,23 +92,36 @@ class MemoryStore::Impl {
   }
 
   std::size_t sweep(Micros now) {
-    return fixed_window_.sweep(now) + sliding_log_.sweep(now) + sliding_window_.sweep(now) +
-           token_bucket_.sweep(now) + gcra_.sweep(now);
+    return std::apply([now](auto&... table) { return (table.sweep(now) + ...); }, tables_);
   }
 
-  std::size_t size() const { return tracked_.load(std::memory_order_relaxed); }
+  std::size_t size() const { return budget_.used(); }
 
  private:
   static std::size_t shards(const MemoryStoreOptions& options) {
     return std::bit_ceil(std::max<std::size_t>(1, options.shards));
   }
 
-  std::atomic<std::size_t> tracked_{0};
-  memory::ShardedTable<core::FixedWindowState> fixed_window_;
-  memory::ShardedTable<core::SlidingLogState> sliding_log_;
-  memory::ShardedTable<core::SlidingWindowState> sliding_window_;
-  memory::ShardedTable<core::TokenBucketState> token_bucket_;
-  memory::ShardedTable<core::GcraState> gcra_;
+  template <std::size_t... I>
+  Tables make_tables(std::size_t shards, std::index_sequence<I...>) {
+    return Tables{std::tuple_element_t<I, Tables>(shards, budget_)...};
+  }
+
+  // f(table of `algorithm`), with the table's own type; every f returns one type whatever the
+  // table. A chain of comparisons the compiler inlines, as it would a switch.
+  template <std::size_t I = 0, typename F>
+  auto with_table(Algorithm algorithm, F&& f)
+      -> std::invoke_result_t<F&, std::tuple_element_t<0, Tables>&> {
+    if constexpr (I + 1 == kAlgorithmCount) {
+      return f(std::get<I>(tables_));
+    } else {
+      if (algorithm_index(algorithm) == I) return f(std::get<I>(tables_));
+      return with_table<I + 1>(algorithm, f);
+    }
+  }
+
+  memory::KeyBudget budget_;  // declared before the tables, which keep a reference to it
+  Tables tables_;
 };
 
 MemoryStore::MemoryStore(MemoryStoreOptions options)

@@ -2,7 +2,7 @@
 // addressing hash map from storage key to that algorithm's state.
 //
 // Thread safety: every method locks only the shard it touches (sweep locks them one at a time).
-// The key count shared by all tables is an atomic owned by the MemoryStore.
+// The bound on keys shared by all tables is a KeyBudget owned by the MemoryStore.
 #pragma once
 
 #include <atomic>
@@ -19,6 +19,7 @@
 #include "spillway/decision.h"
 #include "spillway/error.h"
 #include "spillway/limit.h"
+#include "src/memory/key_budget.h"
 
 namespace spillway::memory {
 
@@ -73,12 +74,9 @@ class ShardedTable {
   struct Shard;
 
  public:
-  // shards must be a power of two. `tracked` counts keys across all tables, bounded by max_keys.
-  ShardedTable(std::size_t shards, std::atomic<std::size_t>& tracked, std::size_t max_keys)
-      : shards_(shards),
-        shift_(64 - std::countr_zero(shards)),
-        tracked_(tracked),
-        max_keys_(max_keys) {}
+  // shards must be a power of two. `budget` bounds the keys of all tables together.
+  ShardedTable(std::size_t shards, KeyBudget& budget)
+      : shards_(shards), shift_(64 - std::countr_zero(shards)), budget_(budget) {}
 
   // The key's state under `limit`. The math runs under the shard's lock.
   Result<Decision> check(std::string_view user_key, const Limit& limit, Micros now,
@@ -91,7 +89,7 @@ class ShardedTable {
       // refuses it without having changed anything.
       Decision fresh = peek_locked(key, limit, now, cost);
       if (!fresh.allowed) return fresh;
-      if (!reserve_keys(1, &shard, now)) return std::unexpected(store_full());
+      if (!reserve_key(shard, now)) return std::unexpected(budget_.full_error());
     }
     return commit_locked(key, limit, now, cost);
   }
@@ -114,7 +112,7 @@ class ShardedTable {
   bool contains_locked(const KeyView& key) { return shard_for(key).map.contains(key); }
 
   // Under the key's shard lock: decides and records. A key that is new and admitted with
-  // cost > 0 takes one of the places reserved by reserve_keys.
+  // cost > 0 takes a place the caller has already taken from the KeyBudget.
   Decision commit_locked(const KeyView& key, const Limit& limit, Micros now, std::int64_t cost) {
     Shard& shard = shard_for(key);
     if (auto it = shard.map.find(key); it != shard.map.end()) {
@@ -130,22 +128,6 @@ class ShardedTable {
     shard.map.emplace(StoredKey{key.hash, key.numbers, std::string(key.bytes)}, std::move(fresh));
     if (shard.map.size() >= shard.sweep_at) sweep_locked(shard, now);
     return decision;
-  }
-
-  // Takes `count` places for new keys out of max_keys (shared by all tables). When there are not
-  // enough, first sweeps `locked` (a shard whose lock the caller holds), then tries again.
-  bool reserve_keys(std::size_t count, Shard* locked, Micros now) {
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (tracked_.fetch_add(count, std::memory_order_relaxed) + count <= max_keys_) return true;
-      tracked_.fetch_sub(count, std::memory_order_relaxed);
-      if (attempt == 0 && locked != nullptr) sweep_locked(*locked, now);
-    }
-    return false;
-  }
-
-  Error store_full() const {
-    return Error{Errc::kStoreFull, "memory store is full (" + std::to_string(max_keys_) +
-                                       " keys tracked); new key not admitted"};
   }
 
   std::size_t sweep(Micros now) {
@@ -176,11 +158,19 @@ class ShardedTable {
     return shards_[shards_.size() == 1 ? 0 : key.hash >> shift_];
   }
 
+  // Takes a place for one new key in `locked` (a shard whose lock the caller holds); when none is
+  // free, sweeps that shard first and tries again.
+  bool reserve_key(Shard& locked, Micros now) {
+    if (budget_.take(1)) return true;
+    sweep_locked(locked, now);
+    return budget_.take(1);
+  }
+
   // Drops idle keys; amortised O(1) per insert because sweep_at doubles with the live size.
   std::size_t sweep_locked(Shard& shard, Micros now) {
     const std::size_t dropped = boost::unordered::erase_if(
         shard.map, [now](const auto& entry) { return entry.second.idle_at <= now; });
-    tracked_.fetch_sub(dropped, std::memory_order_relaxed);
+    budget_.give_back(dropped);
     if (shard.map.empty()) {
       shard.map = {};  // give the buckets back
     } else if (dropped > 0) {
@@ -192,8 +182,7 @@ class ShardedTable {
 
   std::vector<Shard> shards_;
   int shift_;
-  std::atomic<std::size_t>& tracked_;
-  std::size_t max_keys_;
+  KeyBudget& budget_;
 };
 
 }  // namespace spillway::memory

@@ -1,10 +1,11 @@
+// parse_config: the config file's sections (server, backend, layers), read through the field
+// helpers of yaml_fields.h, and the checks that make a config that validates always buildable.
 #include "src/policy/config.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,215 +15,15 @@
 #include <utility>
 #include <vector>
 
+#include "src/core/text.h"
+#include "src/policy/listen_address.h"
 #include "src/policy/names.h"
+#include "src/policy/yaml_fields.h"
 
 namespace spillway::policy {
 namespace {
 
-// Thrown inside this file only; parse_config turns it into an Error.
-struct ConfigError {
-  std::string message;
-};
-
-// Control characters as \xNN (and, with `quotes`, '"' and '\\' escaped), so a message stays
-// one line.
-std::string escaped(std::string_view text, bool quotes) {
-  constexpr std::string_view kHex = "0123456789abcdef";
-  std::string out;
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (quotes && (c == '"' || c == '\\')) {
-      out.append(1, '\\').append(1, ch);
-    } else if (c < 0x20 || c == 0x7f) {
-      out.append("\\x").append(1, kHex[c >> 4]).append(1, kHex[c & 0xf]);
-    } else {
-      out.append(1, ch);
-    }
-  }
-  return out;
-}
-
-// A value as it appears in an error: in double quotes, escaped so the message stays one line.
-std::string in_quotes(std::string_view text) { return "\"" + escaped(text, true) + "\""; }
-
-int line_of(const YAML::Mark& mark) { return mark.line < 0 ? 1 : mark.line + 1; }
-
-// yaml-cpp marks an empty value ("listen:") where the next token starts, often a later line, so
-// parse_config records the key of each empty value and errors about it point at that key.
-thread_local std::vector<std::pair<YAML::Node, YAML::Mark>>* t_empty_values = nullptr;
-
-YAML::Mark mark_of(const YAML::Node& node) {
-  if (node.IsNull() && t_empty_values != nullptr) {
-    for (const auto& [value, key_mark] : *t_empty_values) {
-      if (value.is(node)) return key_mark;
-    }
-  }
-  return node.Mark();
-}
-
-// "line N: path: what" (or "line N: what" at the top level).
-[[noreturn]] void fail(const YAML::Node& at, const std::string& path, const std::string& what) {
-  std::string message = "line " + std::to_string(line_of(mark_of(at))) + ": ";
-  if (!path.empty()) message += path + ": ";
-  throw ConfigError{message + what};
-}
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
-
-std::string child_path(const std::string& path, std::string_view name) {
-  return path.empty() ? std::string(name) : path + "." + std::string(name);
-}
-
-// Names of layers, attributes and plans.
-const char* kind_of(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    case YAML::NodeType::Null:
-      return "empty";
-    default:
-      return "a single value";
-  }
-}
-
-// The text of a single value; `expected` says what belongs there ("a rate such as 60/min").
-std::string scalar(const YAML::Node& node, const std::string& path, std::string_view expected) {
-  if (!node.IsScalar()) {
-    fail(node, path, "must be " + std::string(expected) + ", not " + kind_of(node));
-  }
-  return node.Scalar();
-}
-
-std::int64_t whole_number(const YAML::Node& node, const std::string& path, std::int64_t min,
-                          std::int64_t max) {
-  const std::string range = "a whole number from " + std::to_string(min) + " to " +
-                            (max == std::numeric_limits<std::int64_t>::max() ? std::string("2^63-1")
-                                                                             : std::to_string(max));
-  const std::string text = scalar(node, path, range);
-  std::int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value < min ||
-      value > max) {
-    fail(node, path, in_quotes(text) + " must be " + range);
-  }
-  return value;
-}
-
-void expect_map(const YAML::Node& node, const std::string& path, std::string_view what) {
-  if (!node.IsMap()) fail(node, path, "must be " + std::string(what) + ", not " + kind_of(node));
-}
-
-// One entry of a mapping: the key node (for its line) and the value.
-struct Entry {
-  std::string name;
-  YAML::Node key;
-  YAML::Node value;
-};
-
-// The entries of a mapping in file order; keys must be single values and not repeat.
-std::vector<Entry> entries(const YAML::Node& map, const std::string& path) {
-  std::vector<Entry> out;
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    const YAML::Node key = it->first;
-    if (!key.IsScalar())
-      fail(key, path, "a key must be a single value, not " + std::string(kind_of(key)));
-    const std::string name = key.Scalar();
-    if (std::any_of(out.begin(), out.end(), [&](const Entry& e) { return e.name == name; })) {
-      fail(key, child_path(path, name), "given twice");
-    }
-    if (it->second.IsNull() && t_empty_values != nullptr) {
-      t_empty_values->emplace_back(it->second, key.Mark());
-    }
-    out.push_back(Entry{name, key, it->second});
-  }
-  return out;
-}
-
-// The fields of a mapping with a fixed set of field names; any other name is an error.
-class Fields {
- public:
-  Fields(const YAML::Node& map, std::string path, std::vector<std::string> allowed)
-      : map_(map), path_(std::move(path)) {
-    for (Entry& entry : entries(map, path_)) {
-      if (std::find(allowed.begin(), allowed.end(), entry.name) == allowed.end()) {
-        fail(entry.key, child_path(path_, entry.name),
-             "unknown field (expected " + join(allowed) + ")");
-      }
-      fields_.push_back(std::move(entry));
-    }
-  }
-
-  const Entry* find(std::string_view name) const {
-    for (const Entry& entry : fields_) {
-      if (entry.name == name) return &entry;
-    }
-    return nullptr;
-  }
-
-  const Entry& require(std::string_view name) const {
-    const Entry* entry = find(name);
-    if (entry == nullptr) fail(map_, path_, "missing field " + std::string(name));
-    return *entry;
-  }
-
-  std::string path(std::string_view name) const { return child_path(path_, name); }
-
- private:
-  YAML::Node map_;
-  std::string path_;
-  std::vector<Entry> fields_;
-};
-
 // ---- server ----------------------------------------------------------------------------------
-
-// "host:port", with IPv6 hosts in brackets ("[::1]:8080"). Returns what is wrong, or "".
-std::string check_listen(const std::string& text) {
-  const std::string usage = " must be host:port, e.g. 127.0.0.1:8080 or \"[::1]:8080\"";
-  std::string_view port_text;
-  if (text.starts_with('[')) {
-    const std::size_t close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      return in_quotes(text) + usage;
-    }
-    const std::string host = text.substr(1, close - 1);
-    Result<IpAddress> ip = parse_ip(host);
-    if (host.find(':') == std::string::npos || !ip) {
-      return in_quotes(text) + " has no valid IPv6 address in its brackets";
-    }
-    port_text = std::string_view(text).substr(close + 2);
-  } else {
-    const std::size_t colon = text.rfind(':');
-    if (colon == std::string::npos) return in_quotes(text) + usage;
-    const std::string host = text.substr(0, colon);
-    if (host.find(':') != std::string::npos) {
-      return in_quotes(text) + ": an IPv6 host must be in brackets, e.g. \"[::1]:8080\"";
-    }
-    if (host.empty()) return in_quotes(text) + " needs a host (0.0.0.0 listens on all interfaces)";
-    const bool name_chars = std::all_of(host.begin(), host.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             c == '.' || c == '-';
-    });
-    const bool numeric = std::all_of(host.begin(), host.end(),
-                                     [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
-    if (!name_chars || (numeric && !parse_ip(host))) {
-      return in_quotes(text) + " has no valid host before the ':'";
-    }
-    port_text = std::string_view(text).substr(colon + 1);
-  }
-  int port = 0;
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (port_text.empty() || ec != std::errc{} || end != port_text.data() + port_text.size() ||
-      port < 1 || port > 65535) {
-    return in_quotes(text) + " needs a port from 1 to 65535";
-  }
-  return "";
-}
 
 void parse_server(const YAML::Node& node, ServerConfig& server) {
   if (node.IsNull()) return;
@@ -233,7 +34,8 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   if (const Entry* listen = fields.find("listen")) {
     const std::string path = fields.path("listen");
     const std::string text = scalar(listen->value, path, "host:port");
-    if (std::string wrong = check_listen(text); !wrong.empty()) fail(listen->value, path, wrong);
+    Result<ListenAddress> address = parse_listen_address(text);
+    if (!address) fail(listen->value, path, address.error().message);
     server.listen = text;
   }
   if (const Entry* threads = fields.find("threads")) {
@@ -268,7 +70,7 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
     } else if (text == "off" || text == "false") {
       server.access_log = false;
     } else {
-      fail(log->value, path, in_quotes(text) + " must be on or off");
+      fail(log->value, path, quote_for_error(text) + " must be on or off");
     }
   }
 }
@@ -288,7 +90,7 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     }
     if (!known) {
       fail(url->value, path,
-           in_quotes(text) +
+           quote_for_error(text) +
                " is not a backend URL (use memory, redis://host:port[/db], "
                "redis+cluster://host:port[,host:port...] or unix://path)");
     }
@@ -306,7 +108,8 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     Result<Micros> micros = parse_duration(text);
     if (!micros) fail(timeout->value, path, micros.error().message);
     if (*micros % kMicrosPerMilli != 0) {
-      fail(timeout->value, path, "duration " + in_quotes(text) + " must be whole milliseconds");
+      fail(timeout->value, path,
+           "duration " + quote_for_error(text) + " must be whole milliseconds");
     }
     backend.timeout = std::chrono::milliseconds(*micros / kMicrosPerMilli);
   }
@@ -318,7 +121,7 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     } else if (text == "deny") {
       backend.on_error = OnError::kDeny;
     } else {
-      fail(on_error->value, path, in_quotes(text) + " must be allow or deny");
+      fail(on_error->value, path, quote_for_error(text) + " must be allow or deny");
     }
   }
 }
@@ -338,7 +141,7 @@ RateSpec parse_rate_spec(const YAML::Node& node, const std::string& path,
   Result<Rate> rate = parse_rate(text);
   if (!rate) fail(node, path, rate.error().message);
   Result<Limit> limit = Limit::make(layer.algorithm, rate->limit, rate->period, layer.burst);
-  if (!limit) fail(node, path, "rate " + in_quotes(text) + ": " + limit.error().message);
+  if (!limit) fail(node, path, "rate " + quote_for_error(text) + ": " + limit.error().message);
   return RateSpec{.limit = rate->limit, .period = rate->period, .burst = layer.burst};
 }
 
@@ -346,7 +149,7 @@ RateSpec parse_rate_spec(const YAML::Node& node, const std::string& path,
 std::string parse_attribute(const YAML::Node& node, const std::string& path) {
   const std::string text = scalar(node, path, "an attribute name such as api_key");
   if (!is_name(text)) {
-    fail(node, path, "attribute " + in_quotes(text) + " must be letters, digits, '_' or '-'");
+    fail(node, path, "attribute " + quote_for_error(text) + " must be letters, digits, '_' or '-'");
   }
   return text;
 }
@@ -362,7 +165,7 @@ std::vector<std::string> parse_key(const YAML::Node& node, const std::string& pa
     const std::string item_path = path + "[" + std::to_string(i) + "]";
     std::string name = parse_attribute(node[i], item_path);
     if (std::find(key.begin(), key.end(), name) != key.end()) {
-      fail(node[i], item_path, "attribute " + in_quotes(name) + " is listed twice");
+      fail(node[i], item_path, "attribute " + quote_for_error(name) + " is listed twice");
     }
     key.push_back(std::move(name));
   }
@@ -384,7 +187,7 @@ PlanSelector parse_by_plan(const YAML::Node& node, const std::string& path,
     const std::string plan_path = child_path(plans_path, plan.name);
     if (!is_name(plan.name)) {
       fail(plan.key, plan_path,
-           "plan name " + in_quotes(plan.name) + " must be letters, digits, '_' or '-'");
+           "plan name " + quote_for_error(plan.name) + " must be letters, digits, '_' or '-'");
     }
     selector.plans[plan.name] = parse_rate_spec(plan.value, plan_path, layer);
   }
@@ -395,7 +198,7 @@ PlanSelector parse_by_plan(const YAML::Node& node, const std::string& path,
     const std::string name = scalar(at, at_path, "a plan name");
     if (!selector.plans.contains(name)) {
       fail(at, at_path,
-           "plan " + in_quotes(name) + " is not one of the plans (" + join(plan_names) + ")");
+           "plan " + quote_for_error(name) + " is not one of the plans (" + join(plan_names) + ")");
     }
     return name;
   };
@@ -430,9 +233,9 @@ EndpointSelector parse_by_endpoint(const YAML::Node& node, const std::string& pa
       return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
     });
     if (!endpoint.name.starts_with('/') || !clean) {
-      fail(
-          endpoint.key, endpoint_path,
-          "endpoint " + in_quotes(endpoint.name) + " must be a path starting with '/' (no spaces)");
+      fail(endpoint.key, endpoint_path,
+           "endpoint " + quote_for_error(endpoint.name) +
+               " must be a path starting with '/' (no spaces)");
     }
     selector.limits[endpoint.name] = parse_rate_spec(endpoint.value, endpoint_path, layer);
   }
@@ -450,12 +253,12 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
   layer.name = scalar(name.value, fields.path("name"), "a layer name");
   if (!is_name(layer.name)) {
     fail(name.value, fields.path("name"),
-         "layer name " + in_quotes(layer.name) + " must be letters, digits, '_' or '-'");
+         "layer name " + quote_for_error(layer.name) + " must be letters, digits, '_' or '-'");
   }
   for (std::size_t j = 0; j < earlier.size(); ++j) {
     if (earlier[j].name == layer.name) {
       fail(name.value, fields.path("name"),
-           "layer name " + in_quotes(layer.name) + " is already used by layers[" +
+           "layer name " + quote_for_error(layer.name) + " is already used by layers[" +
                std::to_string(j) + "]");
     }
   }
@@ -474,10 +277,8 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
     const std::string burst_path = fields.path("burst");
     context.burst =
         whole_number(burst->value, burst_path, 1, std::numeric_limits<std::int64_t>::max());
-    if (context.algorithm != Algorithm::kTokenBucket && context.algorithm != Algorithm::kGcra) {
-      fail(burst->value, burst_path,
-           "burst applies only to token_bucket and gcra, not " +
-               std::string(algorithm_name(context.algorithm)));
+    if (!takes_burst(context.algorithm)) {
+      fail(burst->value, burst_path, burst_not_taken_message(context.algorithm));
     }
   }
 
@@ -579,11 +380,7 @@ Config default_config() {
 }
 
 Result<Config> parse_config(std::string_view yaml_text) {
-  std::vector<std::pair<YAML::Node, YAML::Mark>> empty_values;
-  t_empty_values = &empty_values;
-  struct Reset {
-    ~Reset() { t_empty_values = nullptr; }
-  } reset;
+  const EmptyValueKeys empty_value_keys;
   try {
     // yaml-cpp 0.7's LoadAll never returns on some inputs (a top-level ","; found by the
     // robustness test), so the text is loaded with Load and a second document is found by its
@@ -602,29 +399,30 @@ Result<Config> parse_config(std::string_view yaml_text) {
     return parse_document(document);
   } catch (const ConfigError& error) {
     // Keys and the messages of parse_rate / parse_algorithm can hold control characters.
-    return invalid_argument(escaped(error.message, false));
+    return invalid_argument(escape_control(error.message, false));
   } catch (const YAML::Exception& error) {
     // yaml-cpp's messages can quote the offending character ("unknown escape character: ").
     return invalid_argument("line " + std::to_string(line_of(error.mark)) + ": " +
-                            escaped(error.msg, false));
+                            escape_control(error.msg, false));
   } catch (const std::exception& error) {
-    return invalid_argument("line 1: " + escaped(error.what(), false));
+    return invalid_argument("line 1: " + escape_control(error.what(), false));
   }
 }
 
 Result<Config> load_config_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    return invalid_argument("cannot read config file " + in_quotes(path) + ": it is a directory");
+    return invalid_argument("cannot read config file " + quote_for_error(path) +
+                            ": it is a directory");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return invalid_argument("cannot read config file " + in_quotes(path) + ": " +
+    return invalid_argument("cannot read config file " + quote_for_error(path) + ": " +
                             std::strerror(errno));
   }
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return invalid_argument("cannot read config file " + in_quotes(path));
+  if (in.bad()) return invalid_argument("cannot read config file " + quote_for_error(path));
   return parse_config(text.str());
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "src/core/text.h"
+
 namespace spillway::policy {
 namespace {
 
@@ -10,27 +12,7 @@ namespace {
 // message on one line and cut to a readable length.
 std::string in_quotes(std::string_view text) {
   constexpr std::size_t kMaxShown = 80;
-  constexpr std::string_view kHex = "0123456789abcdef";
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out.append(1, '\\').append(1, static_cast<char>(c));
-    } else if (c < 0x20 || c == 0x7f) {
-      out.append("\\x").append(1, kHex[c >> 4]).append(1, kHex[c & 0xf]);
-    } else {
-      out.append(1, static_cast<char>(c));
-    }
-  }
-  if (text.size() > kMaxShown) out.append("...");
-  out.append(1, '"');
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
+  return quote_for_error(text, kMaxShown);
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }

@@ -1,4 +1,4 @@
-// Client IP handling for the edge layer (SPEC §6).
+// Client IP handling for the edge layer (docs/SPEC.md §6).
 //
 // - IPv4 keys by the whole address; IPv6 by its prefix (/64 by default, configurable), so rotating
 //   addresses inside one /64 does not escape the limit; IPv4-mapped IPv6 (::ffff:a.b.c.d) counts

@@ -1,11 +1,12 @@
 #include "spillway/policy_engine.h"
 
+#include <limits>
 #include <set>
 
-#include "src/core/decimal.h"
+#include "src/policy/keys.h"
 #include "src/policy/names.h"
 
-namespace spillway {
+namespace spillway::policy {
 namespace {
 
 Result<Limit> build_limit(const LayerSpec& layer, const RateSpec& rate, const std::string& what) {
@@ -14,6 +15,13 @@ Result<Limit> build_limit(const LayerSpec& layer, const RateSpec& rate, const st
     return invalid_argument("layer \"" + layer.name + "\" " + what + ": " + limit.error().message);
   }
   return limit;
+}
+
+// "attribute \"api_key\" is required (layer gateway)", with the attribute as the error's field.
+std::unexpected<Error> missing_attribute(const std::string& attribute, const std::string& layer) {
+  return std::unexpected(Error{Errc::kInvalidArgument,
+                               "attribute \"" + attribute + "\" is required (layer " + layer + ")",
+                               attribute});
 }
 
 const std::string* find_attribute(const Attributes& attributes, const std::string& name) {
@@ -41,7 +49,7 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec) {
     }
     // The name begins every key of its layer: with ':' two layers' keys could meet ("a" +
     // "1:b:1:c" vs "a:7:1:b" + "c"); with CR/LF a response header could be forged.
-    if (!policy::is_name(layer.name)) {
+    if (!is_name(layer.name)) {
       return invalid_argument("layer name \"" + layer.name +
                               "\" must be letters, digits, '_' or '-'");
     }
@@ -97,8 +105,7 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
     if (layer.by_plan) {
       const std::string* value = find_attribute(attributes, layer.by_plan->attribute);
       if (value == nullptr || value->empty()) {
-        return invalid_argument("attribute \"" + layer.by_plan->attribute +
-                                "\" is required (layer " + layer.name + ")");
+        return missing_attribute(layer.by_plan->attribute, layer.name);
       }
       auto assigned = layer.by_plan->assignments.find(*value);
       const std::string& plan = assigned == layer.by_plan->assignments.end()
@@ -118,16 +125,12 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
     for (const std::string& name : layer.key) {
       const std::string* value = find_attribute(attributes, name);
       if (value == nullptr || value->empty()) {
-        return invalid_argument("attribute \"" + name + "\" is required (layer " + layer.name +
-                                ")");
+        return missing_attribute(name, layer.name);
       }
-      key.push_back(':');
-      append_decimal(key, value->size());
-      key.append(1, ':').append(*value);
+      append_key_part(key, *value);
     }
-    if (key.size() > kMaxKeyBytes) {
-      return invalid_argument("the key of layer " + layer.name + " is longer than " +
-                              std::to_string(kMaxKeyBytes) + " bytes");
+    if (Result<void> fits = check_layer_key(key, layer.name); !fits) {
+      return std::unexpected(fits.error());
     }
     checks.push_back({i, std::move(key), limit});
   }
@@ -186,4 +189,4 @@ void Policy::decide_async(Store& store, const Attributes& attributes, std::int64
                         });
 }
 
-}  // namespace spillway
+}  // namespace spillway::policy

@@ -1,6 +1,6 @@
 #include "spillway/policy.h"
 
-namespace spillway {
+namespace spillway::policy {
 
 PolicySpec seed_policy_spec() {
   const auto per_minute = [](std::int64_t n) {
@@ -22,4 +22,4 @@ PolicySpec seed_policy_spec() {
   return spec;
 }
 
-}  // namespace spillway
+}  // namespace spillway::policy

@@ -43,10 +43,6 @@ struct ClientOptions {
   std::chrono::milliseconds reconnect_max{1000};
 };
 
-// Parses "redis://[user:password@]host:port[/db]" or "unix:///path/to/socket[?db=N]" into options
-// (other fields keep their defaults). Errors name the part of the URL that is wrong.
-Result<ClientOptions> parse_redis_url(std::string_view url);
-
 class Client {
  public:
   using Callback = std::function<void(Result<Reply>)>;

@@ -6,6 +6,7 @@
 
 #include "src/redis/client.h"
 #include "src/redis/scripts.h"
+#include "src/redis/url.h"
 
 namespace spillway {
 namespace {
@@ -176,8 +177,8 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
 
 RedisStore::RedisStore(RedisStoreOptions options, std::unique_ptr<redis::Client> client)
     : options_(std::move(options)), client_(std::move(client)) {
-  for (int a = 0; a < kAlgorithmCount; ++a) {
-    batchers_.push_back(std::make_unique<Batcher>(static_cast<Algorithm>(a), options_, *client_));
+  for (Algorithm a : kAlgorithms) {
+    batchers_.push_back(std::make_unique<Batcher>(a, options_, *client_));
   }
 }
 
@@ -207,7 +208,7 @@ void RedisStore::check_async(std::string_view key, const Limit& limit, std::int6
   if (Result<void> valid = validate_check(key, cost, now); !valid) {
     return done(std::unexpected(valid.error()));
   }
-  batchers_[static_cast<std::size_t>(limit.algorithm())]->submit(
+  batchers_[algorithm_index(limit.algorithm())]->submit(
       {.key = storage_key(key, limit),
        .now = now ? std::to_string(*now) : std::string(),
        .numbers = {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
@@ -238,14 +239,15 @@ void RedisStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_
   args->push_back(std::to_string(cost));
   for (const KeyedLimit& c : checks) {
     const Limit& l = *c.limit;
-    for (std::int64_t n : {static_cast<std::int64_t>(l.algorithm()), l.limit(), l.period(),
-                           l.burst(), l.limit_units(), l.period_units()}) {
+    // The algorithm by its number: the script's decide_by_id is built from the same list.
+    for (std::int64_t n : {static_cast<std::int64_t>(algorithm_index(l.algorithm())), l.limit(),
+                           l.period(), l.burst(), l.limit_units(), l.period_units()}) {
       args->push_back(std::to_string(n));
     }
   }
   const std::size_t count = checks.size();
-  call_script(*client_, redis::policy_script_source(), redis::policy_script_sha(), args, false,
-              [count, done = std::move(done)](Result<redis::Reply> reply) {
+  call_script(*client_, redis::all_or_nothing_script_source(), redis::all_or_nothing_script_sha(),
+              args, false, [count, done = std::move(done)](Result<redis::Reply> reply) {
                 if (!reply) return done(std::unexpected(reply.error()));
                 Decisions decisions;
                 for (std::size_t i = 0; i < count; ++i) {
@@ -266,6 +268,6 @@ Result<Decisions> RedisStore::check_all(std::span<const KeyedLimit> checks, std:
   return future.get();
 }
 
-bool RedisStore::connected() const { return client_->connected(); }
+bool RedisStore::ready() const { return client_->connected(); }
 
 }  // namespace spillway

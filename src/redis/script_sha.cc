@@ -26,16 +26,14 @@ std::string sha1_hex(std::string_view text) {
 const std::string& script_sha(Algorithm algorithm) {
   static const std::array<std::string, kAlgorithmCount> digests = [] {
     std::array<std::string, kAlgorithmCount> out;
-    for (int i = 0; i < kAlgorithmCount; ++i) {
-      out[i] = sha1_hex(script_source(static_cast<Algorithm>(i)));
-    }
+    for (Algorithm a : kAlgorithms) out[algorithm_index(a)] = sha1_hex(script_source(a));
     return out;
   }();
-  return digests[static_cast<std::size_t>(algorithm)];
+  return digests[algorithm_index(algorithm)];
 }
 
-const std::string& policy_script_sha() {
-  static const std::string digest = sha1_hex(policy_script_source());
+const std::string& all_or_nothing_script_sha() {
+  static const std::string digest = sha1_hex(all_or_nothing_script_source());
   return digest;
 }
 

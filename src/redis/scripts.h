@@ -1,4 +1,5 @@
-// The five Lua scripts (lua/*.lua, compiled in) and their SHA-1 digests for EVALSHA.
+// The Lua scripts (lua/*.lua, compiled in by cmake/embed_lua.cmake) and their SHA-1 digests for
+// EVALSHA.
 #pragma once
 
 #include <string>
@@ -8,14 +9,14 @@
 
 namespace spillway::redis {
 
-// The complete script text for an algorithm (lua/prelude.lua followed by lua/<name>.lua).
+// The complete script text for an algorithm (lua/prelude.lua, lua/<name>.lua, lua/batch.lua).
 std::string_view script_source(Algorithm algorithm);
 
 // Lower-case hex SHA-1 of script_source(algorithm), as Redis names it; computed once.
 const std::string& script_sha(Algorithm algorithm);
 
-// The all-or-nothing script over several layers (lua/policy.lua, with all five algorithms).
-std::string_view policy_script_source();
-const std::string& policy_script_sha();
+// The all-or-nothing script over several layers (lua/all_or_nothing.lua, with every algorithm).
+std::string_view all_or_nothing_script_source();
+const std::string& all_or_nothing_script_sha();
 
 }  // namespace spillway::redis

@@ -3,76 +3,20 @@
 #include <boost/json.hpp>
 #include <chrono>
 
-#include "spillway/memory_store.h"
-#include "spillway/redis_store.h"
-#include "src/core/decimal.h"
-#include "src/server/json_text.h"
+#include "src/policy/keys.h"
+#include "src/server/decision_response.h"
 
 namespace spillway::server {
 namespace json = boost::json;
+using policy::Attributes;
+using policy::LayerDecision;
+using policy::Policy;
+using policy::PolicyDecision;
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-HttpResponse error_response(int status, std::string_view message) {
-  return {.status = status, .body = error_body(message)};
-}
-
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
-
-std::int64_t seconds_up(Micros d) { return d <= 0 ? 0 : ceil_to_unit(d, kMicrosPerSecond); }
-std::int64_t millis_up(Micros d) { return d < 0 ? d : ceil_to_unit(d, kMicrosPerMilli); }
-
-// `"allowed":true,"limit":10,"remaining":9,"retry_after_ms":0,"reset_after_ms":6000`
-void append_decision_fields(std::string& out, const Decision& d) {
-  out.append(d.allowed ? "\"allowed\":true,\"limit\":" : "\"allowed\":false,\"limit\":");
-  append_decimal(out, d.limit);
-  out.append(",\"remaining\":");
-  append_decimal(out, d.remaining);
-  out.append(",\"retry_after_ms\":");
-  append_decimal(out, millis_up(d.retry_after));
-  out.append(",\"reset_after_ms\":");
-  append_decimal(out, millis_up(d.reset_after));
-}
-
-std::string decision_json(const Decision& d) {
-  std::string out = "{";
-  append_decision_fields(out, d);
-  out.push_back('}');
-  return out;
-}
-
-// RateLimit-Policy / RateLimit (IETF httpapi draft: named policies with q, w; r, t), the
-// X-RateLimit-* trio of the top-level decision, and Retry-After when denied.
-void add_rate_headers(HttpResponse& response, const std::vector<LayerDecision>& layers,
-                      const Decision& top) {
-  response.headers.reserve(6);
-  if (!layers.empty()) {
-    std::string policy, state;
-    for (const LayerDecision& l : layers) {
-      if (!policy.empty()) {
-        policy.append(", ");
-        state.append(", ");
-      }
-      policy.append("\"").append(l.name).append("\";q=");
-      append_decimal(policy, l.decision.limit);
-      policy.append(";w=");
-      append_decimal(policy, seconds_up(l.period));
-      state.append("\"").append(l.name).append("\";r=");
-      append_decimal(state, l.decision.remaining);
-      state.append(";t=");
-      append_decimal(state, seconds_up(l.decision.reset_after));
-    }
-    response.headers.emplace_back("RateLimit-Policy", std::move(policy));
-    response.headers.emplace_back("RateLimit", std::move(state));
-  }
-  response.headers.emplace_back("X-RateLimit-Limit", std::to_string(top.limit));
-  response.headers.emplace_back("X-RateLimit-Remaining", std::to_string(top.remaining));
-  response.headers.emplace_back("X-RateLimit-Reset", std::to_string(seconds_up(top.reset_after)));
-  if (!top.allowed && top.retry_after > 0) {
-    response.headers.emplace_back("Retry-After", std::to_string(seconds_up(top.retry_after)));
-  }
-}
 
 // Reads a JSON object body; the error names what is wrong. The value's memory comes from
 // `resource` (a stack buffer for the usual small body), so it must not outlive it.
@@ -134,7 +78,7 @@ std::atomic<std::uint64_t> next_service_id{1};
 
 Service::Service(std::unique_ptr<Store> store)
     : store_(std::move(store)),
-      synchronous_(dynamic_cast<const MemoryStore*>(store_.get()) != nullptr),
+      synchronous_(store_->decides_inline()),
       id_(next_service_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 Result<std::unique_ptr<Service>> Service::make(const policy::Config& config,
@@ -218,8 +162,7 @@ void Service::healthz(const HttpRequest&, const Reply& reply) {
 }
 
 void Service::readyz(const HttpRequest&, const Reply& reply) {
-  const auto* redis = dynamic_cast<const RedisStore*>(store_.get());
-  const bool ready = redis == nullptr || redis->connected();
+  const bool ready = store_->ready();
   reply({.status = ready ? 200 : 503,
          .body = ready ? R"({"status":"ready"})"
                        : R"({"status":"not ready","error":"backend unreachable"})"});
@@ -262,21 +205,18 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
       return reply(error_response(400, "unknown field \"" + std::string(name) + "\""));
     }
   }
-  if (key.empty() || key.size() > kMaxKeyBytes) {
-    return reply(error_response(400, "\"key\" must be a string of 1 to 1024 bytes"));
-  }
+  auto stored_key = policy::limit_endpoint_key(key);
+  if (!stored_key) return reply(error_response(400, stored_key.error().message));
   if (!limit_value) return reply(error_response(400, "\"limit\" is required"));
   if (!period) return reply(error_response(400, "\"period\" is required"));
   if (cost < 0) return reply(error_response(400, "\"cost\" must be 0 or more"));
   auto made = Limit::make(algorithm, *limit_value, *period, burst);
   if (!made) return reply(error_response(400, made.error().message));
   const auto on_error = settings()->on_error;
-  // "/v1/limit:" cannot begin a policy layer's key (layer names have no '/').
-  const std::string store_key = "/v1/limit:" + key;
   if (synchronous_) {
-    return reply(limit_response(*made, on_error, store_->check(store_key, *made, cost)));
+    return reply(limit_response(*made, on_error, store_->check(*stored_key, *made, cost)));
   }
-  store_->check_async(store_key, *made, cost, std::nullopt,
+  store_->check_async(*stored_key, *made, cost, std::nullopt,
                       [this, limit = *made, on_error, reply](Result<Decision> decision) {
                         reply(limit_response(limit, on_error, decision));
                       });
@@ -289,20 +229,11 @@ HttpResponse Service::limit_response(const Limit& limit, policy::OnError on_erro
       return error_response(400, decision.error().message);
     }
     metrics_.backend_error(errc_name(decision.error().code));
-    const bool allow = on_error == policy::OnError::kAllow;
-    std::string body = "{";
-    append_decision_fields(body, Decision{.allowed = allow, .limit = limit.limit()});
-    body.append(",\"backend_error\":");
-    append_json_string(body, decision.error().message);
-    body.push_back('}');
-    HttpResponse response{.status = allow ? 200 : 429, .body = std::move(body)};
-    if (!allow) response.headers.emplace_back("Retry-After", "1");
-    return response;
+    return limit_backend_error_response(limit, on_error == policy::OnError::kAllow,
+                                        decision.error());
   }
   metrics_.decision("limit", decision->allowed);
-  HttpResponse response{.status = decision->allowed ? 200 : 429, .body = decision_json(*decision)};
-  add_rate_headers(response, {{"limit", *decision, limit.period()}}, *decision);
-  return response;
+  return limit_decision_response(*decision, limit.period());
 }
 
 void Service::check(const HttpRequest& request, const Reply& reply) {
@@ -371,51 +302,15 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
   if (!result) {
     if (result.error().code == Errc::kInvalidArgument) {
       // nginx passes 401 and 403 through; a missing API key is "unauthorized".
-      const bool missing_key = result.error().message.find("\"api_key\"") != std::string::npos;
+      const bool missing_key = result.error().field == "api_key";
       return error_response(for_nginx && missing_key ? 401 : 400, result.error().message);
     }
     metrics_.backend_error(errc_name(result.error().code));
-    const bool allow = settings.on_error == policy::OnError::kAllow;
-    std::string body =
-        allow ? "{\"allowed\":true,\"backend_error\":" : "{\"allowed\":false,\"backend_error\":";
-    append_json_string(body, result.error().message);
-    body.push_back('}');
-    HttpResponse response{.status = allow ? (for_nginx ? 204 : 200) : (for_nginx ? 403 : 429),
-                          .body = std::move(body)};
-    if (!allow) response.headers.emplace_back("Retry-After", "1");
-    return response;
+    return policy_backend_error_response(settings.on_error == policy::OnError::kAllow, for_nginx,
+                                         result.error());
   }
-  const PolicyDecision& d = *result;
-  for (const LayerDecision& l : d.layers) metrics_.decision(l.name, l.decision.allowed);
-  Decision top = d.top;
-  top.allowed = d.allowed;
-  HttpResponse response;
-  response.status = d.allowed ? (for_nginx ? 204 : 200) : (for_nginx ? 403 : 429);
-  if (!for_nginx) {
-    // {<top>,"denied_by":null|"name","layers":[{<layer>,"name":"edge"},...]}
-    std::string& body = response.body;
-    body.reserve(128 + 112 * d.layers.size());
-    body.push_back('{');
-    append_decision_fields(body, top);
-    body.append(",\"denied_by\":");
-    if (d.denied_by) {
-      append_json_string(body, *d.denied_by);
-    } else {
-      body.append("null");
-    }
-    body.append(",\"layers\":[");
-    for (std::size_t i = 0; i < d.layers.size(); ++i) {
-      if (i > 0) body.push_back(',');
-      body.push_back('{');
-      append_decision_fields(body, d.layers[i].decision);
-      body.append(",\"name\":");
-      append_json_string(body, d.layers[i].name);
-      body.push_back('}');
-    }
-    body.append("]}");
-  }
-  add_rate_headers(response, d.layers, top);
-  return response;
+  for (const LayerDecision& l : result->layers) metrics_.decision(l.name, l.decision.allowed);
+  return policy_decision_response(*result, for_nginx);
 }
 
 }  // namespace spillway::server

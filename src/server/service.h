@@ -1,6 +1,6 @@
-// What spillway's HTTP endpoints mean (SPEC §5): POST /v1/limit, POST /v1/check, GET /v1/auth,
-// GET /metrics, GET /healthz, GET /readyz. Bad input gets a 4xx whose JSON names the problem and
-// changes no limiter state; backend errors follow `on_error`.
+// What spillway's HTTP endpoints mean (docs/SPEC.md §5): POST /v1/limit, POST /v1/check, GET
+// /v1/auth, GET /metrics, GET /healthz, GET /readyz. Bad input gets a 4xx whose JSON names the
+// problem and changes no limiter state; backend errors follow `on_error`.
 //
 // Thread safety: handle() may run on many threads at once. reload() swaps the policy atomically;
 // requests already running finish on the policy they started with.
@@ -36,7 +36,7 @@ class Service {
 
  private:
   struct Settings {
-    std::shared_ptr<const Policy> policy;
+    std::shared_ptr<const policy::Policy> policy;
     std::vector<policy::Cidr> trusted_proxies;
     int ipv6_prefix = 64;
     policy::OnError on_error = policy::OnError::kDeny;
@@ -69,12 +69,13 @@ class Service {
   void metrics_text(const HttpRequest& request, const Reply& reply);
   void healthz(const HttpRequest& request, const Reply& reply);
   void readyz(const HttpRequest& request, const Reply& reply);
-  void run_policy(const std::shared_ptr<const Settings>& settings, const Attributes& attributes,
-                  std::int64_t cost, bool for_nginx, const Reply& reply);
+  void run_policy(const std::shared_ptr<const Settings>& settings,
+                  const policy::Attributes& attributes, std::int64_t cost, bool for_nginx,
+                  const Reply& reply);
   HttpResponse limit_response(const Limit& limit, policy::OnError on_error,
                               const Result<Decision>& decision);
   HttpResponse policy_response(const Settings& settings, bool for_nginx,
-                               const Result<PolicyDecision>& result);
+                               const Result<policy::PolicyDecision>& result);
 
   explicit Service(std::unique_ptr<Store> store);
 

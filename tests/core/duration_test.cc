@@ -1,4 +1,4 @@
-// parse_duration / parse_rate / format_duration (SPEC §1, include/spillway/duration.h).
+// parse_duration / parse_rate / format_duration (docs/SPEC.md §1, include/spillway/duration.h).
 #include "spillway/duration.h"
 
 #include <gtest/gtest.h>

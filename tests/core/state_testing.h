@@ -1,21 +1,25 @@
 // Helpers shared by the core tests: state equality, printing, per-state-type traits and a
-// Limit factory that fails loudly. Written from the public contract only (SPEC §2, headers).
+// Limit factory that fails loudly. Written from the public contract only (docs/SPEC.md §2,
+// headers).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "spillway/decision.h"
 #include "spillway/limit.h"
-#include "src/core/fixed_window.h"
-#include "src/core/gcra.h"
-#include "src/core/sliding_log.h"
-#include "src/core/sliding_window.h"
-#include "src/core/token_bucket.h"
+#include "src/core/algorithm_state.h"
+#include "src/core/all_algorithms.h"
 
 namespace spillway {
 
@@ -92,40 +96,52 @@ inline std::string show_state(const core::GcraState& s) {
          ", last=" + std::to_string(s.last) + "}";
 }
 
+// The algorithm whose state type is State (the inverse of core::StateOf).
+template <typename State, std::size_t... I>
+consteval Algorithm algorithm_of(std::index_sequence<I...>) {
+  Algorithm found = kAlgorithms[0];
+  ((std::is_same_v<core::StateOf<kAlgorithms[I]>, State> ? (found = kAlgorithms[I], true)
+                                                         : false) ||
+   ...);
+  return found;
+}
+
 // Which algorithm a state type belongs to, and whether it is one of the bucket types (which take
-// a burst B and use B, not L, as the largest cost that can ever pass).
+// a burst B and use B, not L, as the largest cost that can ever pass). From the algorithm list.
 template <typename State>
-struct AlgoTraits;
-template <>
-struct AlgoTraits<core::FixedWindowState> {
-  static constexpr Algorithm kAlgorithm = Algorithm::kFixedWindow;
-  static constexpr bool kBucket = false;
-  static constexpr const char* kName = "fixed_window";
+struct AlgoTraits {
+  static constexpr Algorithm kAlgorithm =
+      algorithm_of<State>(std::make_index_sequence<kAlgorithmCount>{});
+  static_assert(std::is_same_v<core::StateOf<kAlgorithm>, State>, "not an algorithm's state");
+  static constexpr bool kBucket = takes_burst(kAlgorithm);
+  static constexpr std::string_view kName = algorithm_name(kAlgorithm);
 };
-template <>
-struct AlgoTraits<core::SlidingLogState> {
-  static constexpr Algorithm kAlgorithm = Algorithm::kSlidingLog;
-  static constexpr bool kBucket = false;
-  static constexpr const char* kName = "sliding_log";
+
+// Every algorithm's state type, in list order: typed tests over it run every algorithm.
+template <typename Indices>
+struct StateTypesOf;
+template <std::size_t... I>
+struct StateTypesOf<std::index_sequence<I...>> {
+  using type = ::testing::Types<core::StateOf<kAlgorithms[I]>...>;
 };
-template <>
-struct AlgoTraits<core::SlidingWindowState> {
-  static constexpr Algorithm kAlgorithm = Algorithm::kSlidingWindow;
-  static constexpr bool kBucket = false;
-  static constexpr const char* kName = "sliding_window";
+using AllStateTypes = StateTypesOf<std::make_index_sequence<kAlgorithmCount>>::type;
+
+// Names typed tests by algorithm ("Properties/gcra.RetryAfterIsExact").
+struct AlgorithmNames {
+  template <typename State>
+  static std::string GetName(int) {
+    return std::string(AlgoTraits<State>::kName);
+  }
 };
-template <>
-struct AlgoTraits<core::TokenBucketState> {
-  static constexpr Algorithm kAlgorithm = Algorithm::kTokenBucket;
-  static constexpr bool kBucket = true;
-  static constexpr const char* kName = "token_bucket";
-};
-template <>
-struct AlgoTraits<core::GcraState> {
-  static constexpr Algorithm kAlgorithm = Algorithm::kGcra;
-  static constexpr bool kBucket = true;
-  static constexpr const char* kName = "gcra";
-};
+
+// For an algorithm added without an overload above: its State's own == and a plain label.
+template <typename State>
+requires std::equality_comparable<State>
+bool same_state(const State& a, const State& b) { return a == b; }
+template <typename State>
+std::string show_state(const State&) {
+  return std::string(AlgoTraits<State>::kName) + " state";
+}
 
 // A Limit for `State`'s algorithm; the burst is passed only to the bucket types.
 template <typename State>

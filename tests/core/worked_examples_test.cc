@@ -1,5 +1,6 @@
-// Hand-computed examples for the five algorithms (SPEC §2). Every expected number is a literal
-// derived by hand from the SPEC table; the comment next to it shows the arithmetic.
+// Hand-computed examples for the five algorithms (docs/SPEC.md §2). Every expected number is a
+// literal derived by hand from the table of docs/SPEC.md §2; the comment next to it shows the
+// arithmetic.
 //
 // Decision literals are {allowed, limit, remaining, retry_after, reset_after}.
 #include <gtest/gtest.h>
@@ -42,8 +43,7 @@ Decision D(bool allowed, std::int64_t limit, std::int64_t remaining, Micros retr
 // ================================================================================================
 
 TEST(LimitMake, AcceptsValidAndDefaultsBurstToLimit) {
-  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingLog, Algorithm::kSlidingWindow,
-                      Algorithm::kTokenBucket, Algorithm::kGcra}) {
+  for (Algorithm a : kAlgorithms) {
     auto l = Limit::make(a, 10, kS);
     ASSERT_TRUE(l.has_value()) << algorithm_name(a) << ": " << l.error().message;
     EXPECT_EQ(l->algorithm(), a);
@@ -79,8 +79,7 @@ TEST(LimitMake, AcceptsRealisticLimits) {
     std::int64_t limit;
     Micros period;
   };
-  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingLog, Algorithm::kSlidingWindow,
-                      Algorithm::kTokenBucket, Algorithm::kGcra}) {
+  for (Algorithm a : kAlgorithms) {
     for (const Case& c :
          {Case{1000, kMicrosPerMinute}, Case{600, kMicrosPerMinute}, Case{60, kMicrosPerMinute},
           Case{5, kMicrosPerMinute}, Case{10, kS}, Case{1'000'000, kMicrosPerHour},
@@ -100,8 +99,7 @@ void expect_rejected(Result<Limit> r, const std::string& field, const std::strin
 }
 
 TEST(LimitMake, RejectsBadLimitPeriodAndBurst) {
-  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingLog, Algorithm::kSlidingWindow,
-                      Algorithm::kTokenBucket, Algorithm::kGcra}) {
+  for (Algorithm a : kAlgorithms) {
     const std::string n(algorithm_name(a));
     expect_rejected(Limit::make(a, 0, kS), "limit", n + " limit 0");
     expect_rejected(Limit::make(a, -5, kS), "limit", n + " limit -5");
@@ -124,8 +122,7 @@ TEST(LimitMake, RejectsBadLimitPeriodAndBurst) {
 }
 
 TEST(AlgorithmNames, RoundTrip) {
-  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingLog, Algorithm::kSlidingWindow,
-                      Algorithm::kTokenBucket, Algorithm::kGcra}) {
+  for (Algorithm a : kAlgorithms) {
     auto back = parse_algorithm(algorithm_name(a));
     ASSERT_TRUE(back.has_value()) << algorithm_name(a);
     EXPECT_EQ(*back, a);
@@ -282,8 +279,8 @@ TEST(SlidingWindowExample, WeighsThePreviousWindow) {
 }
 
 TEST(SlidingWindowExample, EarlierNowInTheSameWindowIsTheLastAdmissionTime) {
-  // Earlier in a window the previous window weighs more; SPEC §2 says a `now` before the time
-  // the key has seen (its last admission) is treated as that time, so it must not weigh more.
+  // Earlier in a window the previous window weighs more; docs/SPEC.md §2 says a `now` before the
+  // time the key has seen (its last admission) is treated as that time, so it must not weigh more.
   const Limit l = limit_for<SlidingWindowState>(4, 1'000);
   SlidingWindowState s;
   // t = 500, window 0: 3 units; remaining floor(4 - 3) = 1; idle at 2 * 1000 -> reset 1500.

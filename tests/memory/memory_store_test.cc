@@ -37,8 +37,7 @@ using test_util::show;
 constexpr Micros kS = kMicrosPerSecond;
 constexpr Micros kHour = kMicrosPerHour;
 
-constexpr Algorithm kAll[] = {Algorithm::kFixedWindow, Algorithm::kSlidingLog,
-                              Algorithm::kSlidingWindow, Algorithm::kTokenBucket, Algorithm::kGcra};
+constexpr auto& kAll = kAlgorithms;  // every algorithm of the list
 
 MemoryStoreOptions manual_options(std::shared_ptr<ManualClock> clock, std::size_t shards = 64,
                                   std::size_t max_keys = 10'000'000) {

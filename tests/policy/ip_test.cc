@@ -1,4 +1,4 @@
-// Client IP handling (SPEC §6): parsing, edge keys, CIDRs and the trusted-proxy walk.
+// Client IP handling (docs/SPEC.md §6): parsing, edge keys, CIDRs and the trusted-proxy walk.
 #include "src/policy/ip.h"
 
 #include <gtest/gtest.h>

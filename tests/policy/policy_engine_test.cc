@@ -1,5 +1,6 @@
-// The policy engine on the seed policy (SPEC §4-§5): layers, plans, endpoints, all-or-nothing on
-// both backends, keys that cannot collide, and which layer the top-level answer describes.
+// The policy engine on the seed policy (docs/SPEC.md §4-§5): layers, plans, endpoints,
+// all-or-nothing on both backends, keys that cannot collide, and which layer the top-level answer
+// describes.
 #include "spillway/policy_engine.h"
 
 #include <gtest/gtest.h>
@@ -8,9 +9,10 @@
 
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
+#include "src/policy/keys.h"
 #include "tests/support/redis_server.h"
 
-namespace spillway {
+namespace spillway::policy {
 namespace {
 
 std::shared_ptr<const Policy> seed(std::map<std::string, std::string> plans = {}) {
@@ -98,6 +100,46 @@ TEST(Policy, MissingAttributesAreNamed) {
   EXPECT_NE(empty.error().message.find("\"ip\""), std::string::npos);
 }
 
+TEST(Policy, AMissingAttributeIsTheErrorsFieldNotJustTextInItsMessage) {
+  // The server answers /v1/auth 401 when the API key is missing; it decides by the field, so a
+  // value that merely mentions "api_key" in some other error is not mistaken for it.
+  auto policy = seed();
+  auto missing = policy->resolve({{"ip", "192.0.2.1"}, {"endpoint", "/search"}});
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(missing.error().field, "api_key");
+  auto no_ip = policy->resolve(request("", "k", "/search"));
+  ASSERT_FALSE(no_ip.has_value());
+  EXPECT_EQ(no_ip.error().field, "ip");
+
+  PolicySpec spec;
+  spec.layers.push_back({.name = "api_key",
+                         .key = {"tenant"},
+                         .limit = RateSpec{.limit = 1, .period = kMicrosPerMinute}});
+  auto by_tenant = *Policy::make(spec);
+  auto no_tenant = by_tenant->resolve({{"api_key", "k"}});
+  ASSERT_FALSE(no_tenant.has_value());
+  EXPECT_EQ(no_tenant.error().field, "tenant") << no_tenant.error().message;
+}
+
+TEST(Policy, LayerKeysAndLimitEndpointKeysNeverMeet) {
+  // A layer's key starts with its name (letters, digits, '_', '-'); /v1/limit's with '/'.
+  PolicySpec spec;
+  spec.layers.push_back(
+      {.name = "v1", .key = {"limit"}, .limit = RateSpec{.limit = 1, .period = kMicrosPerMinute}});
+  auto policy = *Policy::make(spec);
+  auto layer_key = policy->resolve({{"limit", "x"}});
+  ASSERT_TRUE(layer_key.has_value());
+  auto limit_key = limit_endpoint_key("x");
+  ASSERT_TRUE(limit_key.has_value());
+  EXPECT_EQ(*limit_key, "/v1/limit:x");
+  EXPECT_EQ(layer_key->at(0).key, "v1:1:x");
+  EXPECT_EQ(limit_endpoint_key(std::string(kMaxLimitEndpointKeyBytes, 'k'))->size(), kMaxKeyBytes);
+  auto too_long = limit_endpoint_key(std::string(kMaxLimitEndpointKeyBytes + 1, 'k'));
+  ASSERT_FALSE(too_long.has_value());
+  EXPECT_EQ(too_long.error().field, "key");
+}
+
 TEST(Policy, TopLevelIsTheLongestDenialOrTheFewestRemaining) {
   MemoryStore store;
   PolicySpec spec;
@@ -158,4 +200,4 @@ TEST(Policy, MakeRejectsInvalidSpecsNamingTheLayer) {
 }
 
 }  // namespace
-}  // namespace spillway
+}  // namespace spillway::policy

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/redis/url.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway::redis {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "spillway/algorithm.h"
 #include "spillway/clock.h"
 #include "tests/support/key_audit.h"
 #include "tests/support/redis_server.h"
@@ -64,8 +65,8 @@ testing::RedisServer* DistributedRace::server_ = nullptr;
 
 TEST_F(DistributedRace, ExactlyTheLimitIsAdmittedAcrossProcessesForEveryAlgorithm) {
   // 4 processes x 300 attempts (2 threads each) = 1200 attempts on one key, limit 300 per day.
-  for (const char* algorithm :
-       {"fixed_window", "sliding_log", "sliding_window", "token_bucket", "gcra"}) {
+  for (Algorithm each : kAlgorithms) {
+    const std::string algorithm(algorithm_name(each));
     const WorkerResult result =
         race("store", server_->url(), std::string("race-") + algorithm, algorithm, 300, 300, 4);
     EXPECT_EQ(result.errors, 0) << algorithm;

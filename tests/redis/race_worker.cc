@@ -17,6 +17,7 @@
 #include "spillway/clock.h"
 #include "spillway/redis_store.h"
 #include "src/redis/client.h"
+#include "src/redis/url.h"
 
 using namespace spillway;
 

@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "spillway/algorithm.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway {
@@ -42,14 +43,14 @@ TEST(ReplayRedis, PrintsTheSameAsMemoryForRandomTracesOfEveryAlgorithm) {
   testing::RedisServer server;
   std::mt19937_64 random(20261130);
   int index = 0;
-  for (const char* algorithm :
-       {"fixed_window", "sliding_log", "sliding_window", "token_bucket", "gcra"}) {
+  for (Algorithm each : kAlgorithms) {
+    const std::string algorithm(algorithm_name(each));
     for (int round = 0; round < 3; ++round) {
       const int limit = 1 + static_cast<int>(random() % 12);
       const std::string period = std::to_string(50 + random() % 150) + "ms";
       std::string args = std::string(" replay --algorithm ") + algorithm + " --limit " +
                          std::to_string(limit) + " --period " + period;
-      if (std::string(algorithm) == "gcra" || std::string(algorithm) == "token_bucket") {
+      if (takes_burst(each)) {
         args += " --burst " + std::to_string(1 + random() % 15);
       }
       const std::string trace = write_random_trace(random, limit, index++);

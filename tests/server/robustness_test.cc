@@ -65,7 +65,7 @@ RC_GTEST_PROP(Robustness, MutatedConfigsParseOrNameALine, ()) {
   if (!config) {
     RC_ASSERT(config.error().message.rfind("line ", 0) == 0);
   } else {
-    RC_ASSERT(Policy::make(config->policy).has_value());  // what validates can be built
+    RC_ASSERT(policy::Policy::make(config->policy).has_value());  // what validates can be built
   }
 }
 

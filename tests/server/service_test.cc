@@ -1,4 +1,4 @@
-// spillway's HTTP API over loopback (SPEC §5), on the memory and the Redis backend: bodies,
+// spillway's HTTP API over loopback (docs/SPEC.md §5), on the memory and the Redis backend: bodies,
 // statuses and headers of every endpoint, bad input that changes nothing, on_error, and exactly
 // the limit admitted under hundreds of simultaneous requests.
 #include "src/server/service.h"
@@ -105,6 +105,29 @@ TEST_P(Api, BadLimitRequestsAre400NamingTheFieldAndChangeNothing) {
   HttpReply ok = http(s.port(), "POST", "/v1/limit", R"({"key":"k","limit":5,"period":"1m"})");
   EXPECT_EQ(ok.status, 200);
   EXPECT_NE(ok.body.find(R"("remaining":4)"), std::string::npos) << "bad requests changed state";
+}
+
+TEST_P(Api, LimitKeyLengthIsCheckedOnceAndTheErrorNamesTheClientsLength) {
+  // The stored key is "/v1/limit:" + key and may be 1024 bytes, so a client's key may be 1014.
+  // Keys of 1015..1024 bytes used to pass the first check and fail in the store, with an error
+  // naming the stored key's length.
+  Running s = start(GetParam());
+  const auto body = [](std::size_t length) {
+    return R"({"key":")" + std::string(length, 'k') + R"(","limit":5,"period":"1m"})";
+  };
+  HttpReply longest = http(s.port(), "POST", "/v1/limit", body(1014));
+  EXPECT_EQ(longest.status, 200) << longest.body;
+  for (std::size_t length : {1015u, 1020u, 1024u, 1025u}) {
+    HttpReply reply = http(s.port(), "POST", "/v1/limit", body(length));
+    EXPECT_EQ(reply.status, 400) << length;
+    EXPECT_NE(reply.body.find(R"(key\" must be a string of 1 to 1014 bytes, got )" +
+                              std::to_string(length)),
+              std::string::npos)
+        << reply.body;
+  }
+  HttpReply empty = http(s.port(), "POST", "/v1/limit", body(0));
+  EXPECT_EQ(empty.status, 400);
+  EXPECT_NE(empty.body.find("got 0"), std::string::npos) << empty.body;
 }
 
 TEST_P(Api, CheckRunsTheSeedPolicyAllOrNothing) {

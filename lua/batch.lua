@@ -1,5 +1,5 @@
--- spillway: the tail of every single-algorithm script (the loader defines `decide` as that
--- algorithm's function): decides each check of the call in order.
+-- spillway: the tail of every single-algorithm script, which runs a batch of checks of that one
+-- algorithm (the loader defines `decide` as its function): decides each check of the call in order.
 local out = {}
 for i = 1, #KEYS do
   local a = 2 + (i - 1) * 6

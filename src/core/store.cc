@@ -1,8 +1,6 @@
-#include <string>
-
-#include "spillway/memory_store.h"
-#include "spillway/redis_store.h"
 #include "spillway/store.h"
+
+#include <string>
 
 namespace spillway {
 
@@ -39,31 +37,6 @@ bool all_allowed(const Decisions& decisions) {
     if (!d.allowed) return false;
   }
   return true;
-}
-
-Result<std::unique_ptr<Store>> open_store(std::string_view url, StoreOptions options) {
-  if (url == "memory" || url == "memory://") {
-    MemoryStoreOptions memory;
-    memory.clock = std::move(options.clock);
-    memory.sweep_interval = options.sweep_interval;
-    return std::make_unique<MemoryStore>(std::move(memory));
-  }
-  if (url.starts_with("redis://") || url.starts_with("unix://")) {
-    auto store = RedisStore::open({.url = std::string(url),
-                                   .key_prefix = options.key_prefix,
-                                   .timeout = options.timeout,
-                                   .pool_size = options.pool_size,
-                                   .ttl_floor = options.ttl_floor,
-                                   .max_batch = options.max_batch,
-                                   .max_in_flight = options.max_in_flight});
-    if (!store) return std::unexpected(store.error());
-    return std::unique_ptr<Store>(std::move(*store));
-  }
-  if (url.starts_with("redis+cluster://")) {
-    return std::unexpected(Error{Errc::kUnavailable, "redis cluster is not supported yet"});
-  }
-  return invalid_argument("backend \"" + std::string(url) +
-                          "\" is not a backend URL (use memory or redis://host:port)");
 }
 
 }  // namespace spillway

@@ -1,20 +1,19 @@
--- spillway: the tail of the policy script: one request against several layers, all-or-nothing.
+-- spillway: the tail of the all-or-nothing script: one request against several layers.
+-- The loader puts every algorithm's script before it and defines decide_by_id, which maps an
+-- algorithm's number (its position in include/spillway/algorithm_list.h) to its decide function.
 --
 -- KEYS[i]  the state of layer i
--- ARGV     now (µs or ''), ttl_floor (ms), cost, then six values per layer i: algorithm
---          (0 fixed_window, 1 sliding_log, 2 sliding_window, 3 token_bucket, 4 gcra), limit,
---          period, burst, limit_units, period_units
+-- ARGV     now (µs or ''), ttl_floor (ms), cost, then six values per layer i: algorithm number,
+--          limit, period, burst, limit_units, period_units
 -- Returns  five integers per layer, as the single-algorithm scripts do. Every layer is first
 --          decided without writing; only if all admit are they decided again and written. When
 --          any layer denies, nothing is written and the layers that would have admitted report
 --          their state as it stands (a peek).
-local by_id = {[0] = decide_fixed_window, [1] = decide_sliding_log, [2] = decide_sliding_window,
-               [3] = decide_token_bucket, [4] = decide_gcra}
 local cost = tonumber(ARGV[3])
 local layers = {}
 for i = 1, #KEYS do
   local a = 3 + (i - 1) * 6
-  layers[i] = {by_id[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
+  layers[i] = {decide_by_id[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
                tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])}
 end
 

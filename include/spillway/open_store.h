@@ -1,0 +1,35 @@
+// Opens a backend by URL, above all backends: the one place that knows them all. Code that takes
+// a Store (the policy, the server) does not depend on any backend; a program that lets its user
+// pick the backend (the spillway command) calls open_store.
+//
+// URLs:
+//   memory (or memory://)                         the in-process store (MemoryStore)
+//   redis://[user:password@]host:port[/db]        one Redis (RedisStore); also unix:///path
+//   redis+cluster://host:port[,host:port…]        not supported yet (Errc::kUnavailable)
+// Anything else is Errc::kInvalidArgument, naming the URL.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string_view>
+
+#include "spillway/error.h"
+#include "spillway/memory_store.h"
+#include "spillway/redis_store.h"
+#include "spillway/store.h"
+
+namespace spillway {
+
+// Each backend's own options; open_store uses the one its URL names.
+struct BackendOptions {
+  // For "memory". open_store sweeps idle keys from a background thread every second by default
+  // (MemoryStore's own default is no thread); set 0 when every check passes its own `now` on a
+  // clock other than `memory.clock` (replay).
+  MemoryStoreOptions memory{.sweep_interval = std::chrono::seconds(1)};
+  // For redis:// and unix://. Its `url` is replaced by the URL given to open_store.
+  RedisStoreOptions redis;
+};
+
+Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions options = {});
+
+}  // namespace spillway

@@ -1,0 +1,32 @@
+// Text helpers shared by the parsers and their error messages: trimming blanks, and quoting a
+// value inside a one-line error message. Pure functions; thread-safe.
+//
+// Not for JSON: src/server/json_text.h escapes for JSON string literals (\u00NN), which is a
+// different format from the \xNN used in error messages here.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace spillway {
+
+// Spaces and tabs: what trim() removes unless told otherwise.
+inline constexpr std::string_view kBlanks = " \t";
+
+// `text` without the characters in `chars` at its front, its back, or both ends.
+std::string_view trim_front(std::string_view text, std::string_view chars = kBlanks);
+std::string_view trim_back(std::string_view text, std::string_view chars = kBlanks);
+std::string_view trim(std::string_view text, std::string_view chars = kBlanks);
+
+// `text` with control characters (below 0x20, and 0x7f) written as \xNN, so that a message
+// quoting it stays on one line. With `quotes`, '"' and '\' are also escaped with a backslash (for
+// text shown between double quotes). Other bytes are kept as they are.
+std::string escape_control(std::string_view text, bool quotes);
+
+// `text` as a value quoted in an error message: in double quotes, escaped by escape_control(text,
+// true). At most `max_shown` bytes of it are shown, then "..." when it is longer (for values that
+// come from clients and can be long).
+std::string quote_for_error(std::string_view text, std::size_t max_shown = std::string_view::npos);
+
+}  // namespace spillway

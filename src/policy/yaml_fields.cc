@@ -1,0 +1,130 @@
+// The YAML field readers of the config file (see yaml_fields.h).
+#include "src/policy/yaml_fields.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+#include "src/core/text.h"
+
+namespace spillway::policy {
+namespace {
+
+// The keys of empty values seen by entries() on this thread, while an EmptyValueKeys is alive.
+thread_local std::vector<std::pair<YAML::Node, YAML::Mark>>* t_empty_values = nullptr;
+
+YAML::Mark mark_of(const YAML::Node& node) {
+  if (node.IsNull() && t_empty_values != nullptr) {
+    for (const auto& [value, key_mark] : *t_empty_values) {
+      if (value.is(node)) return key_mark;
+    }
+  }
+  return node.Mark();
+}
+
+}  // namespace
+
+EmptyValueKeys::EmptyValueKeys() { t_empty_values = &keys_; }
+
+EmptyValueKeys::~EmptyValueKeys() { t_empty_values = nullptr; }
+
+int line_of(const YAML::Mark& mark) { return mark.line < 0 ? 1 : mark.line + 1; }
+
+void fail(const YAML::Node& at, const std::string& path, const std::string& what) {
+  std::string message = "line " + std::to_string(line_of(mark_of(at))) + ": ";
+  if (!path.empty()) message += path + ": ";
+  throw ConfigError{message + what};
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+std::string child_path(const std::string& path, std::string_view name) {
+  return path.empty() ? std::string(name) : path + "." + std::string(name);
+}
+
+const char* kind_of(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Null:
+      return "empty";
+    default:
+      return "a single value";
+  }
+}
+
+std::string scalar(const YAML::Node& node, const std::string& path, std::string_view expected) {
+  if (!node.IsScalar()) {
+    fail(node, path, "must be " + std::string(expected) + ", not " + kind_of(node));
+  }
+  return node.Scalar();
+}
+
+std::int64_t whole_number(const YAML::Node& node, const std::string& path, std::int64_t min,
+                          std::int64_t max) {
+  const std::string range = "a whole number from " + std::to_string(min) + " to " +
+                            (max == std::numeric_limits<std::int64_t>::max() ? std::string("2^63-1")
+                                                                             : std::to_string(max));
+  const std::string text = scalar(node, path, range);
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value < min ||
+      value > max) {
+    fail(node, path, quote_for_error(text) + " must be " + range);
+  }
+  return value;
+}
+
+void expect_map(const YAML::Node& node, const std::string& path, std::string_view what) {
+  if (!node.IsMap()) fail(node, path, "must be " + std::string(what) + ", not " + kind_of(node));
+}
+
+std::vector<Entry> entries(const YAML::Node& map, const std::string& path) {
+  std::vector<Entry> out;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const YAML::Node key = it->first;
+    if (!key.IsScalar())
+      fail(key, path, "a key must be a single value, not " + std::string(kind_of(key)));
+    const std::string name = key.Scalar();
+    if (std::any_of(out.begin(), out.end(), [&](const Entry& e) { return e.name == name; })) {
+      fail(key, child_path(path, name), "given twice");
+    }
+    if (it->second.IsNull() && t_empty_values != nullptr) {
+      t_empty_values->emplace_back(it->second, key.Mark());
+    }
+    out.push_back(Entry{name, key, it->second});
+  }
+  return out;
+}
+
+Fields::Fields(const YAML::Node& map, std::string path, std::vector<std::string> allowed)
+    : map_(map), path_(std::move(path)) {
+  for (Entry& entry : entries(map, path_)) {
+    if (std::find(allowed.begin(), allowed.end(), entry.name) == allowed.end()) {
+      fail(entry.key, child_path(path_, entry.name),
+           "unknown field (expected " + join(allowed) + ")");
+    }
+    fields_.push_back(std::move(entry));
+  }
+}
+
+const Entry* Fields::find(std::string_view name) const {
+  for (const Entry& entry : fields_) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+const Entry& Fields::require(std::string_view name) const {
+  const Entry* entry = find(name);
+  if (entry == nullptr) fail(map_, path_, "missing field " + std::string(name));
+  return *entry;
+}
+
+}  // namespace spillway::policy

@@ -1,0 +1,96 @@
+// Reading the config file's YAML: the entries of a mapping, fields from a fixed set of names,
+// single values and whole numbers, with errors that name the line (1-based) and the field path,
+// e.g. "line 12: layers[1].limit: must be a rate such as 60/min, not a list".
+//
+// Errors are thrown as ConfigError by fail() and the readers below; parse_config catches them
+// (nothing else may let one escape). Values quoted in errors go through quote_for_error
+// (src/core/text.h).
+//
+// Thread safety: the functions are reentrant. The record of empty values is per thread: an
+// EmptyValueKeys alive on a thread covers the mappings read on that thread.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace spillway::policy {
+
+// What the readers throw; parse_config turns it into an Error with the same message.
+struct ConfigError {
+  std::string message;
+};
+
+// yaml-cpp marks an empty value ("listen:") where the next token starts, often a later line. While
+// one of these is alive on a thread, entries() records the key of each empty value it sees there,
+// and errors about such a value point at its key. One per parse, on the parsing thread.
+class EmptyValueKeys {
+ public:
+  EmptyValueKeys();
+  ~EmptyValueKeys();
+  EmptyValueKeys(const EmptyValueKeys&) = delete;
+  EmptyValueKeys& operator=(const EmptyValueKeys&) = delete;
+
+ private:
+  std::vector<std::pair<YAML::Node, YAML::Mark>> keys_;
+};
+
+// The 1-based line of a mark (line 1 when yaml-cpp has none).
+int line_of(const YAML::Mark& mark);
+
+// Throws "line N: path: what" (or "line N: what" at the top level, where `path` is empty), N being
+// the line of `at` (of its key, for an empty value).
+[[noreturn]] void fail(const YAML::Node& at, const std::string& path, const std::string& what);
+
+// "a, b, c".
+std::string join(const std::vector<std::string>& names);
+
+// "server" + "listen" -> "server.listen"; at the top level just the name.
+std::string child_path(const std::string& path, std::string_view name);
+
+// What a node is, for errors: "a list", "a mapping", "empty" or "a single value".
+const char* kind_of(const YAML::Node& node);
+
+// The text of a single value; `expected` says what belongs there ("a rate such as 60/min").
+std::string scalar(const YAML::Node& node, const std::string& path, std::string_view expected);
+
+// A whole number from `min` to `max`.
+std::int64_t whole_number(const YAML::Node& node, const std::string& path, std::int64_t min,
+                          std::int64_t max);
+
+// Fails unless `node` is a mapping; `what` describes the mapping expected there.
+void expect_map(const YAML::Node& node, const std::string& path, std::string_view what);
+
+// One entry of a mapping: the key node (for its line) and the value.
+struct Entry {
+  std::string name;
+  YAML::Node key;
+  YAML::Node value;
+};
+
+// The entries of a mapping in file order; keys must be single values and not repeat.
+std::vector<Entry> entries(const YAML::Node& map, const std::string& path);
+
+// The fields of a mapping with a fixed set of field names; any other name is an error.
+class Fields {
+ public:
+  Fields(const YAML::Node& map, std::string path, std::vector<std::string> allowed);
+
+  // The field, or null when the mapping does not have it.
+  const Entry* find(std::string_view name) const;
+  // The field; fails (at the mapping) when it is missing.
+  const Entry& require(std::string_view name) const;
+  // The field's path, for errors: "server" -> "server.listen".
+  std::string path(std::string_view name) const { return child_path(path_, name); }
+
+ private:
+  YAML::Node map_;
+  std::string path_;
+  std::vector<Entry> fields_;
+};
+
+}  // namespace spillway::policy

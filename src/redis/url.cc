@@ -1,0 +1,188 @@
+// parse_redis_url (see url.h): the redis:// and unix:// forms, percent-decoding of user and
+// password, and the checks on port and db. Pure functions; thread-safe.
+#include "src/redis/url.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <system_error>
+
+namespace spillway::redis {
+namespace {
+
+Result<std::string> percent_decode(std::string_view text, std::string_view part) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    unsigned value = 0;
+    const char* begin = text.data() + i + 1;
+    const char* end = begin + std::min<std::size_t>(2, text.size() - i - 1);
+    const auto [ptr, ec] = std::from_chars(begin, end, value, 16);
+    if (end - begin != 2 || ec != std::errc() || ptr != end) {
+      return invalid_argument("redis URL: bad percent escape in " + std::string(part));
+    }
+    out.push_back(static_cast<char>(value));
+    i += 2;
+  }
+  return out;
+}
+
+template <typename Int>
+bool parse_digits(std::string_view text, Int& value) {
+  if (text.empty()) return false;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+Result<std::uint16_t> parse_port(std::string_view text) {
+  unsigned long long value = 0;
+  const bool all_digits = !text.empty() && std::all_of(text.begin(), text.end(),
+                                                       [](char c) { return c >= '0' && c <= '9'; });
+  if (!all_digits) {
+    return invalid_argument("redis URL: port '" + std::string(text) + "' is not a number");
+  }
+  if (!parse_digits(text, value) || value < 1 || value > 65535) {
+    return invalid_argument("redis URL: port " + std::string(text) + " is out of range (1-65535)");
+  }
+  return static_cast<std::uint16_t>(value);
+}
+
+Result<int> parse_db(std::string_view text) {
+  int value = 0;
+  if (!parse_digits(text, value)) {
+    return invalid_argument("redis URL: db '" + std::string(text) +
+                            "' is not a number (expected 0, 1, 2, ...)");
+  }
+  return value;
+}
+
+// "db=N&user=U&password=P" (unix:// URLs).
+Result<void> parse_query(std::string_view query, ClientOptions& options) {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq);
+    const std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
+    if (key == "db") {
+      Result<int> db = parse_db(value);
+      if (!db) return std::unexpected(db.error());
+      options.db = *db;
+    } else if (key == "password" || key == "user") {
+      Result<std::string> decoded = percent_decode(value, key);
+      if (!decoded) return std::unexpected(decoded.error());
+      (key == "password" ? options.password : options.user) = std::move(*decoded);
+    } else {
+      return invalid_argument("redis URL: unknown parameter '" + std::string(key) +
+                              "' (expected db, user or password)");
+    }
+  }
+  return {};
+}
+
+Result<ClientOptions> parse_unix_url(std::string_view rest) {
+  ClientOptions options;
+  const std::size_t question = rest.find('?');
+  const std::string_view path = rest.substr(0, question);
+  if (path.empty() || path.front() != '/') {
+    return invalid_argument("redis URL: unix socket path must be absolute (unix:///path/to/sock)");
+  }
+  options.unix_socket = std::string(path);
+  if (question != std::string_view::npos) {
+    if (Result<void> parsed = parse_query(rest.substr(question + 1), options); !parsed) {
+      return std::unexpected(parsed.error());
+    }
+  }
+  return options;
+}
+
+Result<ClientOptions> parse_tcp_url(std::string_view rest) {
+  ClientOptions options;
+  if (rest.find('?') != std::string_view::npos) {
+    return invalid_argument("redis URL: redis:// URLs take no query parameters");
+  }
+  // The last '@' ends the user info, so a raw '@' or '/' in a password still works.
+  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const std::size_t colon = userinfo.find(':');
+    if (colon == std::string_view::npos) {
+      return invalid_argument(
+          "redis URL: user info must be 'user:password@' or ':password@' (no ':' found)");
+    }
+    Result<std::string> user = percent_decode(userinfo.substr(0, colon), "user");
+    if (!user) return std::unexpected(user.error());
+    Result<std::string> password = percent_decode(userinfo.substr(colon + 1), "password");
+    if (!password) return std::unexpected(password.error());
+    if (!user->empty()) options.user = std::move(*user);
+    if (!password->empty()) options.password = std::move(*password);
+    if (options.user && !options.password) {
+      return invalid_argument("redis URL: user '" + *options.user + "' has no password");
+    }
+  }
+  const std::size_t slash = rest.find('/');
+  const std::string_view hostport = rest.substr(0, slash);
+  std::string_view host;
+  std::optional<std::string_view> port;
+  if (!hostport.empty() && hostport.front() == '[') {  // [IPv6]:port
+    const std::size_t close = hostport.find(']');
+    if (close == std::string_view::npos) return invalid_argument("redis URL: host lacks ']'");
+    host = hostport.substr(1, close - 1);
+    const std::string_view after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') {
+        return invalid_argument("redis URL: unexpected '" + std::string(after) + "' after host");
+      }
+      port = after.substr(1);
+    }
+  } else {
+    const std::size_t colon = hostport.find(':');
+    host = hostport.substr(0, colon);
+    if (colon != std::string_view::npos) port = hostport.substr(colon + 1);
+  }
+  if (host.empty()) return invalid_argument("redis URL: empty host");
+  options.host = std::string(host);
+  if (port) {
+    Result<std::uint16_t> number = parse_port(*port);
+    if (!number) return std::unexpected(number.error());
+    options.port = *number;
+  }
+  if (slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) {
+      Result<int> number = parse_db(db);
+      if (!number) return std::unexpected(number.error());
+      options.db = *number;
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
+Result<ClientOptions> parse_redis_url(std::string_view url) {
+  const std::size_t separator = url.find("://");
+  if (separator == std::string_view::npos) {
+    return invalid_argument("redis URL: missing scheme (expected redis:// or unix://)");
+  }
+  const std::string_view scheme = url.substr(0, separator);
+  const std::string_view rest = url.substr(separator + 3);
+  if (scheme == "redis") return parse_tcp_url(rest);
+  if (scheme == "unix") return parse_unix_url(rest);
+  return invalid_argument("redis URL: unknown scheme '" + std::string(scheme) +
+                          "' (expected redis or unix)");
+}
+
+}  // namespace spillway::redis

@@ -1,0 +1,131 @@
+#include "src/server/decision_response.h"
+
+#include "src/core/decimal.h"
+#include "src/server/json_text.h"
+
+namespace spillway::server {
+namespace {
+
+using policy::LayerDecision;
+
+std::int64_t seconds_up(Micros d) { return d <= 0 ? 0 : ceil_to_unit(d, kMicrosPerSecond); }
+std::int64_t millis_up(Micros d) { return d < 0 ? d : ceil_to_unit(d, kMicrosPerMilli); }
+
+// `"allowed":true,"limit":10,"remaining":9,"retry_after_ms":0,"reset_after_ms":6000`
+void append_decision_fields(std::string& out, const Decision& d) {
+  out.append(d.allowed ? "\"allowed\":true,\"limit\":" : "\"allowed\":false,\"limit\":");
+  append_decimal(out, d.limit);
+  out.append(",\"remaining\":");
+  append_decimal(out, d.remaining);
+  out.append(",\"retry_after_ms\":");
+  append_decimal(out, millis_up(d.retry_after));
+  out.append(",\"reset_after_ms\":");
+  append_decimal(out, millis_up(d.reset_after));
+}
+
+std::string decision_json(const Decision& d) {
+  std::string out = "{";
+  append_decision_fields(out, d);
+  out.push_back('}');
+  return out;
+}
+
+// RateLimit-Policy / RateLimit (IETF httpapi draft: named policies with q, w; r, t), the
+// X-RateLimit-* trio of the top-level decision, and Retry-After when denied.
+void add_rate_headers(HttpResponse& response, const std::vector<LayerDecision>& layers,
+                      const Decision& top) {
+  response.headers.reserve(6);
+  if (!layers.empty()) {
+    std::string policy, state;
+    for (const LayerDecision& l : layers) {
+      if (!policy.empty()) {
+        policy.append(", ");
+        state.append(", ");
+      }
+      policy.append("\"").append(l.name).append("\";q=");
+      append_decimal(policy, l.decision.limit);
+      policy.append(";w=");
+      append_decimal(policy, seconds_up(l.period));
+      state.append("\"").append(l.name).append("\";r=");
+      append_decimal(state, l.decision.remaining);
+      state.append(";t=");
+      append_decimal(state, seconds_up(l.decision.reset_after));
+    }
+    response.headers.emplace_back("RateLimit-Policy", std::move(policy));
+    response.headers.emplace_back("RateLimit", std::move(state));
+  }
+  response.headers.emplace_back("X-RateLimit-Limit", std::to_string(top.limit));
+  response.headers.emplace_back("X-RateLimit-Remaining", std::to_string(top.remaining));
+  response.headers.emplace_back("X-RateLimit-Reset", std::to_string(seconds_up(top.reset_after)));
+  if (!top.allowed && top.retry_after > 0) {
+    response.headers.emplace_back("Retry-After", std::to_string(seconds_up(top.retry_after)));
+  }
+}
+
+}  // namespace
+
+HttpResponse error_response(int status, std::string_view message) {
+  return {.status = status, .body = error_body(message)};
+}
+
+HttpResponse limit_decision_response(const Decision& decision, Micros period) {
+  HttpResponse response{.status = decision.allowed ? 200 : 429, .body = decision_json(decision)};
+  add_rate_headers(response, {{"limit", decision, period}}, decision);
+  return response;
+}
+
+HttpResponse limit_backend_error_response(const Limit& limit, bool allow, const Error& error) {
+  std::string body = "{";
+  append_decision_fields(body, Decision{.allowed = allow, .limit = limit.limit()});
+  body.append(",\"backend_error\":");
+  append_json_string(body, error.message);
+  body.push_back('}');
+  HttpResponse response{.status = allow ? 200 : 429, .body = std::move(body)};
+  if (!allow) response.headers.emplace_back("Retry-After", "1");
+  return response;
+}
+
+HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_nginx) {
+  Decision top = d.top;
+  top.allowed = d.allowed;
+  HttpResponse response;
+  response.status = d.allowed ? (for_nginx ? 204 : 200) : (for_nginx ? 403 : 429);
+  if (!for_nginx) {
+    // {<top>,"denied_by":null|"name","layers":[{<layer>,"name":"edge"},...]}
+    std::string& body = response.body;
+    body.reserve(128 + 112 * d.layers.size());
+    body.push_back('{');
+    append_decision_fields(body, top);
+    body.append(",\"denied_by\":");
+    if (d.denied_by) {
+      append_json_string(body, *d.denied_by);
+    } else {
+      body.append("null");
+    }
+    body.append(",\"layers\":[");
+    for (std::size_t i = 0; i < d.layers.size(); ++i) {
+      if (i > 0) body.push_back(',');
+      body.push_back('{');
+      append_decision_fields(body, d.layers[i].decision);
+      body.append(",\"name\":");
+      append_json_string(body, d.layers[i].name);
+      body.push_back('}');
+    }
+    body.append("]}");
+  }
+  add_rate_headers(response, d.layers, top);
+  return response;
+}
+
+HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Error& error) {
+  std::string body =
+      allow ? "{\"allowed\":true,\"backend_error\":" : "{\"allowed\":false,\"backend_error\":";
+  append_json_string(body, error.message);
+  body.push_back('}');
+  HttpResponse response{.status = allow ? (for_nginx ? 204 : 200) : (for_nginx ? 403 : 429),
+                        .body = std::move(body)};
+  if (!allow) response.headers.emplace_back("Retry-After", "1");
+  return response;
+}
+
+}  // namespace spillway::server

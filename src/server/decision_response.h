@@ -1,0 +1,30 @@
+// The HTTP answers of the decision endpoints (docs/SPEC.md §5), built from a decision, a policy's
+// decision or a backend error: status, JSON body and the rate-limit headers (RateLimit-Policy and
+// RateLimit of the IETF httpapi draft, X-RateLimit-*, Retry-After). Pure functions; thread-safe.
+// The Service decides which one applies and counts it in the metrics.
+#pragma once
+
+#include <string_view>
+
+#include "spillway/decision.h"
+#include "spillway/error.h"
+#include "spillway/limit.h"
+#include "spillway/policy_engine.h"
+#include "src/server/http_server.h"
+
+namespace spillway::server {
+
+// `status` with {"error": message}.
+HttpResponse error_response(int status, std::string_view message);
+
+// POST /v1/limit: 200 admitted or 429 denied, the decision's fields and headers.
+HttpResponse limit_decision_response(const Decision& decision, Micros period);
+// POST /v1/limit when the backend failed: on_error's answer (`allow`) with "backend_error".
+HttpResponse limit_backend_error_response(const Limit& limit, bool allow, const Error& error);
+
+// POST /v1/check (200/429 with every layer) or, for nginx, GET /v1/auth (204/403, no body).
+HttpResponse policy_decision_response(const policy::PolicyDecision& decision, bool for_nginx);
+// The same endpoints when the backend failed: on_error's answer (`allow`) with "backend_error".
+HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Error& error);
+
+}  // namespace spillway::server
