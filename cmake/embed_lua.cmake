@@ -2,6 +2,7 @@
 # (include/spillway/algorithm_list.h, read as LIST_FILE) and the all-or-nothing script:
 #   script of algorithm a:  prelude.lua + <a>.lua + "local decide = decide_<a>" + batch.lua
 #   all-or-nothing script:  prelude.lua + every <a>.lua + the id table + all_or_nothing.lua
+#   refund script:          refund.lua (undoes a reservation of the all-or-nothing script)
 # The id table maps each algorithm's number (its position in the list, as the C++ sends it) to
 # its decide function; static_asserts in the output check that the C++ list says the same.
 include(${CMAKE_CURRENT_LIST_DIR}/algorithm_list.cmake)
@@ -10,6 +11,7 @@ spillway_read_algorithm_list(${LIST_FILE} algorithms)
 file(READ ${LUA_DIR}/prelude.lua prelude)
 file(READ ${LUA_DIR}/batch.lua batch)
 file(READ ${LUA_DIR}/all_or_nothing.lua all_or_nothing)
+file(READ ${LUA_DIR}/refund.lua refund)
 
 set(checks "")
 set(scripts "")
@@ -45,6 +47,8 @@ string(APPEND body "std::string_view script_source(Algorithm algorithm) {\n")
 string(APPEND body "  return kScripts[algorithm_index(algorithm)];\n}\n\n")
 string(APPEND body "std::string_view all_or_nothing_script_source() {\n")
 string(APPEND body "  return R\"spillway_lua(${prelude}${every_algorithm}${id_table}${all_or_nothing})spillway_lua\";\n}\n\n")
+string(APPEND body "std::string_view refund_script_source() {\n")
+string(APPEND body "  return R\"spillway_lua(${refund})spillway_lua\";\n}\n\n")
 string(APPEND body "}  // namespace spillway::redis\n")
 file(WRITE ${OUTPUT}.tmp "${body}")
 file(COPY_FILE ${OUTPUT}.tmp ${OUTPUT} ONLY_IF_DIFFERENT)

@@ -3,16 +3,22 @@
 -- algorithm's number (its position in include/spillway/algorithm_list.h) to its decide function.
 --
 -- KEYS[i]  the state of layer i
--- ARGV     now (µs or ''), ttl_floor (ms), cost, then six values per layer i: algorithm number,
---          limit, period, burst, limit_units, period_units
+-- ARGV     now (µs or ''), ttl_floor (ms), cost, reserve (0/1), then six values per layer i:
+--          algorithm number, limit, period, burst, limit_units, period_units
 -- Returns  five integers per layer, as the single-algorithm scripts do. Every layer is first
 --          decided without writing; only if all admit are they decided again and written. When
 --          any layer denies, nothing is written and the layers that would have admitted report
 --          their state as it stands (a peek).
+-- Reserve  (Redis Cluster: the layers of one request on several slots, one call per slot.) When
+--          every layer of this call admits and reserve is 1, the reply goes on with, per layer,
+--          the five integers of a peek before the charge (what to report if another slot
+--          denies), then what undoes the charge (lua/refund.lua): the key's value before it
+--          (DUMP, '' when absent), its expiry then (PEXPIRETIME, ms) and the value written (DUMP).
 local cost = tonumber(ARGV[3])
+local reserve = ARGV[4] == '1'
 local layers = {}
 for i = 1, #KEYS do
-  local a = 3 + (i - 1) * 6
+  local a = 4 + (i - 1) * 6
   layers[i] = {decide_by_id[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
                tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])}
 end
@@ -22,10 +28,26 @@ local function run(i, c, commit)
   return l[1](KEYS[i], l[2], l[3], l[4], l[5], l[6], c, commit)
 end
 
+local function put(out, i, r)
+  local o = #out
+  out[o + 1] = r[1] and 1 or 0
+  out[o + 2] = layers[i][2]
+  out[o + 3] = r[2]
+  out[o + 4] = r[3]
+  out[o + 5] = r[4]
+end
+
 local results, all_admit = {}, true
 for i = 1, #KEYS do
   results[i] = {run(i, cost, false)}
   if not results[i][1] then all_admit = false end
+end
+local undo = {}
+if all_admit and reserve then
+  for i = 1, #KEYS do
+    undo[i] = {{run(i, 0, false)}, redis.call('DUMP', KEYS[i]) or '',
+               redis.call('PEXPIRETIME', KEYS[i])}
+  end
 end
 for i = 1, #KEYS do
   if all_admit then
@@ -36,12 +58,14 @@ for i = 1, #KEYS do
 end
 
 local out = {}
-for i = 1, #KEYS do
-  local r, o = results[i], (i - 1) * 5
-  out[o + 1] = r[1] and 1 or 0
-  out[o + 2] = layers[i][2]
-  out[o + 3] = r[2]
-  out[o + 4] = r[3]
-  out[o + 5] = r[4]
+for i = 1, #KEYS do put(out, i, results[i]) end
+if all_admit and reserve then
+  for i = 1, #KEYS do put(out, i, undo[i][1]) end
+  for i = 1, #KEYS do
+    local o = #out
+    out[o + 1] = undo[i][2]
+    out[o + 2] = undo[i][3]
+    out[o + 3] = redis.call('DUMP', KEYS[i]) or ''
+  end
 end
 return out

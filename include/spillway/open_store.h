@@ -5,7 +5,7 @@
 // URLs:
 //   memory (or memory://)                         the in-process store (MemoryStore)
 //   redis://[user:password@]host:port[/db]        one Redis (RedisStore); also unix:///path
-//   redis+cluster://host:port[,host:port…]        not supported yet (Errc::kUnavailable)
+//   redis+cluster://[user:password@]host:port[,host:port…]   a Redis Cluster (RedisStore)
 // Anything else is Errc::kInvalidArgument, naming the URL.
 #pragma once
 
@@ -26,7 +26,8 @@ struct BackendOptions {
   // (MemoryStore's own default is no thread); set 0 when every check passes its own `now` on a
   // clock other than `memory.clock` (replay).
   MemoryStoreOptions memory{.sweep_interval = std::chrono::seconds(1)};
-  // For redis:// and unix://. Its `url` is replaced by the URL given to open_store.
+  // For redis://, unix:// and redis+cluster://. Its `url` is replaced by the URL given to
+  // open_store.
   RedisStoreOptions redis;
 };
 

@@ -14,12 +14,20 @@
 // one atomic script). Under load this lifts throughput past one script call per check; alone, a
 // check is sent at once.
 //
+// Redis Cluster (redis+cluster://seed,seed…): each script goes to the primary that owns its
+// keys' hash slot (never to a replica, which may lag and over-admit); MOVED, ASK, TRYAGAIN,
+// CLUSTERDOWN, failovers and NOSCRIPT are handled within the timeout (src/redis/cluster_router.h).
+// A batch holds checks of one slot. check_all over keys of several slots reserves on each slot
+// and refunds when any denies (src/redis/cross_slot.h): it never over-admits; a concurrent
+// request may see a reservation for one round trip.
+//
 // Thread safety: check() and check_async() may be called from any number of threads; they share
 // the connections (automatic pipelining). Faults come back as Errc::kUnavailable / kTimeout within
 // the timeout.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,11 +37,14 @@
 namespace spillway {
 
 namespace redis {
-class Client;
-}
+class Batcher;
+class ScriptTarget;
+}  // namespace redis
 
 struct RedisStoreOptions {
-  std::string url = "redis://127.0.0.1:6379";  // redis://[user:password@]host:port[/db], unix://
+  // redis://[user:password@]host:port[/db], unix:///path, or
+  // redis+cluster://[user:password@]host:port[,host:port…] (seed nodes of a Redis Cluster)
+  std::string url = "redis://127.0.0.1:6379";
   std::string key_prefix = "spillway";
   std::chrono::milliseconds timeout{1000};  // per check
   int pool_size = 2;                        // connections
@@ -46,8 +57,10 @@ struct RedisStoreOptions {
 
 class RedisStore final : public Store {
  public:
-  // Connects in the background: a Redis that is down now is not an error here (checks fail until
-  // it is up). Errors: a malformed URL or options.
+  // One Redis: connects in the background; a Redis that is down now is not an error here (checks
+  // fail until it is up). A cluster: learns the slot map from the seeds first; no seed that
+  // answers as a cluster node is an error naming each seed's problem. Errors: a malformed URL or
+  // options (kInvalidArgument).
   static Result<std::unique_ptr<RedisStore>> open(RedisStoreOptions options);
   ~RedisStore() override;
 
@@ -55,7 +68,8 @@ class RedisStore final : public Store {
                          std::optional<Micros> now = std::nullopt) override;
   void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
                    std::optional<Micros> now, Callback done) override;
-  // One script call (lua/all_or_nothing.lua) over all the keys: they must live on one Redis node.
+  // One script call (lua/all_or_nothing.lua) over all the keys; on a cluster, one per hash slot
+  // with reserve-then-refund (see above).
   Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
                               std::optional<Micros> now = std::nullopt) override;
   void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
@@ -64,16 +78,28 @@ class RedisStore final : public Store {
   // The Redis key that holds `key`'s state under `limit`.
   std::string storage_key(std::string_view key, const Limit& limit) const;
 
-  // Whether a connection to Redis is up.
+  // Whether a connection to Redis is up (a cluster: every slot has an owner with a connection).
   bool ready() const override;
 
+  // How a cluster's routine events were handled so far (zeros on one Redis); for tests, metrics.
+  struct RoutingCounters {
+    std::uint64_t moved = 0;
+    std::uint64_t ask = 0;
+    std::uint64_t retried = 0;
+    std::uint64_t refreshes = 0;
+  };
+  RoutingCounters routing_counters() const;
+
  private:
-  class Batcher;
-  RedisStore(RedisStoreOptions options, std::unique_ptr<redis::Client> client);
+  RedisStore(RedisStoreOptions options, std::unique_ptr<redis::ScriptTarget> target);
+
+  // Where a key's checks go: its hash slot on a cluster, 0 on one Redis (where any keys may
+  // share a call).
+  std::uint16_t slot_of(std::string_view redis_key) const;
 
   RedisStoreOptions options_;
-  std::unique_ptr<redis::Client> client_;
-  std::vector<std::unique_ptr<Batcher>> batchers_;  // one per algorithm
+  std::unique_ptr<redis::ScriptTarget> target_;
+  std::vector<std::unique_ptr<redis::Batcher>> batchers_;  // one per algorithm
 };
 
 }  // namespace spillway

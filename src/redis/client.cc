@@ -158,9 +158,10 @@ class Client::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  void submit(Result<std::string> command, Callback done) {
-    asio::post(io_, [this, command = std::move(command), done = std::move(done)]() mutable {
-      dispatch(std::move(command), std::move(done));
+  // asking: ASKING goes first on the same connection (Redis Cluster's ASK redirection).
+  void submit(Result<std::string> command, Callback done, bool asking = false) {
+    asio::post(io_, [this, command = std::move(command), done = std::move(done), asking]() mutable {
+      dispatch(std::move(command), std::move(done), asking);
     });
   }
 
@@ -173,7 +174,7 @@ class Client::Impl {
  private:
   class Connection;
 
-  void dispatch(Result<std::string> command, Callback done);
+  void dispatch(Result<std::string> command, Callback done, bool asking);
 
   const ClientOptions options_;
   const std::string where_;  // "redis host:port", prefix of every error message
@@ -562,7 +563,7 @@ void Client::Impl::shutdown() {
   thread_.join();
 }
 
-void Client::Impl::dispatch(Result<std::string> command, Callback done) {
+void Client::Impl::dispatch(Result<std::string> command, Callback done, bool asking) {
   if (!command) {
     complete(done, std::unexpected(command.error()));
     return;
@@ -589,7 +590,15 @@ void Client::Impl::dispatch(Result<std::string> command, Callback done) {
                          where_ + ": not connected (" + connections_[first]->last_cause() + ")"));
     return;
   }
-  target->send(std::move(*command), std::move(done), SteadyClock::now() + options_.timeout);
+  const SteadyClock::time_point deadline = SteadyClock::now() + options_.timeout;
+  if (asking) {
+    // A call of its own (so that the timeout scan treats it like any other), whose reply is
+    // dropped; nothing can come between it and the command on this thread.
+    static const std::string kAsking = *format_command({"ASKING"});
+    target->send(
+        kAsking, [](Result<Reply>) {}, deadline);
+  }
+  target->send(std::move(*command), std::move(done), deadline);
 }
 
 // ---- Client --------------------------------------------------------------------------------
@@ -611,6 +620,10 @@ Result<Reply> Client::call(const std::vector<std::string>& args) {
 
 void Client::call_async(const std::vector<std::string>& args, Callback done) {
   impl_->submit(format_command(args), std::move(done));
+}
+
+void Client::call_async_asking(const std::vector<std::string>& args, Callback done) {
+  impl_->submit(format_command(args), std::move(done), true);
 }
 
 bool Client::connected() const { return impl_->connected(); }

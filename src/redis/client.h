@@ -61,6 +61,11 @@ class Client {
   // error (kTimeout, kUnavailable). `done` must not block.
   void call_async(const std::vector<std::string>& args, Callback done);
 
+  // Redis Cluster's ASK redirection: sends ASKING and then the command on one connection, back to
+  // back, so that the node serves the command for a slot it is importing. `done` gets the
+  // command's reply (ASKING's is dropped).
+  void call_async_asking(const std::vector<std::string>& args, Callback done);
+
   // True when at least one connection is up (for readiness checks).
   bool connected() const;
 

@@ -37,4 +37,9 @@ const std::string& all_or_nothing_script_sha() {
   return digest;
 }
 
+const std::string& refund_script_sha() {
+  static const std::string digest = sha1_hex(refund_script_source());
+  return digest;
+}
+
 }  // namespace spillway::redis

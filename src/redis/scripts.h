@@ -19,4 +19,8 @@ const std::string& script_sha(Algorithm algorithm);
 std::string_view all_or_nothing_script_source();
 const std::string& all_or_nothing_script_sha();
 
+// Undoes a reservation of the all-or-nothing script (lua/refund.lua).
+std::string_view refund_script_source();
+const std::string& refund_script_sha();
+
 }  // namespace spillway::redis

@@ -185,4 +185,34 @@ Result<ClientOptions> parse_redis_url(std::string_view url) {
                           "' (expected redis or unix)");
 }
 
+Result<ClusterUrl> parse_cluster_url(std::string_view url) {
+  constexpr std::string_view kScheme = "redis+cluster://";
+  if (!url.starts_with(kScheme)) {
+    return invalid_argument("redis cluster URL: must start with redis+cluster://");
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  std::string userinfo;  // "user:password@", applied to every seed
+  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    userinfo = std::string(rest.substr(0, at + 1));
+    rest = rest.substr(at + 1);
+  }
+  ClusterUrl out;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view seed = rest.substr(0, comma);
+    if (seed.empty()) return invalid_argument("redis cluster URL: an empty seed node");
+    if (seed.find('/') != std::string_view::npos || seed.find('?') != std::string_view::npos) {
+      return invalid_argument("redis cluster URL: seed \"" + std::string(seed) +
+                              "\" must be host:port (a cluster has only database 0)");
+    }
+    Result<ClientOptions> options = parse_tcp_url(userinfo + std::string(seed));
+    if (!options) return std::unexpected(options.error());
+    out.seeds.push_back({options->host, options->port});
+    out.node_options = std::move(*options);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 }  // namespace spillway::redis

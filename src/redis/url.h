@@ -2,9 +2,11 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "spillway/error.h"
 #include "src/redis/client.h"
+#include "src/redis/cluster_map.h"
 
 namespace spillway::redis {
 
@@ -13,5 +15,13 @@ namespace spillway::redis {
 // defaults); user and password may be percent-encoded. Errors name the part of the URL that is
 // wrong.
 Result<ClientOptions> parse_redis_url(std::string_view url);
+
+// Parses "redis+cluster://[user:password@]host[:port][,host[:port]…]": the seed nodes a cluster
+// client learns the slot map from, and the options every node's client shares (credentials).
+struct ClusterUrl {
+  std::vector<NodeAddress> seeds;
+  ClientOptions node_options;
+};
+Result<ClusterUrl> parse_cluster_url(std::string_view url);
 
 }  // namespace spillway::redis

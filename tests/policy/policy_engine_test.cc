@@ -10,6 +10,7 @@
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
 #include "src/policy/keys.h"
+#include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway::policy {
@@ -31,10 +32,14 @@ class PolicyOnBackend : public ::testing::TestWithParam<std::string> {
  protected:
   std::unique_ptr<Store> make() {
     if (GetParam() == "memory") return std::make_unique<MemoryStore>();
-    static testing::RedisServer* server = new testing::RedisServer();
     static std::atomic<int> counter{0};
-    return std::move(*RedisStore::open(
-        {.url = server->url(), .key_prefix = "policy" + std::to_string(counter++)}));
+    const std::string prefix = "policy" + std::to_string(counter++);
+    if (GetParam() == "cluster") {
+      return std::move(
+          *RedisStore::open({.url = testing::shared_cluster().url(), .key_prefix = prefix}));
+    }
+    static testing::RedisServer* server = new testing::RedisServer();
+    return std::move(*RedisStore::open({.url = server->url(), .key_prefix = prefix}));
   }
 };
 
@@ -78,7 +83,8 @@ TEST_P(PolicyOnBackend, PlansChooseTheGatewayLimit) {
   EXPECT_EQ(pro_admitted, 600);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, PolicyOnBackend, ::testing::Values("memory", "redis"));
+INSTANTIATE_TEST_SUITE_P(Backends, PolicyOnBackend,
+                         ::testing::Values("memory", "redis", "cluster"));
 
 TEST(Policy, AttributeValuesCannotImitateAnotherKey) {
   PolicySpec spec;

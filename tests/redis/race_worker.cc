@@ -2,10 +2,13 @@
 // checks one hot key ATTEMPTS times from THREADS threads and prints how many were admitted.
 //
 //   race_worker store URL PREFIX ALGORITHM LIMIT ATTEMPTS THREADS START_AT_US [KEYS]
+//   race_worker layers URL PREFIX ALGORITHM LIMIT ATTEMPTS THREADS START_AT_US
 //   race_worker naive URL PREFIX - LIMIT ATTEMPTS THREADS START_AT_US
 //
-// "store" uses spillway's RedisStore (one atomic script per check, server clock). "naive" is the
-// seed article's broken limiter, kept as a canary: GET the count, compare, then INCR — a second
+// "store" uses spillway's RedisStore (one atomic script per check, server clock). "layers"
+// checks three layers all-or-nothing (check_all) on keys "edge", "key" and "endpoint" with
+// limits LIMIT, 2*LIMIT and 3*LIMIT (on a cluster: three slots, reserve then refund). "naive" is
+// the seed article's broken limiter, kept as a canary: GET the count, compare, then INCR — a second
 // round trip in which other processes read the same count.
 #include <atomic>
 #include <chrono>
@@ -38,15 +41,25 @@ int main(int argc, char** argv) {
   std::unique_ptr<RedisStore> store;
   std::unique_ptr<redis::Client> naive;
   std::optional<Limit> limit;
-  if (mode == "store") {
-    limit = *Limit::make(*parse_algorithm(algorithm_text), limit_value, kMicrosPerDay);
+  std::vector<Limit> layer_limits;
+  if (mode == "layers") {
+    for (int scale = 1; scale <= 3; ++scale) {
+      layer_limits.push_back(
+          *Limit::make(*parse_algorithm(algorithm_text), scale * limit_value, kMicrosPerDay));
+    }
+  }
+  if (mode == "store" || mode == "layers") {
+    if (mode == "store") {
+      limit = *Limit::make(*parse_algorithm(algorithm_text), limit_value, kMicrosPerDay);
+    }
     store = std::move(
         *RedisStore::open({.url = url, .key_prefix = prefix, .timeout = std::chrono::seconds(5)}));
   } else {
     naive = std::make_unique<redis::Client>(*redis::parse_redis_url(url));
   }
   // Warm up the connections (and the script cache) before the start instant.
-  if (store) (void)store->check("warmup", *limit, 0);
+  if (store && limit) (void)store->check("warmup", *limit, 0);
+  if (store && !limit) (void)store->check("warmup", layer_limits[0], 0);
   if (naive) (void)naive->call({"PING"});
 
   SystemClock clock;
@@ -58,6 +71,17 @@ int main(int argc, char** argv) {
     workers.emplace_back([&] {
       for (int i = next++; i < attempts; i = next++) {
         const std::string key = "hot" + std::to_string(i % keys);
+        if (store && !limit) {
+          const std::vector<KeyedLimit> layers = {{"edge", &layer_limits[0]},
+                                                  {"key", &layer_limits[1]},
+                                                  {"endpoint", &layer_limits[2]}};
+          auto d = store->check_all(layers, 1);
+          if (!d)
+            ++errors;
+          else if (all_allowed(*d))
+            ++admitted;
+          continue;
+        }
         if (store) {
           auto d = store->check(key, *limit);
           if (!d)

@@ -14,6 +14,7 @@
 
 #include "spillway/memory_store.h"
 #include "tests/support/key_audit.h"
+#include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway {
@@ -50,10 +51,22 @@ std::unique_ptr<RedisStore> redis_store(
 // Conformance: the same scenarios, with explicit `now`, on the memory and the Redis backend.
 // ------------------------------------------------------------------------------------------------
 
+// The same store on a Redis Cluster (3 primaries, 3 replicas).
+std::unique_ptr<RedisStore> cluster_store() {
+  auto store = RedisStore::open({.url = testing::shared_cluster().url(),
+                                 .key_prefix = unique_prefix(),
+                                 .timeout = std::chrono::milliseconds(2000),
+                                 .pool_size = 2,
+                                 .ttl_floor = std::chrono::minutes(5)});
+  EXPECT_TRUE(store.has_value()) << (store ? "" : store.error().message);
+  return std::move(*store);
+}
+
 class Conformance : public ::testing::TestWithParam<std::string> {
  protected:
   std::unique_ptr<Store> make() {
     if (GetParam() == "memory") return std::make_unique<MemoryStore>();
+    if (GetParam() == "cluster") return cluster_store();
     return redis_store();
   }
 };
@@ -153,13 +166,14 @@ TEST_P(Conformance, KeysOfDifferentLimitsAndBytesNeverCollide) {
   EXPECT_FALSE(must(store->check("x", a, 1, 10)).allowed);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::Values("memory", "redis"));
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::Values("memory", "redis", "cluster"));
 
 // ------------------------------------------------------------------------------------------------
 // Differential: the Lua scripts decide exactly as the C++ math, on random traces.
 // ------------------------------------------------------------------------------------------------
 
-RC_GTEST_PROP(RedisDifferential, SameDecisionsAsMemoryOnRandomTraces, ()) {
+// Random traces of one random limit through the memory store and `redis`: same decisions.
+void same_decisions_as_memory(Store& redis) {
   const Algorithm algorithm = *rc::gen::elementOf(
       std::vector<Algorithm>(std::begin(kAllAlgorithms), std::end(kAllAlgorithms)));
   const std::int64_t limit_value = *rc::gen::inRange<std::int64_t>(1, 40);
@@ -171,7 +185,6 @@ RC_GTEST_PROP(RedisDifferential, SameDecisionsAsMemoryOnRandomTraces, ()) {
   }
   const Limit limit = *Limit::make(algorithm, limit_value, period, burst);
   MemoryStore memory;
-  auto redis = redis_store();
   const int steps = *rc::gen::inRange(1, 60);
   Micros now = *rc::gen::inRange<Micros>(0, 10'000'000);
   for (int i = 0; i < steps; ++i) {
@@ -179,7 +192,7 @@ RC_GTEST_PROP(RedisDifferential, SameDecisionsAsMemoryOnRandomTraces, ()) {
     const std::string key = *rc::gen::element<std::string>("a", "b");
     const std::int64_t cost = *rc::gen::inRange<std::int64_t>(0, limit_value + 3);
     auto expected = memory.check(key, limit, cost, now);
-    auto got = redis->check(key, limit, cost, now);
+    auto got = redis.check(key, limit, cost, now);
     RC_ASSERT(expected.has_value());
     RC_ASSERT(got.has_value());
     if (!(*expected == *got)) {
@@ -192,6 +205,14 @@ RC_GTEST_PROP(RedisDifferential, SameDecisionsAsMemoryOnRandomTraces, ()) {
       RC_FAIL(why.str());
     }
   }
+}
+
+RC_GTEST_PROP(RedisDifferential, SameDecisionsAsMemoryOnRandomTraces, ()) {
+  same_decisions_as_memory(*redis_store());
+}
+
+RC_GTEST_PROP(ClusterDifferential, SameDecisionsAsMemoryOnRandomTraces, ()) {
+  same_decisions_as_memory(*cluster_store());
 }
 
 TEST(RedisDifferential, LargeNumbersStayExact) {

@@ -11,6 +11,7 @@
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
 #include "tests/support/http_client.h"
+#include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway::server {
@@ -38,7 +39,9 @@ Running start(const std::string& backend, policy::Config config = policy::defaul
     store = std::make_unique<MemoryStore>();
   } else {
     store = std::move(*RedisStore::open(
-        {.url = backend == "redis" ? redis().url() : backend,
+        {.url = backend == "redis"     ? redis().url()
+                : backend == "cluster" ? testing::shared_cluster().url()
+                                       : backend,
          .key_prefix = "svc" + std::to_string(getpid()) + "-" + std::to_string(counter++),
          .timeout = std::chrono::milliseconds(300)}));
   }
@@ -222,7 +225,7 @@ TEST_P(Api, HundredsOfSimultaneousRequestsAdmitExactlyTheLimit) {
   EXPECT_EQ(other.load(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Api, ::testing::Values("memory", "redis"));
+INSTANTIATE_TEST_SUITE_P(Backends, Api, ::testing::Values("memory", "redis", "cluster"));
 
 TEST(ApiOnError, RedisDownFollowsOnErrorAndRecovers) {
   testing::RedisServer own;

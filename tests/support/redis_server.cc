@@ -117,7 +117,8 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-RedisServer::RedisServer(const std::string& extra_config) : extra_config_(extra_config) {
+RedisServer::RedisServer(const std::string& extra_config, std::uint16_t port)
+    : extra_config_(extra_config) {
   // A short base directory: unix socket paths are limited to 107 bytes.
   std::string base = fs::temp_directory_path().string();
   if (base.size() > 60) base = "/tmp";
@@ -128,7 +129,7 @@ RedisServer::RedisServer(const std::string& extra_config) : extra_config_(extra_
   dir_ = pattern;
   socket_ = dir_ + "/redis.sock";
   try {
-    port_ = free_port();
+    port_ = port != 0 ? port : free_port();
     start();
   } catch (...) {
     std::error_code ignored;

@@ -12,8 +12,8 @@ namespace spillway::testing {
 
 class RedisServer {
  public:
-  // extra_config: more redis.conf lines (e.g. "requirepass secret").
-  explicit RedisServer(const std::string& extra_config = "");
+  // extra_config: more redis.conf lines (e.g. "requirepass secret"). port 0: a free one.
+  explicit RedisServer(const std::string& extra_config = "", std::uint16_t port = 0);
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -29,6 +29,8 @@ class RedisServer {
 
   // Runs `redis-cli -p PORT args...` and returns its stdout (for checks such as TTL and SCAN).
   std::string cli(const std::string& args) const;
+
+  bool running() const { return pid_ > 0; }
 
  private:
   std::string dir_;

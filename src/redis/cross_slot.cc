@@ -1,0 +1,165 @@
+#include "src/redis/cross_slot.h"
+
+#include <map>
+#include <mutex>
+
+#include "src/redis/script_reply.h"
+#include "src/redis/scripts.h"
+
+namespace spillway::redis {
+namespace {
+
+// What undoes one key's charge (lua/refund.lua's three arguments).
+struct Undo {
+  std::string before;  // DUMP before the charge, "" when absent
+  std::int64_t expires;
+  std::string written;  // DUMP after the charge
+};
+
+struct Group {
+  std::uint16_t slot;
+  std::vector<std::size_t> layers;  // indices into the request's keys, in order
+  // The reply:
+  std::optional<Error> error;
+  std::vector<Decision> decisions;
+  bool charged = false;  // every layer admitted and the cost was written
+  std::vector<Decision> peeks;
+  std::vector<Undo> undo;
+};
+
+struct Request {
+  Request(ScriptTarget& target_, std::vector<SlotKey> keys_, std::int64_t cost_,
+          Store::AllCallback done_)
+      : target(target_), keys(std::move(keys_)), cost(cost_), done(std::move(done_)) {}
+  ScriptTarget& target;
+  const std::vector<SlotKey> keys;
+  const std::int64_t cost;
+  std::vector<Group> groups;  // one per slot, in the order of their first key
+  Store::AllCallback done;
+  std::mutex mutex;
+  std::size_t left = 0;  // calls not yet answered
+};
+
+// Reads a reserve-mode reply of the all-or-nothing script into `group`.
+void read_reserve(Group& group, Result<Reply> reply) {
+  if (!reply) {
+    group.error = reply.error();
+    return;
+  }
+  const std::size_t n = group.layers.size();
+  bool all = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    Result<Decision> d = decision_at(*reply, i);
+    if (!d) {
+      group.error = d.error();
+      return;
+    }
+    all = all && d->allowed;
+    group.decisions.push_back(*d);
+  }
+  if (!all) return;
+  const auto& e = reply->elements;
+  if (e.size() != 2 * n * kFieldsPerDecision + 3 * n) {
+    group.error = Error{Errc::kInternal, "unexpected reply shape from the reserve script"};
+    return;
+  }
+  group.charged = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    Result<Decision> peek = decision_at(*reply, n + i);
+    const Reply& before = e[2 * n * kFieldsPerDecision + 3 * i];
+    const Reply& expires = e[2 * n * kFieldsPerDecision + 3 * i + 1];
+    const Reply& written = e[2 * n * kFieldsPerDecision + 3 * i + 2];
+    if (!peek || before.type != Reply::Type::kString || expires.type != Reply::Type::kInteger ||
+        written.type != Reply::Type::kString) {
+      group.error = Error{Errc::kInternal, "unexpected undo fields from the reserve script"};
+      return;
+    }
+    group.peeks.push_back(*peek);
+    group.undo.push_back({before.text, expires.integer, written.text});
+  }
+}
+
+// Every call has returned: the answer, in the order of the keys.
+void answer(Request& request) {
+  bool admitted = true;
+  for (const Group& g : request.groups) {
+    if (g.error) return request.done(std::unexpected(*g.error));
+    admitted = admitted && g.charged;
+  }
+  Decisions decisions(request.keys.size());
+  for (const Group& g : request.groups) {
+    const bool peeked = !admitted && g.charged;
+    for (std::size_t i = 0; i < g.layers.size(); ++i) {
+      decisions[g.layers[i]] = peeked ? g.peeks[i] : g.decisions[i];
+    }
+  }
+  request.done(std::move(decisions));
+}
+
+// Any slot denied or failed: undo the charges of the slots that took them, then answer.
+void refund(const std::shared_ptr<Request>& request) {
+  std::vector<std::size_t> charged;
+  for (std::size_t g = 0; g < request->groups.size(); ++g) {
+    if (request->groups[g].charged && request->cost > 0) charged.push_back(g);
+  }
+  if (charged.empty()) return answer(*request);
+  request->left = charged.size();
+  for (std::size_t g : charged) {
+    const Group& group = request->groups[g];
+    auto args = std::make_shared<std::vector<std::string>>();
+    args->insert(args->end(), {"", "", std::to_string(group.layers.size())});
+    for (std::size_t layer : group.layers) args->push_back(request->keys[layer].key);
+    for (const Undo& u : group.undo) {
+      args->insert(args->end(), {u.before, std::to_string(u.expires), u.written});
+    }
+    request->target.run(group.slot, {refund_script_source(), &refund_script_sha()}, std::move(args),
+                        [request](Result<Reply>) {
+                          // A lost refund keeps the charge: an under-admission, never more.
+                          std::unique_lock lock(request->mutex);
+                          if (--request->left > 0) return;
+                          lock.unlock();
+                          answer(*request);
+                        });
+  }
+}
+
+}  // namespace
+
+void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::int64_t cost,
+                            std::string now, std::chrono::milliseconds ttl_floor,
+                            Store::AllCallback done) {
+  auto request = std::make_shared<Request>(target, std::move(keys), cost, std::move(done));
+  std::map<std::uint16_t, std::size_t> by_slot;
+  for (std::size_t i = 0; i < request->keys.size(); ++i) {
+    auto [it, fresh] = by_slot.try_emplace(request->keys[i].slot, request->groups.size());
+    if (fresh) request->groups.push_back(Group{.slot = request->keys[i].slot});
+    request->groups[it->second].layers.push_back(i);
+  }
+  request->left = request->groups.size();
+  for (std::size_t g = 0; g < request->groups.size(); ++g) {
+    const Group& group = request->groups[g];
+    auto args = std::make_shared<std::vector<std::string>>();
+    args->reserve(7 + group.layers.size() * 7);
+    args->insert(args->end(), {"", "", std::to_string(group.layers.size())});
+    for (std::size_t layer : group.layers) args->push_back(request->keys[layer].key);
+    args->insert(args->end(), {now, std::to_string(ttl_floor.count()), std::to_string(cost), "1"});
+    for (std::size_t layer : group.layers) {
+      for (std::int64_t n : request->keys[layer].numbers) args->push_back(std::to_string(n));
+    }
+    target.run(group.slot, {all_or_nothing_script_source(), &all_or_nothing_script_sha()},
+               std::move(args), [request, g](Result<Reply> reply) {
+                 std::unique_lock lock(request->mutex);
+                 read_reserve(request->groups[g], std::move(reply));
+                 if (--request->left > 0) return;
+                 lock.unlock();
+                 bool admitted = true;
+                 for (const Group& each : request->groups) {
+                   admitted = admitted && !each.error && each.charged;
+                 }
+                 if (admitted) return answer(*request);
+                 refund(request);
+               });
+  }
+}
+
+}  // namespace spillway::redis

@@ -1,0 +1,31 @@
+#include "src/redis/script_target.h"
+
+namespace spillway::redis {
+namespace {
+
+bool is_noscript(const Result<Reply>& reply) {
+  return reply && reply->is_error() && reply->text.starts_with("NOSCRIPT");
+}
+
+void call_script(Client& client, const Script& script,
+                 std::shared_ptr<std::vector<std::string>> args, bool with_source,
+                 ScriptTarget::Callback done) {
+  (*args)[0] = with_source ? "EVAL" : "EVALSHA";
+  (*args)[1] = with_source ? std::string(script.source) : *script.sha;
+  client.call_async(*args, [&client, script, args, with_source,
+                            done = std::move(done)](Result<Reply> reply) mutable {
+    if (is_noscript(reply) && !with_source) {
+      return call_script(client, script, std::move(args), true, std::move(done));
+    }
+    done(std::move(reply));
+  });
+}
+
+}  // namespace
+
+void SingleNode::run(std::uint16_t, const Script& script,
+                     std::shared_ptr<std::vector<std::string>> args, Callback done) {
+  call_script(client_, script, std::move(args), false, std::move(done));
+}
+
+}  // namespace spillway::redis

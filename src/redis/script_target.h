@@ -1,0 +1,60 @@
+// Where RedisStore's script calls go: one Redis server (SingleNode) or a Redis Cluster
+// (ClusterRouter, src/redis/cluster_router.h). Both call scripts by SHA (EVALSHA) and, on
+// NOSCRIPT, send the call once more as EVAL with the text, which runs and caches it in one atomic
+// step, so the caller never sees NOSCRIPT.
+//
+// Thread safety: run() may be called from any thread; `done` runs exactly once, on an I/O
+// thread of the target, and must not block. Destroying a target fails the calls in flight.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "spillway/error.h"
+#include "src/redis/client.h"
+#include "src/redis/reply.h"
+
+namespace spillway::redis {
+
+// A script's text and its SHA-1 (both outlive every call: they are compiled in).
+struct Script {
+  std::string_view source;
+  const std::string* sha;
+};
+
+class ScriptTarget {
+ public:
+  using Callback = std::function<void(Result<Reply>)>;
+  virtual ~ScriptTarget() = default;
+
+  // Runs `script`. args = {"", "", numkeys, keys…, argv…}: the first two are filled in here
+  // (EVALSHA/EVAL, SHA/text). Every key of the call hashes to `slot` (key_slot).
+  virtual void run(std::uint16_t slot, const Script& script,
+                   std::shared_ptr<std::vector<std::string>> args, Callback done) = 0;
+
+  // Whether the target can serve calls now (for readiness).
+  virtual bool ready() const = 0;
+
+  // True when one call may hold keys of different slots (one server); false on a cluster.
+  virtual bool one_node() const = 0;
+};
+
+// One Redis server through one Client (a pool of pipelined connections).
+class SingleNode final : public ScriptTarget {
+ public:
+  explicit SingleNode(ClientOptions options) : client_(std::move(options)) {}
+
+  void run(std::uint16_t slot, const Script& script, std::shared_ptr<std::vector<std::string>> args,
+           Callback done) override;
+  bool ready() const override { return client_.connected(); }
+  bool one_node() const override { return true; }
+
+ private:
+  Client client_;
+};
+
+}  // namespace spillway::redis
