@@ -3,7 +3,8 @@
 -- algorithm's number (its position in include/spillway/algorithm_list.h) to its decide function.
 --
 -- KEYS[i]  the state of layer i
--- ARGV     now (µs or ''), ttl_floor (ms), cost, reserve (0/1), then six values per layer i:
+-- ARGV     now (µs or ''), ttl_floor (ms), cost, mode (0 decide, 1 reserve, 2 dry), then six
+--          values per layer i:
 --          algorithm number, limit, period, burst, limit_units, period_units
 -- Returns  five integers per layer, as the single-algorithm scripts do. Every layer is first
 --          decided without writing; only if all admit are they decided again and written. When
@@ -14,8 +15,10 @@
 --          the five integers of a peek before the charge (what to report if another slot
 --          denies), then what undoes the charge (lua/refund.lua): the key's value before it
 --          (DUMP, '' when absent), its expiry then (PEXPIRETIME, ms) and the value written (DUMP).
+-- Dry      (mode 2: Redis Cluster, before reserving) nothing is written: when every layer would
+--          admit, each reports a peek (its state as it stands); otherwise as in mode 0.
 local cost = tonumber(ARGV[3])
-local reserve = ARGV[4] == '1'
+local reserve, dry = ARGV[4] == '1', ARGV[4] == '2'
 local layers = {}
 for i = 1, #KEYS do
   local a = 4 + (i - 1) * 6
@@ -50,7 +53,7 @@ if all_admit and reserve then
   end
 end
 for i = 1, #KEYS do
-  if all_admit then
+  if all_admit and not dry then
     results[i] = {run(i, cost, true)}
   elseif results[i][1] then
     results[i] = {run(i, 0, false)}

@@ -52,7 +52,10 @@ struct RedisStoreOptions {
   // server's clock, and a key must not expire by the wall clock in the middle of a trace.
   std::chrono::milliseconds ttl_floor{0};
   int max_batch = 128;    // checks in one script call; 1 disables batching
-  int max_in_flight = 8;  // script calls in flight per algorithm before checks wait and batch
+  int max_in_flight = 8;  // script calls in flight per algorithm (and slot) before checks batch
+  // Cluster, check_all over several slots: a dry call per slot before reserving, so that a
+  // request that some layer denies charges nothing and needs no refund (docs/benchmarks.md).
+  bool cluster_dry_run_first = true;
 };
 
 class RedisStore final : public Store {

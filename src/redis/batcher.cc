@@ -13,11 +13,14 @@ Error closed_error() { return Error{Errc::kUnavailable, "the redis store is clos
 }  // namespace
 
 void Batcher::close() {
-  std::deque<Pending> orphans;
+  std::vector<Pending> orphans;
   {
     std::lock_guard lock(mutex_);
     closing_ = true;
-    orphans.swap(queue_);
+    for (auto& [slot, queue] : slots_) {
+      for (Pending& p : queue.queue) orphans.push_back(std::move(p));
+      queue.queue.clear();
+    }
   }
   for (Pending& p : orphans) p.done(std::unexpected(closed_error()));
 }
@@ -30,30 +33,24 @@ void Batcher::submit(Pending check) {
       check.done(std::unexpected(closed_error()));
       return;
     }
-    queue_.push_back(std::move(check));
-    if (in_flight_ >= options_.max_in_flight) return;  // a returning call will take it
-    batch = take_batch_locked();
+    SlotQueue& slot = slots_[check.slot];
+    slot.queue.push_back(std::move(check));
+    if (slot.in_flight >= options_.max_in_flight) return;  // a returning call will take it
+    batch = take_batch_locked(slot);
   }
   send(std::make_shared<std::vector<Pending>>(std::move(batch)));
 }
 
-// The oldest queued check and the later ones of its slot that share its `now`, in order, capped.
-// A check of that slot with another `now` ends the batch, so no key's checks are reordered.
-std::vector<Batcher::Pending> Batcher::take_batch_locked() {
+// The longest prefix of the slot's queue that shares one `now` (order per key is kept), capped.
+std::vector<Batcher::Pending> Batcher::take_batch_locked(SlotQueue& slot) {
   std::vector<Pending> batch;
   const auto cap = static_cast<std::size_t>(std::max(1, options_.max_batch));
-  batch.push_back(std::move(queue_.front()));
-  queue_.pop_front();
-  for (auto it = queue_.begin(); it != queue_.end() && batch.size() < cap;) {
-    if (it->slot != batch.front().slot) {
-      ++it;
-      continue;
-    }
-    if (it->now != batch.front().now) break;
-    batch.push_back(std::move(*it));
-    it = queue_.erase(it);
+  while (!slot.queue.empty() && batch.size() < cap &&
+         (batch.empty() || slot.queue.front().now == batch.front().now)) {
+    batch.push_back(std::move(slot.queue.front()));
+    slot.queue.pop_front();
   }
-  ++in_flight_;
+  ++slot.in_flight;
   return batch;
 }
 
@@ -77,12 +74,17 @@ void Batcher::finish(std::vector<Pending>& batch, Result<Reply> reply) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     batch[i].done(reply ? decision_at(*reply, i) : std::unexpected(reply.error()));
   }
+  const std::uint16_t key = batch.front().slot;
   std::vector<Pending> next;
   {
     std::lock_guard lock(mutex_);
-    --in_flight_;
-    if (queue_.empty() || closing_) return;
-    next = take_batch_locked();
+    SlotQueue& slot = slots_[key];
+    --slot.in_flight;
+    if (slot.queue.empty() || closing_) {
+      if (slot.in_flight == 0 && slot.queue.empty()) slots_.erase(key);
+      return;
+    }
+    next = take_batch_locked(slot);
   }
   send(std::make_shared<std::vector<Pending>>(std::move(next)));
 }

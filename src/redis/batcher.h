@@ -1,7 +1,9 @@
 // Sends one algorithm's single checks to Redis (RedisStore::check): at once while fewer than
 // max_in_flight script calls are out, otherwise queued and sent together when a call returns, up
 // to max_batch checks in one call (each still decided exactly, in order, by lua/batch.lua).
-// Checks of one call share their `now` argument and, on a cluster, their hash slot.
+// Checks of one call share their `now` argument and their hash slot. On a cluster every slot has
+// its own queue and its own max_in_flight (slots live on different nodes and never share a
+// call); on one Redis every check has slot 0, so there is one queue.
 //
 // Thread safety: submit() and close() from any thread. Callbacks run on the target's I/O
 // threads. The Batcher must outlive the calls it sent (RedisStore closes it, then destroys the
@@ -15,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "spillway/limit.h"
@@ -42,7 +45,11 @@ class Batcher {
   void close();
 
  private:
-  std::vector<Pending> take_batch_locked();
+  struct SlotQueue {
+    std::deque<Pending> queue;
+    int in_flight = 0;
+  };
+  std::vector<Pending> take_batch_locked(SlotQueue& slot);
   void send(std::shared_ptr<std::vector<Pending>> batch);
   void finish(std::vector<Pending>& batch, Result<Reply> reply);
 
@@ -50,8 +57,7 @@ class Batcher {
   const RedisStoreOptions& options_;
   ScriptTarget& target_;
   std::mutex mutex_;
-  std::deque<Pending> queue_;
-  int in_flight_ = 0;
+  std::unordered_map<std::uint16_t, SlotQueue> slots_;  // a slot's entry lives while it is busy
   bool closing_ = false;
 };
 

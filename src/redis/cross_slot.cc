@@ -28,20 +28,28 @@ struct Group {
 };
 
 struct Request {
-  Request(ScriptTarget& target_, std::vector<SlotKey> keys_, std::int64_t cost_,
-          Store::AllCallback done_)
-      : target(target_), keys(std::move(keys_)), cost(cost_), done(std::move(done_)) {}
+  Request(ScriptTarget& target_, std::vector<SlotKey> keys_, std::int64_t cost_, std::string now_,
+          std::chrono::milliseconds ttl_floor_, Store::AllCallback done_)
+      : target(target_),
+        keys(std::move(keys_)),
+        cost(cost_),
+        now(std::move(now_)),
+        ttl_floor(ttl_floor_),
+        done(std::move(done_)) {}
   ScriptTarget& target;
   const std::vector<SlotKey> keys;
   const std::int64_t cost;
+  const std::string now;  // "" for the server's TIME
+  const std::chrono::milliseconds ttl_floor;
   std::vector<Group> groups;  // one per slot, in the order of their first key
   Store::AllCallback done;
   std::mutex mutex;
   std::size_t left = 0;  // calls not yet answered
 };
 
-// Reads a reserve-mode reply of the all-or-nothing script into `group`.
-void read_reserve(Group& group, Result<Reply> reply) {
+// Reads a reply of the all-or-nothing script into `group`: the decisions and, for a reservation
+// that charged, the peeks and what undoes the charge.
+void read_reply(Group& group, Result<Reply> reply, bool reserving) {
   if (!reply) {
     group.error = reply.error();
     return;
@@ -57,7 +65,7 @@ void read_reserve(Group& group, Result<Reply> reply) {
     all = all && d->allowed;
     group.decisions.push_back(*d);
   }
-  if (!all) return;
+  if (!all || !reserving) return;
   const auto& e = reply->elements;
   if (e.size() != 2 * n * kFieldsPerDecision + 3 * n) {
     group.error = Error{Errc::kInternal, "unexpected reply shape from the reserve script"};
@@ -123,18 +131,10 @@ void refund(const std::shared_ptr<Request>& request) {
   }
 }
 
-}  // namespace
-
-void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::int64_t cost,
-                            std::string now, std::chrono::milliseconds ttl_floor,
-                            Store::AllCallback done) {
-  auto request = std::make_shared<Request>(target, std::move(keys), cost, std::move(done));
-  std::map<std::uint16_t, std::size_t> by_slot;
-  for (std::size_t i = 0; i < request->keys.size(); ++i) {
-    auto [it, fresh] = by_slot.try_emplace(request->keys[i].slot, request->groups.size());
-    if (fresh) request->groups.push_back(Group{.slot = request->keys[i].slot});
-    request->groups[it->second].layers.push_back(i);
-  }
+// One call of the all-or-nothing script per slot, all at once, in `mode` ("1" reserve, "2" dry);
+// `then` runs once every call has answered.
+void call_every_slot(const std::shared_ptr<Request>& request, const char* mode,
+                     void (*then)(const std::shared_ptr<Request>&)) {
   request->left = request->groups.size();
   for (std::size_t g = 0; g < request->groups.size(); ++g) {
     const Group& group = request->groups[g];
@@ -142,24 +142,65 @@ void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std
     args->reserve(7 + group.layers.size() * 7);
     args->insert(args->end(), {"", "", std::to_string(group.layers.size())});
     for (std::size_t layer : group.layers) args->push_back(request->keys[layer].key);
-    args->insert(args->end(), {now, std::to_string(ttl_floor.count()), std::to_string(cost), "1"});
+    args->insert(args->end(), {request->now, std::to_string(request->ttl_floor.count()),
+                               std::to_string(request->cost), mode});
     for (std::size_t layer : group.layers) {
       for (std::int64_t n : request->keys[layer].numbers) args->push_back(std::to_string(n));
     }
-    target.run(group.slot, {all_or_nothing_script_source(), &all_or_nothing_script_sha()},
-               std::move(args), [request, g](Result<Reply> reply) {
-                 std::unique_lock lock(request->mutex);
-                 read_reserve(request->groups[g], std::move(reply));
-                 if (--request->left > 0) return;
-                 lock.unlock();
-                 bool admitted = true;
-                 for (const Group& each : request->groups) {
-                   admitted = admitted && !each.error && each.charged;
-                 }
-                 if (admitted) return answer(*request);
-                 refund(request);
-               });
+    request->target.run(group.slot, {all_or_nothing_script_source(), &all_or_nothing_script_sha()},
+                        std::move(args),
+                        [request, g, then, reserving = mode[0] == '1'](Result<Reply> reply) {
+                          std::unique_lock lock(request->mutex);
+                          read_reply(request->groups[g], std::move(reply), reserving);
+                          if (--request->left > 0) return;
+                          lock.unlock();
+                          then(request);
+                        });
   }
+}
+
+// After the reservations: admitted, or refund what was charged.
+void after_reserve(const std::shared_ptr<Request>& request) {
+  bool admitted = true;
+  for (const Group& each : request->groups) admitted = admitted && !each.error && each.charged;
+  if (admitted) return answer(*request);
+  refund(request);
+}
+
+// After the dry run: a slot that would deny answers the request at once (no charge anywhere, so
+// nothing to refund); when every slot would admit, reserve.
+void after_dry_run(const std::shared_ptr<Request>& request) {
+  bool all_would_admit = true;
+  for (Group& each : request->groups) {
+    if (each.error) return request->done(std::unexpected(*each.error));
+    for (const Decision& d : each.decisions) all_would_admit = all_would_admit && d.allowed;
+  }
+  if (!all_would_admit) {
+    Decisions decisions(request->keys.size());
+    for (const Group& g : request->groups) {
+      for (std::size_t i = 0; i < g.layers.size(); ++i) decisions[g.layers[i]] = g.decisions[i];
+    }
+    return request->done(std::move(decisions));
+  }
+  for (Group& each : request->groups) each = Group{.slot = each.slot, .layers = each.layers};
+  call_every_slot(request, "1", after_reserve);
+}
+
+}  // namespace
+
+void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::int64_t cost,
+                            std::string now, std::chrono::milliseconds ttl_floor,
+                            bool dry_run_first, Store::AllCallback done) {
+  auto request = std::make_shared<Request>(target, std::move(keys), cost, std::move(now), ttl_floor,
+                                           std::move(done));
+  std::map<std::uint16_t, std::size_t> by_slot;
+  for (std::size_t i = 0; i < request->keys.size(); ++i) {
+    auto [it, fresh] = by_slot.try_emplace(request->keys[i].slot, request->groups.size());
+    if (fresh) request->groups.push_back(Group{.slot = request->keys[i].slot});
+    request->groups[it->second].layers.push_back(i);
+  }
+  if (dry_run_first) return call_every_slot(request, "2", after_dry_run);
+  call_every_slot(request, "1", after_reserve);
 }
 
 }  // namespace spillway::redis

@@ -17,6 +17,7 @@
 // the refunds have returned.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -36,8 +37,11 @@ struct SlotKey {
 };
 
 // `done` runs once, on one of the target's threads. `now` is "" for the server's TIME.
+// dry_run_first: before reserving, one dry call per slot (nothing written); when a slot would
+// deny, that is the answer and nothing needs a refund. Cheaper when most requests are denied,
+// one more round trip when they are admitted.
 void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::int64_t cost,
                             std::string now, std::chrono::milliseconds ttl_floor,
-                            Store::AllCallback done);
+                            bool dry_run_first, Store::AllCallback done);
 
 }  // namespace spillway::redis

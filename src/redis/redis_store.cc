@@ -121,7 +121,8 @@ void RedisStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_
   const std::string now_arg = now ? std::to_string(*now) : std::string();
   if (!one_slot) {
     return redis::check_all_across_slots(*target_, std::move(keys), cost, now_arg,
-                                         options_.ttl_floor, std::move(done));
+                                         options_.ttl_floor, options_.cluster_dry_run_first,
+                                         std::move(done));
   }
   // One call of the all-or-nothing script over every key.
   auto args = std::make_shared<std::vector<std::string>>();

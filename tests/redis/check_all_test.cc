@@ -31,12 +31,14 @@ std::unique_ptr<Store> redis_store() {
 }
 
 // On a Redis Cluster: the layers' keys fall on different hash slots (reserve, then refund).
-std::unique_ptr<Store> cluster_store() {
+// dry_run_first false: every request a slot denies is reserved on the others and refunded.
+std::unique_ptr<Store> cluster_store(bool dry_run_first = true) {
   static std::atomic<int> counter{0};
   auto store = RedisStore::open(
       {.url = testing::shared_cluster().url(),
        .key_prefix = "all" + std::to_string(getpid()) + "-" + std::to_string(counter++),
-       .ttl_floor = std::chrono::minutes(5)});
+       .ttl_floor = std::chrono::minutes(5),
+       .cluster_dry_run_first = dry_run_first});
   EXPECT_TRUE(store.has_value()) << (store ? "" : store.error().message);
   return std::move(*store);
 }
@@ -46,6 +48,7 @@ class CheckAll : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Store> make() {
     if (GetParam() == "memory") return std::make_unique<MemoryStore>();
     if (GetParam() == "cluster") return cluster_store();
+    if (GetParam() == "cluster-reserve") return cluster_store(false);
     return redis_store();
   }
 };
@@ -106,7 +109,8 @@ TEST_P(CheckAll, RejectsBadInputWithoutCharging) {
   EXPECT_EQ(store->check("a", kEdge, 0, 1'000)->remaining, 5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CheckAll, ::testing::Values("memory", "redis", "cluster"));
+INSTANTIATE_TEST_SUITE_P(Backends, CheckAll,
+                         ::testing::Values("memory", "redis", "cluster", "cluster-reserve"));
 
 // Random layered requests through the memory store and `redis`: the same decisions, layer by
 // layer (on a cluster the layers' keys fall on different slots: reserve, then refund).
@@ -147,6 +151,10 @@ RC_GTEST_PROP(CheckAllDifferential, MemoryAndRedisDecideAlike, ()) {
 
 RC_GTEST_PROP(CheckAllDifferential, MemoryAndClusterDecideAlike, ()) {
   check_all_like_memory(*cluster_store());
+}
+
+RC_GTEST_PROP(CheckAllDifferential, MemoryAndClusterWithReserveAndRefundDecideAlike, ()) {
+  check_all_like_memory(*cluster_store(false));
 }
 
 TEST(CheckAllMemory, ConcurrentOverlappingRequestsAreExactAndNeverDeadlock) {

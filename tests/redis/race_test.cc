@@ -102,15 +102,17 @@ TEST(ClusterRace, LayeredRequestsAcrossSlotsNeverExceedAnyLayer) {
     owners.insert(cluster.owner_of(redis::key_slot(key)));
   ASSERT_EQ(owners.size(), 3u) << "the layers' keys should live on three primaries";
   const std::string url = cluster.url();
-  for (const char* algorithm : {"gcra", "fixed_window", "sliding_log"}) {
-    const WorkerResult result =
-        race("layers", url, std::string("clayers-") + algorithm, algorithm, 100, 150, 4);
-    EXPECT_EQ(result.errors, 0) << algorithm;
-    EXPECT_EQ(result.status, 0) << algorithm;
-    EXPECT_LE(result.admitted, 100) << algorithm << ": over-admitted";
-    EXPECT_GT(result.admitted, 50) << algorithm;
-    std::printf("%s: %d of 100 admitted by 600 layered requests across 3 slots\n", algorithm,
-                result.admitted);
+  for (const char* mode : {"layers", "layers-reserve"}) {
+    for (const char* algorithm : {"gcra", "fixed_window", "sliding_log"}) {
+      const WorkerResult result =
+          race(mode, url, std::string("c") + mode + "-" + algorithm, algorithm, 100, 150, 4);
+      EXPECT_EQ(result.errors, 0) << mode << " " << algorithm;
+      EXPECT_EQ(result.status, 0) << mode << " " << algorithm;
+      EXPECT_LE(result.admitted, 100) << mode << " " << algorithm << ": over-admitted";
+      EXPECT_GT(result.admitted, 50) << mode << " " << algorithm;
+      std::printf("%s %s: %d of 100 admitted by 600 layered requests across 3 slots\n", mode,
+                  algorithm, result.admitted);
+    }
   }
 }
 

@@ -42,18 +42,21 @@ int main(int argc, char** argv) {
   std::unique_ptr<redis::Client> naive;
   std::optional<Limit> limit;
   std::vector<Limit> layer_limits;
-  if (mode == "layers") {
+  const bool layered = mode == "layers" || mode == "layers-reserve";
+  if (layered) {
     for (int scale = 1; scale <= 3; ++scale) {
       layer_limits.push_back(
           *Limit::make(*parse_algorithm(algorithm_text), scale * limit_value, kMicrosPerDay));
     }
   }
-  if (mode == "store" || mode == "layers") {
+  if (mode == "store" || layered) {
     if (mode == "store") {
       limit = *Limit::make(*parse_algorithm(algorithm_text), limit_value, kMicrosPerDay);
     }
-    store = std::move(
-        *RedisStore::open({.url = url, .key_prefix = prefix, .timeout = std::chrono::seconds(5)}));
+    store = std::move(*RedisStore::open({.url = url,
+                                         .key_prefix = prefix,
+                                         .timeout = std::chrono::seconds(5),
+                                         .cluster_dry_run_first = mode != "layers-reserve"}));
   } else {
     naive = std::make_unique<redis::Client>(*redis::parse_redis_url(url));
   }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "spillway/algorithm.h"
+#include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway {
@@ -41,6 +42,7 @@ std::string write_random_trace(std::mt19937_64& random, int limit, int index) {
 
 TEST(ReplayRedis, PrintsTheSameAsMemoryForRandomTracesOfEveryAlgorithm) {
   testing::RedisServer server;
+  const std::string cluster = testing::shared_cluster().url();
   std::mt19937_64 random(20261130);
   int index = 0;
   for (Algorithm each : kAlgorithms) {
@@ -58,8 +60,11 @@ TEST(ReplayRedis, PrintsTheSameAsMemoryForRandomTracesOfEveryAlgorithm) {
           run(std::string(SPILLWAY_BINARY) + args + " --backend memory " + trace);
       const std::string redis =
           run(std::string(SPILLWAY_BINARY) + args + " --backend " + server.url() + " " + trace);
+      const std::string on_cluster =
+          run(std::string(SPILLWAY_BINARY) + args + " --backend " + cluster + " " + trace);
       ASSERT_GT(memory.size(), 1000u);
       EXPECT_EQ(memory, redis) << args << " " << trace;
+      EXPECT_EQ(memory, on_cluster) << args << " " << trace << " on the cluster";
     }
   }
 }
