@@ -93,15 +93,8 @@ serve_layered() {  # name url nodes...
   cat > "$work/$name.yaml" <<CONF
 server: {listen: "127.0.0.1:$port", threads: 2, access_log: off}
 backend: {url: "$url", timeout: 1s}
-layers:
-  - {name: edge, key: [ip], algorithm: gcra, limit: 1000/min}
-  - name: gateway
-    key: [api_key]
-    by_plan: {default: free, plans: {free: 60/min, pro: 600/min}}
-  - name: endpoint
-    key: [api_key, endpoint]
-    by_endpoint: {limits: {/search: 10/min, /export: 5/min}}
 CONF
+  cat bench/seed_layers.yaml >> "$work/$name.yaml"
   "$bin" serve --config "$work/$name.yaml" 2>"$work/$name.log" & pid=$!
   until (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.05; done
   before=$(cpu_usec "$@")

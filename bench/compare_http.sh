@@ -60,15 +60,8 @@ serve() {  # name backend_url access_log [binary]
   cat > "$work/$1.yaml" <<CONF
 server: {listen: "127.0.0.1:$port", threads: 2$log}
 backend: {url: "$2"}
-layers:
-  - {name: edge, key: [ip], algorithm: gcra, limit: 1000/min}
-  - name: gateway
-    key: [api_key]
-    by_plan: {default: free, plans: {free: 60/min, pro: 600/min}}
-  - name: endpoint
-    key: [api_key, endpoint]
-    by_endpoint: {limits: {/search: 10/min, /export: 5/min}}
 CONF
+  cat bench/seed_layers.yaml >> "$work/$1.yaml"
   "$binary" serve --config "$work/$1.yaml" >/dev/null 2>&1 &
   local pid=$!
   wait_port "$port"
