@@ -12,7 +12,7 @@
 //     url: memory                 # or redis://host:port/db
 //     key_prefix: spillway
 //     timeout: 50ms
-//     on_error: deny              # or allow
+//     on_error: allow             # or deny (what to answer when the backend fails)
 //   layers:
 //     - name: edge
 //       key: [ip]
@@ -59,7 +59,8 @@ struct BackendConfig {
   std::string url = "memory";
   std::string key_prefix = "spillway";
   std::chrono::milliseconds timeout{50};
-  OnError on_error = OnError::kDeny;
+  // Fail open by default: a backend outage must not become an API outage.
+  OnError on_error = OnError::kAllow;
   friend bool operator==(const BackendConfig&, const BackendConfig&) = default;
 };
 

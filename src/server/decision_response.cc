@@ -62,6 +62,21 @@ void add_rate_headers(HttpResponse& response, const std::vector<LayerDecision>& 
   }
 }
 
+// What every backend-error answer carries: `X-Spillway-Backend-Error: <kind>`, and when denied
+// `Retry-After: 1` (the backend may be back by then).
+void add_backend_error_headers(HttpResponse& response, bool allow, const Error& error) {
+  response.headers.emplace_back("X-Spillway-Backend-Error", std::string(errc_name(error.code)));
+  if (!allow) response.headers.emplace_back("Retry-After", "1");
+}
+
+// Denied because of the backend, not because of the limit: 503 (429 would tell the client it is
+// over its limit), with "error" as every 5xx body has.
+void append_backend_error_fields(std::string& body, bool allow, const Error& error) {
+  body.append(",\"backend_error\":");
+  append_json_string(body, error.message);
+  if (!allow) body.append(",\"error\":\"the rate limiter's backend failed\"");
+}
+
 }  // namespace
 
 HttpResponse error_response(int status, std::string_view message) {
@@ -77,11 +92,10 @@ HttpResponse limit_decision_response(const Decision& decision, Micros period) {
 HttpResponse limit_backend_error_response(const Limit& limit, bool allow, const Error& error) {
   std::string body = "{";
   append_decision_fields(body, Decision{.allowed = allow, .limit = limit.limit()});
-  body.append(",\"backend_error\":");
-  append_json_string(body, error.message);
+  append_backend_error_fields(body, allow, error);
   body.push_back('}');
-  HttpResponse response{.status = allow ? 200 : 429, .body = std::move(body)};
-  if (!allow) response.headers.emplace_back("Retry-After", "1");
+  HttpResponse response{.status = allow ? 200 : 503, .body = std::move(body)};
+  add_backend_error_headers(response, allow, error);
   return response;
 }
 
@@ -118,13 +132,13 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
 }
 
 HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Error& error) {
-  std::string body =
-      allow ? "{\"allowed\":true,\"backend_error\":" : "{\"allowed\":false,\"backend_error\":";
-  append_json_string(body, error.message);
+  std::string body = allow ? "{\"allowed\":true" : "{\"allowed\":false";
+  append_backend_error_fields(body, allow, error);
   body.push_back('}');
-  HttpResponse response{.status = allow ? (for_nginx ? 204 : 200) : (for_nginx ? 403 : 429),
+  // nginx's auth_request understands 2xx and 401/403 only: a denial stays 403 there.
+  HttpResponse response{.status = allow ? (for_nginx ? 204 : 200) : (for_nginx ? 403 : 503),
                         .body = std::move(body)};
-  if (!allow) response.headers.emplace_back("Retry-After", "1");
+  add_backend_error_headers(response, allow, error);
   return response;
 }
 

@@ -76,17 +76,17 @@ void Metrics::request(std::string_view endpoint, int status, Micros latency) {
   shard.latency_sum_seconds += static_cast<double>(latency) / 1e6;
 }
 
-void Metrics::backend_error(std::string_view kind) {
+void Metrics::backend_error(std::string_view kind, bool allowed) {
   Shard& shard = local();
   const std::lock_guard lock(shard.mutex);
-  ++entry(shard.backend_errors, kind);
+  ++shard.backend_errors[{std::string(kind), allowed}];
 }
 
 std::string Metrics::render() const {
   // Sum the shards first, then print in a stable order.
   std::map<std::string, std::array<std::uint64_t, 2>> decisions;
   std::map<std::pair<std::string, int>, std::uint64_t> requests;
-  std::map<std::string, std::uint64_t> backend_errors;
+  std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;
   std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
   std::uint64_t latency_count = 0;
   double latency_sum_seconds = 0;
@@ -126,10 +126,12 @@ std::string Metrics::render() const {
     out << "spillway_requests_total{endpoint=\"" << label(key.first) << "\",status=\"" << key.second
         << "\"} " << count << "\n";
   }
-  out << "# HELP spillway_backend_errors_total Backend errors by kind.\n"
+  out << "# HELP spillway_backend_errors_total Backend errors by kind, and what on_error "
+         "answered (allow: admitted without a decision; deny: 503, or 403 for nginx).\n"
       << "# TYPE spillway_backend_errors_total counter\n";
-  for (const auto& [kind, count] : backend_errors) {
-    out << "spillway_backend_errors_total{kind=\"" << label(kind) << "\"} " << count << "\n";
+  for (const auto& [key, count] : backend_errors) {
+    out << "spillway_backend_errors_total{kind=\"" << label(key.first) << "\",answer=\""
+        << (key.second ? "allow" : "deny") << "\"} " << count << "\n";
   }
   out << "# HELP spillway_request_duration_seconds Time to answer a request.\n"
       << "# TYPE spillway_request_duration_seconds histogram\n";

@@ -28,7 +28,8 @@ class Metrics {
 
   void decision(std::string_view layer, bool allowed);
   void request(std::string_view endpoint, int status, Micros latency);
-  void backend_error(std::string_view kind);
+  // A backend error (kind: errc_name) and what on_error answered for it.
+  void backend_error(std::string_view kind, bool allowed);
   std::string render() const;
 
  private:
@@ -40,7 +41,7 @@ class Metrics {
     std::map<std::string, std::array<std::uint64_t, 2>, std::less<>>
         decisions;                                                              // [denied, allowed]
     std::map<std::string, std::map<int, std::uint64_t>, std::less<>> requests;  // endpoint, status
-    std::map<std::string, std::uint64_t, std::less<>> backend_errors;
+    std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;       // kind, allowed
     std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
     std::uint64_t latency_count = 0;
     double latency_sum_seconds = 0;

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 #include <chrono>
+#include <iostream>
 
 #include "src/policy/keys.h"
 #include "src/server/decision_response.h"
@@ -163,9 +164,36 @@ void Service::healthz(const HttpRequest&, const Reply& reply) {
 
 void Service::readyz(const HttpRequest&, const Reply& reply) {
   const bool ready = store_->ready();
-  reply({.status = ready ? 200 : 503,
-         .body = ready ? R"({"status":"ready"})"
-                       : R"({"status":"not ready","error":"backend unreachable"})"});
+  // on_error says what requests get meanwhile: with allow they are admitted unchecked.
+  const std::string_view on_error =
+      settings()->on_error == policy::OnError::kAllow ? "allow" : "deny";
+  std::string body = ready ? R"({"status":"ready","on_error":")"
+                           : R"({"status":"not ready","error":"backend unreachable","on_error":")";
+  body.append(on_error).append("\"}");
+  reply({.status = ready ? 200 : 503, .body = std::move(body)});
+}
+
+void Service::backend_failed(const Error& error, bool allowed) {
+  metrics_.backend_error(errc_name(error.code), allowed);
+  // One line a second at most, however many requests fail: an outage must not flood the log.
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+          .count();
+  std::int64_t last = last_error_log_ms_.load(std::memory_order_relaxed);
+  if (now - last < 1000 ||
+      !last_error_log_ms_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+    unlogged_errors_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const std::uint64_t more = unlogged_errors_.exchange(0, std::memory_order_relaxed);
+  std::string line = "spillway: backend error (";
+  line.append(errc_name(error.code)).append("): ").append(error.message);
+  line.append(allowed ? "; on_error allow: admitted without a decision"
+                      : "; on_error deny: answered 503 (403 to nginx)");
+  if (more > 0)
+    line.append(" (and ").append(std::to_string(more)).append(" more since the last line)");
+  line.push_back('\n');
+  std::cerr << line << std::flush;
 }
 
 void Service::limit(const HttpRequest& request, const Reply& reply) {
@@ -228,9 +256,9 @@ HttpResponse Service::limit_response(const Limit& limit, policy::OnError on_erro
     if (decision.error().code == Errc::kInvalidArgument) {
       return error_response(400, decision.error().message);
     }
-    metrics_.backend_error(errc_name(decision.error().code));
-    return limit_backend_error_response(limit, on_error == policy::OnError::kAllow,
-                                        decision.error());
+    const bool allow = on_error == policy::OnError::kAllow;
+    backend_failed(decision.error(), allow);
+    return limit_backend_error_response(limit, allow, decision.error());
   }
   metrics_.decision("limit", decision->allowed);
   return limit_decision_response(*decision, limit.period());
@@ -305,9 +333,9 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
       const bool missing_key = result.error().field == "api_key";
       return error_response(for_nginx && missing_key ? 401 : 400, result.error().message);
     }
-    metrics_.backend_error(errc_name(result.error().code));
-    return policy_backend_error_response(settings.on_error == policy::OnError::kAllow, for_nginx,
-                                         result.error());
+    const bool allow = settings.on_error == policy::OnError::kAllow;
+    backend_failed(result.error(), allow);
+    return policy_backend_error_response(allow, for_nginx, result.error());
   }
   for (const LayerDecision& l : result->layers) metrics_.decision(l.name, l.decision.allowed);
   return policy_decision_response(*result, for_nginx);

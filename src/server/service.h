@@ -72,6 +72,8 @@ class Service {
   void run_policy(const std::shared_ptr<const Settings>& settings,
                   const policy::Attributes& attributes, std::int64_t cost, bool for_nginx,
                   const Reply& reply);
+  // Counts a backend error and what on_error answered, and logs it (at most a line a second).
+  void backend_failed(const Error& error, bool allowed);
   HttpResponse limit_response(const Limit& limit, policy::OnError on_error,
                               const Result<Decision>& decision);
   HttpResponse policy_response(const Settings& settings, bool for_nginx,
@@ -86,6 +88,8 @@ class Service {
   std::shared_ptr<const Settings> settings_;
   std::atomic<std::uint64_t> settings_version_{0};
   Metrics metrics_;
+  std::atomic<std::int64_t> last_error_log_ms_{-1000};  // steady clock, for backend_failed
+  std::atomic<std::uint64_t> unlogged_errors_{0};
 };
 
 }  // namespace spillway::server

@@ -11,6 +11,7 @@
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
 #include "tests/support/http_client.h"
+#include "tests/support/process.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 
@@ -241,9 +242,26 @@ TEST(ApiOnError, RedisDownFollowsOnErrorAndRecovers) {
     }
     ASSERT_EQ(up, 200);
     own.stop();
+    const bool allow = mode == policy::OnError::kAllow;
+    // Denied because of the backend is 503 (429 would say the client is over its limit).
     HttpReply during = http(s.port(), "POST", "/v1/limit", body);
-    EXPECT_EQ(during.status, mode == policy::OnError::kAllow ? 200 : 429);
+    EXPECT_EQ(during.status, allow ? 200 : 503);
     EXPECT_NE(during.body.find("backend_error"), std::string::npos);
+    EXPECT_EQ(during.header("retry-after"), allow ? "" : "1");
+    EXPECT_FALSE(during.header("x-spillway-backend-error").empty());
+    HttpReply check = http(s.port(), "POST", "/v1/check", R"({"ip":"192.0.2.1","api_key":"k"})");
+    EXPECT_EQ(check.status, allow ? 200 : 503) << check.body;
+    if (!allow) {
+      EXPECT_NE(check.body.find("\"error\""), std::string::npos) << check.body;
+    }
+    // nginx's auth_request understands 403 only: a denial stays 403, with the header.
+    HttpReply auth = http(s.port(), "GET", "/v1/auth", "", {{"X-API-Key", "k"}});
+    EXPECT_EQ(auth.status, allow ? 204 : 403);
+    EXPECT_FALSE(auth.header("x-spillway-backend-error").empty());
+    const std::string metrics = http(s.port(), "GET", "/metrics").body;
+    EXPECT_NE(metrics.find(std::string("answer=\"") + (allow ? "allow" : "deny") + "\""),
+              std::string::npos)
+        << metrics;
     // Not ready once the client has seen its connections drop (it notices each one's EOF).
     int readiness = 200;
     for (int i = 0; i < 100 && readiness != 503; ++i) {
@@ -251,6 +269,9 @@ TEST(ApiOnError, RedisDownFollowsOnErrorAndRecovers) {
       if (readiness != 503) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     EXPECT_EQ(readiness, 503);
+    EXPECT_NE(http(s.port(), "GET", "/readyz")
+                  .body.find(std::string("\"on_error\":\"") + (allow ? "allow" : "deny") + "\""),
+              std::string::npos);
     EXPECT_NE(http(s.port(), "GET", "/metrics").body.find("spillway_backend_errors_total"),
               std::string::npos);
     own.start();
@@ -262,6 +283,22 @@ TEST(ApiOnError, RedisDownFollowsOnErrorAndRecovers) {
     }
     EXPECT_EQ(after, 200) << "decisions did not come back after Redis returned";
   }
+}
+
+TEST(ApiOnError, FailsOpenByDefault) {
+  // A Redis outage must not become an API outage unless the operator asks for it.
+  EXPECT_EQ(policy::default_config().backend.on_error, policy::OnError::kAllow);
+  auto parsed = policy::parse_config("backend:\n  url: memory\n");
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->backend.on_error, policy::OnError::kAllow);
+  const std::uint16_t nobody = testing::free_port();
+  Running s = start("redis://127.0.0.1:" + std::to_string(nobody));
+  HttpReply reply = http(s.port(), "POST", "/v1/check", R"({"ip":"192.0.2.1","api_key":"k"})");
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_NE(reply.body.find("backend_error"), std::string::npos) << reply.body;
+  EXPECT_EQ(reply.header("x-spillway-backend-error"), "unavailable");
+  EXPECT_NE(http(s.port(), "GET", "/readyz").body.find("\"on_error\":\"allow\""),
+            std::string::npos);
 }
 
 }  // namespace
