@@ -13,6 +13,7 @@
 #include <memory>
 #include <string_view>
 
+#include "spillway/circuit_breaker.h"
 #include "spillway/error.h"
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
@@ -29,6 +30,8 @@ struct BackendOptions {
   // For redis://, unix:// and redis+cluster://. Its `url` is replaced by the URL given to
   // open_store.
   RedisStoreOptions redis;
+  // A Redis backend is wrapped in a CircuitBreakerStore with these options (failures 0: not).
+  CircuitBreakerOptions breaker;
 };
 
 Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions options = {});

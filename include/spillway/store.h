@@ -64,6 +64,10 @@ class Store {
   // probes; a check may still fail right after true, and succeed right after false.
   virtual bool ready() const { return true; }
 
+  // One word for readiness probes and metrics: "ready", "unreachable", or a wrapper's own state
+  // (CircuitBreakerStore: "circuit_open").
+  virtual std::string_view status() const { return ready() ? "ready" : "unreachable"; }
+
   // True when check() and check_all() answer at once, without waiting on I/O (the in-process
   // store): a caller on an event loop may then call them directly instead of the async forms.
   virtual bool decides_inline() const { return false; }

@@ -13,7 +13,9 @@ Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions o
     options.redis.url = std::string(url);
     auto store = RedisStore::open(std::move(options.redis));
     if (!store) return std::unexpected(store.error());
-    return std::unique_ptr<Store>(std::move(*store));
+    if (options.breaker.failures <= 0) return std::unique_ptr<Store>(std::move(*store));
+    return std::unique_ptr<Store>(
+        std::make_unique<CircuitBreakerStore>(std::move(*store), options.breaker));
   }
   return invalid_argument("backend \"" + std::string(url) +
                           "\" is not a backend URL (use memory, redis://host:port or "

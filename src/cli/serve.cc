@@ -60,8 +60,11 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto store = open_store(config->backend.url, {.redis = {.key_prefix = config->backend.key_prefix,
-                                                          .timeout = config->backend.timeout}});
+  auto store = open_store(
+      config->backend.url,
+      {.redis = {.key_prefix = config->backend.key_prefix, .timeout = config->backend.timeout},
+       .breaker = {.failures = config->backend.breaker_failures,
+                   .probe_interval = config->backend.breaker_probe}});
   if (!store) {
     err << "spillway serve: backend \"" << config->backend.url << "\": " << store.error().message
         << "\n";

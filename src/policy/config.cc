@@ -79,8 +79,10 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
 
 void parse_backend(const YAML::Node& node, BackendConfig& backend) {
   if (node.IsNull()) return;
-  expect_map(node, "backend", "a mapping of url, key_prefix, timeout, on_error");
-  Fields fields(node, "backend", {"url", "key_prefix", "timeout", "on_error"});
+  expect_map(node, "backend",
+             "a mapping of url, key_prefix, timeout, on_error, breaker_failures, breaker_probe");
+  Fields fields(node, "backend",
+                {"url", "key_prefix", "timeout", "on_error", "breaker_failures", "breaker_probe"});
   if (const Entry* url = fields.find("url")) {
     const std::string path = fields.path("url");
     const std::string text = scalar(url->value, path, "a backend URL");
@@ -102,16 +104,25 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     if (text.empty()) fail(prefix->value, path, "must not be empty");
     backend.key_prefix = text;
   }
-  if (const Entry* timeout = fields.find("timeout")) {
-    const std::string path = fields.path("timeout");
-    const std::string text = scalar(timeout->value, path, "a duration such as 50ms");
+  // A duration in whole milliseconds.
+  const auto millis = [&](const Entry& entry, const std::string& path) {
+    const std::string text = scalar(entry.value, path, "a duration such as 50ms");
     Result<Micros> micros = parse_duration(text);
-    if (!micros) fail(timeout->value, path, micros.error().message);
+    if (!micros) fail(entry.value, path, micros.error().message);
     if (*micros % kMicrosPerMilli != 0) {
-      fail(timeout->value, path,
-           "duration " + quote_for_error(text) + " must be whole milliseconds");
+      fail(entry.value, path, "duration " + quote_for_error(text) + " must be whole milliseconds");
     }
-    backend.timeout = std::chrono::milliseconds(*micros / kMicrosPerMilli);
+    return std::chrono::milliseconds(*micros / kMicrosPerMilli);
+  };
+  if (const Entry* timeout = fields.find("timeout")) {
+    backend.timeout = millis(*timeout, fields.path("timeout"));
+  }
+  if (const Entry* failures = fields.find("breaker_failures")) {
+    backend.breaker_failures = static_cast<int>(
+        whole_number(failures->value, fields.path("breaker_failures"), 0, 1000000));
+  }
+  if (const Entry* probe = fields.find("breaker_probe")) {
+    backend.breaker_probe = millis(*probe, fields.path("breaker_probe"));
   }
   if (const Entry* on_error = fields.find("on_error")) {
     const std::string path = fields.path("on_error");

@@ -13,6 +13,8 @@
 //     key_prefix: spillway
 //     timeout: 50ms
 //     on_error: allow             # or deny (what to answer when the backend fails)
+//     breaker_failures: 5         # Redis: failures in a row that open the circuit (0: never)
+//     breaker_probe: 1s           # while open, one probe per interval
 //   layers:
 //     - name: edge
 //       key: [ip]
@@ -61,6 +63,8 @@ struct BackendConfig {
   std::chrono::milliseconds timeout{50};
   // Fail open by default: a backend outage must not become an API outage.
   OnError on_error = OnError::kAllow;
+  int breaker_failures = 5;  // CircuitBreakerStore around a Redis backend; 0 = no breaker
+  std::chrono::milliseconds breaker_probe{1000};
   friend bool operator==(const BackendConfig&, const BackendConfig&) = default;
 };
 

@@ -155,7 +155,12 @@ void Service::handle(HttpRequest request, Responder respond) {
 }
 
 void Service::metrics_text(const HttpRequest&, const Reply& reply) {
-  reply({.body = metrics_.render(), .content_type = "text/plain; version=0.0.4"});
+  std::string text = metrics_.render();
+  text.append(
+      "# HELP spillway_backend_status The backend's state now (ready, unreachable, "
+      "circuit_open).\n# TYPE spillway_backend_status gauge\nspillway_backend_status{status=\"");
+  text.append(store_->status()).append("\"} 1\n");
+  reply({.body = std::move(text), .content_type = "text/plain; version=0.0.4"});
 }
 
 void Service::healthz(const HttpRequest&, const Reply& reply) {
@@ -167,9 +172,9 @@ void Service::readyz(const HttpRequest&, const Reply& reply) {
   // on_error says what requests get meanwhile: with allow they are admitted unchecked.
   const std::string_view on_error =
       settings()->on_error == policy::OnError::kAllow ? "allow" : "deny";
-  std::string body = ready ? R"({"status":"ready","on_error":")"
-                           : R"({"status":"not ready","error":"backend unreachable","on_error":")";
-  body.append(on_error).append("\"}");
+  std::string body = ready ? R"({"status":"ready","backend":")"
+                           : R"({"status":"not ready","error":"backend unreachable","backend":")";
+  body.append(store_->status()).append(R"(","on_error":")").append(on_error).append("\"}");
   reply({.status = ready ? 200 : 503, .body = std::move(body)});
 }
 

@@ -119,6 +119,22 @@ TEST(ConfigParse, ReadmeExampleLoads) {
   EXPECT_TRUE(config->server.access_log);
 }
 
+TEST(ConfigParse, CircuitBreakerFields) {
+  Result<Config> config = parse_config("backend:\n  breaker_failures: 0\n  breaker_probe: 250ms\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->backend.breaker_failures, 0);
+  EXPECT_EQ(config->backend.breaker_probe, std::chrono::milliseconds(250));
+  EXPECT_EQ(default_config().backend.breaker_failures, 5);
+  Result<Config> negative = parse_config("backend:\n  breaker_failures: -1\n");
+  ASSERT_FALSE(negative.has_value());
+  EXPECT_NE(negative.error().message.find("backend.breaker_failures"), std::string::npos)
+      << negative.error().message;
+  Result<Config> fraction = parse_config("backend:\n  breaker_probe: 1500us\n");
+  ASSERT_FALSE(fraction.has_value());
+  EXPECT_NE(fraction.error().message.find("whole milliseconds"), std::string::npos)
+      << fraction.error().message;
+}
+
 TEST(ConfigParse, OtherValidForms) {
   Result<Config> config = parse_config(R"(server:
   listen: "[::1]:9090"

@@ -211,6 +211,14 @@ void RedisServer::stop() {
   pid_ = -1;
 }
 
+void RedisServer::pause() {
+  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void RedisServer::resume() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
+}
+
 void RedisServer::restart() {
   stop();
   start();

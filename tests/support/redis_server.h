@@ -32,6 +32,10 @@ class RedisServer {
 
   bool running() const { return pid_ > 0; }
 
+  // SIGSTOP / SIGCONT: the server keeps its connections but answers nothing meanwhile.
+  void pause();
+  void resume();
+
  private:
   std::string dir_;
   std::string socket_;

@@ -1,0 +1,62 @@
+// A circuit breaker around any Store: after `failures` consecutive backend failures (kUnavailable
+// or kTimeout) the backend is taken to be down, and checks fail at once with kUnavailable ("circuit
+// open") instead of each waiting for its timeout; the caller's on_error answers them. Every
+// `probe_interval` one check (never two at a time) goes through as a probe: success closes the
+// circuit, failure keeps it open for another interval. Input errors and a full store are not
+// backend failures and do not count.
+//
+// Thread safety: as the wrapped store (every method from any thread); the state is atomic.
+// Ownership: owns the wrapped store. Time: its own steady clock (the wrapped store keeps its own).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string_view>
+
+#include "spillway/store.h"
+
+namespace spillway {
+
+struct CircuitBreakerOptions {
+  int failures = 5;  // consecutive failures that open the circuit
+  std::chrono::milliseconds probe_interval{1000};
+};
+
+class CircuitBreakerStore final : public Store {
+ public:
+  CircuitBreakerStore(std::unique_ptr<Store> inner, CircuitBreakerOptions options = {});
+
+  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
+                         std::optional<Micros> now = std::nullopt) override;
+  void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
+                   std::optional<Micros> now, Callback done) override;
+  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                              std::optional<Micros> now = std::nullopt) override;
+  void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
+                       std::optional<Micros> now, AllCallback done) override;
+
+  // Not ready while the circuit is open.
+  bool ready() const override;
+  bool decides_inline() const override { return inner_->decides_inline(); }
+  std::string_view status() const override;
+
+  bool open() const { return open_.load(std::memory_order_acquire); }
+  Store& inner() { return *inner_; }
+
+ private:
+  enum class Call { kNormal, kProbe, kRefused };
+  // Whether a call may go to the backend now: the circuit is closed, or this call is the probe.
+  Call admit_call();
+  // What the backend's answer (nullptr: a decision) says about its health.
+  void record(const Error* error, Call call);
+
+  std::unique_ptr<Store> inner_;
+  const CircuitBreakerOptions options_;
+  std::atomic<int> consecutive_failures_{0};
+  std::atomic<bool> open_{false};
+  std::atomic<bool> probing_{false};
+  std::atomic<std::int64_t> next_probe_ms_{0};  // steady clock
+};
+
+}  // namespace spillway
