@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <deque>
 #include <future>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -144,6 +145,7 @@ ClientOptions normalized(ClientOptions options) {
   options.connect_timeout = std::max(options.connect_timeout, milliseconds(1));
   options.reconnect_min = std::max(options.reconnect_min, milliseconds(1));
   options.reconnect_max = std::max(options.reconnect_max, options.reconnect_min);
+  options.max_connects_per_second = std::max(options.max_connects_per_second, 1);
   return options;
 }
 
@@ -182,9 +184,22 @@ class Client::Impl {
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::atomic<int> up_count_{0};
+  // When the pool's next connection attempt may start: a GCRA over the attempts, at most
+  // max_connects_per_second of them per second with a burst of as many. I/O thread only.
+  SteadyClock::time_point next_connect_slot() {
+    const auto now = SteadyClock::now();
+    const auto interval =
+        std::chrono::duration_cast<SteadyClock::duration>(std::chrono::seconds(1)) /
+        options_.max_connects_per_second;
+    connect_tat_ = std::max(connect_tat_, now) + interval;
+    return std::max(now, connect_tat_ - interval * options_.max_connects_per_second);
+  }
+
   // I/O thread only:
   bool stopping_ = false;
   std::size_t next_ = 0;
+  SteadyClock::time_point connect_tat_{};
+  std::minstd_rand jitter_{std::random_device{}()};
   std::thread thread_;  // last: started when everything else exists
 };
 
@@ -216,8 +231,22 @@ class Client::Impl::Connection {
     arm_call_timer(deadline);
   }
 
+  // Starts an attempt now, or when the pool's attempt budget allows (see next_connect_slot).
   void connect() {
     if (impl_.stopping_) return;
+    const SteadyClock::time_point start = impl_.next_connect_slot();
+    if (start > SteadyClock::now()) {
+      backoff_timer_.expires_at(start);
+      backoff_timer_.async_wait([this](const error_code& ec) {
+        if (ec || impl_.stopping_) return;
+        attempt();
+      });
+      return;
+    }
+    attempt();
+  }
+
+  void attempt() {
     state_ = State::kConnecting;
     auto session = std::make_shared<Session>(impl_.io_);
     session_ = session;
@@ -514,7 +543,11 @@ class Client::Impl::Connection {
     for (Waiting& entry : waiting) complete(entry.done, error(code, message));
 
     if (state_ == State::kDown) {
-      backoff_timer_.expires_after(backoff_);
+      // A random wait in [backoff/2, backoff]: clients that lost the server together do not all
+      // come back in the same instant.
+      const auto half = backoff_ / 2;
+      std::uniform_int_distribution<long long> spread(0, (backoff_ - half).count());
+      backoff_timer_.expires_after(half + std::chrono::milliseconds(spread(impl_.jitter_)));
       backoff_timer_.async_wait([this](const error_code& ec) {
         if (ec || impl_.stopping_) return;
         connect();

@@ -7,8 +7,10 @@
 // pipelining, no added delay). Replies are matched to callers in FIFO order per connection.
 //
 // Faults: every call has a deadline (options.timeout). A lost connection fails its pending calls
-// with Errc::kUnavailable and reconnects in the background with exponential backoff
-// (options.reconnect_min .. reconnect_max); calls made while disconnected fail at once with
+// with Errc::kUnavailable and reconnects in the background with jittered exponential backoff
+// (a random wait in [b/2, b], b doubling from options.reconnect_min to reconnect_max), and the
+// pool makes at most options.max_connects_per_second attempts; calls made while disconnected fail
+// at once with
 // kUnavailable. Once the server is back, calls succeed again without restarting the process.
 // Redis error replies are returned as a Reply of Type::kError (not as an Error): the caller
 // decides (for example, NOSCRIPT).
@@ -41,6 +43,9 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds reconnect_min{10};
   std::chrono::milliseconds reconnect_max{1000};
+  // Connection attempts of the whole pool, per second (a burst of as many is allowed): a server
+  // that drops every connection must not get a storm of reconnects from every client.
+  int max_connects_per_second = 20;
 };
 
 class Client {

@@ -3,12 +3,18 @@
 // timeouts, server loss and recovery, shutdown. Also parse_redis_url.
 #include "src/redis/client.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <future>
 #include <latch>
 #include <memory>
@@ -604,6 +610,70 @@ TEST(ParseRedisUrl, ErrorsDoNotLeakThePassword) {
   ASSERT_FALSE(options);
   EXPECT_EQ(options.error().message.find("topsecret"), std::string::npos)
       << options.error().message;
+}
+
+}  // namespace
+}  // namespace spillway::redis
+
+namespace spillway::redis {
+namespace {
+
+// A listener on loopback that accepts every connection and closes it at once (a server that
+// drops its clients), counting them, for `duration`.
+int count_dropped_connections(std::uint16_t port, int listen_fd,
+                              std::chrono::milliseconds duration) {
+  (void)port;
+  int accepted = 0;
+  const auto end = SteadyClock::now() + duration;
+  while (SteadyClock::now() < end) {
+    pollfd ready{listen_fd, POLLIN, 0};
+    if (::poll(&ready, 1, 10) <= 0) continue;
+    const int fd = ::accept(listen_fd, nullptr, nullptr);
+    if (fd >= 0) {
+      ++accepted;
+      ::close(fd);
+    }
+  }
+  return accepted;
+}
+
+int listen_on_loopback(std::uint16_t& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  ::listen(fd, 128);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  port = ntohs(address.sin_port);
+  return fd;
+}
+
+TEST(RedisClient, ReconnectsAreCappedPerSecondWhenTheServerDropsEveryConnection) {
+  // Backoff 1-2 ms and 8 connections: uncapped, that is hundreds of attempts a second.
+  for (const int cap : {10, 1000}) {
+    std::uint16_t port = 0;
+    const int listener = listen_on_loopback(port);
+    int accepted = 0;
+    {
+      Client client({.port = port,
+                     .pool_size = 8,
+                     .reconnect_min = 1ms,
+                     .reconnect_max = 2ms,
+                     .max_connects_per_second = cap});
+      accepted = count_dropped_connections(port, listener, 1000ms);
+    }
+    ::close(listener);
+    std::printf("cap %d per second: %d connection attempts in 1 s\n", cap, accepted);
+    if (cap == 10) {
+      // A burst of 10, then 10 a second: about 20 in one second.
+      EXPECT_LE(accepted, 25) << "the connection attempts were not capped";
+      EXPECT_GE(accepted, 10);
+    } else {
+      EXPECT_GT(accepted, 100) << "without a low cap the harness sees the storm";
+    }
+  }
 }
 
 }  // namespace
