@@ -1,8 +1,9 @@
 #include "src/server/service.h"
 
+#include <unistd.h>
+
 #include <boost/json.hpp>
 #include <chrono>
-#include <iostream>
 
 #include "src/policy/keys.h"
 #include "src/server/decision_response.h"
@@ -198,7 +199,10 @@ void Service::backend_failed(const Error& error, bool allowed) {
   if (more > 0)
     line.append(" (and ").append(std::to_string(more)).append(" more since the last line)");
   line.push_back('\n');
-  std::cerr << line << std::flush;
+  // One write(2): std::cerr is not safe to share with the threads that also print (the command
+  // line's own messages); a single write of a line is, and lines never interleave.
+  const ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)written;
 }
 
 void Service::limit(const HttpRequest& request, const Reply& reply) {
