@@ -188,8 +188,7 @@ class ClusterRouter::Impl {
     std::shared_ptr<Client> client = client_for(node);
     if (!client)
       return finish(call, fail(Errc::kUnavailable, "the redis cluster client is closing"));
-    (*call->args)[0] = call->with_source ? "EVAL" : "EVALSHA";
-    (*call->args)[1] = call->with_source ? std::string(call->script.source) : *call->script.sha;
+    set_script_call(*call->args, call->script, call->with_source);
     const bool asking = call->asking;
     call->asking = false;
     auto on_reply = [this, call, node, asking](Result<Reply> reply) {

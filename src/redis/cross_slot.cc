@@ -171,17 +171,12 @@ void after_reserve(const std::shared_ptr<Request>& request) {
 // nothing to refund); when every slot would admit, reserve.
 void after_dry_run(const std::shared_ptr<Request>& request) {
   bool all_would_admit = true;
-  for (Group& each : request->groups) {
-    if (each.error) return request->done(std::unexpected(*each.error));
+  for (const Group& each : request->groups) {
+    all_would_admit = all_would_admit && !each.error;
     for (const Decision& d : each.decisions) all_would_admit = all_would_admit && d.allowed;
   }
-  if (!all_would_admit) {
-    Decisions decisions(request->keys.size());
-    for (const Group& g : request->groups) {
-      for (std::size_t i = 0; i < g.layers.size(); ++i) decisions[g.layers[i]] = g.decisions[i];
-    }
-    return request->done(std::move(decisions));
-  }
+  // Nothing was charged, so answer() reports every slot's dry decisions (or the first error).
+  if (!all_would_admit) return answer(*request);
   for (Group& each : request->groups) each = Group{.slot = each.slot, .layers = each.layers};
   call_every_slot(request, "1", after_reserve);
 }

@@ -10,8 +10,7 @@ bool is_noscript(const Result<Reply>& reply) {
 void call_script(Client& client, const Script& script,
                  std::shared_ptr<std::vector<std::string>> args, bool with_source,
                  ScriptTarget::Callback done) {
-  (*args)[0] = with_source ? "EVAL" : "EVALSHA";
-  (*args)[1] = with_source ? std::string(script.source) : *script.sha;
+  set_script_call(*args, script, with_source);
   client.call_async(*args, [&client, script, args, with_source,
                             done = std::move(done)](Result<Reply> reply) mutable {
     if (is_noscript(reply) && !with_source) {

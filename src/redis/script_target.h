@@ -26,6 +26,14 @@ struct Script {
   const std::string* sha;
 };
 
+// Fills args[0] and args[1] of a script call: EVALSHA and the SHA, or (after NOSCRIPT) EVAL and
+// the text.
+inline void set_script_call(std::vector<std::string>& args, const Script& script,
+                            bool with_source) {
+  args[0] = with_source ? "EVAL" : "EVALSHA";
+  args[1] = with_source ? std::string(script.source) : *script.sha;
+}
+
 class ScriptTarget {
  public:
   using Callback = std::function<void(Result<Reply>)>;
