@@ -40,6 +40,7 @@ class CircuitBreakerStore final : public Store {
   bool ready() const override;
   bool decides_inline() const override { return inner_->decides_inline(); }
   std::string_view status() const override;
+  void append_metrics(std::string& out) const override { inner_->append_metrics(out); }
 
   bool open() const { return open_.load(std::memory_order_acquire); }
   Store& inner() { return *inner_; }

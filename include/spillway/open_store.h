@@ -5,7 +5,11 @@
 // URLs:
 //   memory (or memory://)                         the in-process store (MemoryStore)
 //   redis://[user:password@]host:port[/db]        one Redis (RedisStore); also unix:///path
+//   rediss://…?tls_ca_file=…                      the same over TLS
 //   redis+cluster://[user:password@]host:port[,host:port…]   a Redis Cluster (RedisStore)
+//   rediss+cluster://…                            the same over TLS
+//   redis+sentinel://[user:password@]host:port[,host:port…]/MASTER_NAME[/db]
+//                                                 the primary that Redis Sentinel names
 // Anything else is Errc::kInvalidArgument, naming the URL.
 #pragma once
 
@@ -15,6 +19,7 @@
 
 #include "spillway/circuit_breaker.h"
 #include "spillway/error.h"
+#include "spillway/local_fallback.h"
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
 #include "spillway/store.h"
@@ -32,8 +37,14 @@ struct BackendOptions {
   RedisStoreOptions redis;
   // A Redis backend is wrapped in a CircuitBreakerStore with these options (failures 0: not).
   CircuitBreakerOptions breaker;
+  // on_error: local. A Redis backend is wrapped (outside the breaker) in a LocalFallbackStore
+  // whose local store is a MemoryStore with `memory`'s options.
+  bool local_fallback = false;
 };
 
 Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions options = {});
+
+// Whether `url` names a Redis backend (one of the redis schemes above).
+bool is_redis_url(std::string_view url);
 
 }  // namespace spillway

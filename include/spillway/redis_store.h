@@ -21,6 +21,14 @@
 // and refunds when any denies (src/redis/cross_slot.h): it never over-admits; a concurrent
 // request may see a reservation for one round trip.
 //
+// Redis Sentinel (redis+sentinel://sentinel,sentinel…/MASTER_NAME): checks go to the primary the
+// sentinels name, verified with ROLE, followed across failovers (src/redis/sentinel.h).
+//
+// TLS (rediss://, rediss+cluster://): verified against a CA file or the system's store, with the
+// host name checked; optional client certificate (src/redis/tls.h).
+//
+// Deadline: a check's timeout counts from the call, time queued behind other calls included.
+//
 // Thread safety: check() and check_async() may be called from any number of threads; they share
 // the connections (automatic pipelining). Faults come back as Errc::kUnavailable / kTimeout within
 // the timeout.
@@ -29,6 +37,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,9 +50,21 @@ class Batcher;
 class ScriptTarget;
 }  // namespace redis
 
+// TLS to Redis (rediss://, rediss+cluster://). The same names, prefixed "tls_", are URL query
+// parameters (rediss://host:6380/0?tls_ca_file=/etc/ca.pem&tls_server_name=redis.internal); a
+// parameter in the URL wins over the field here.
+struct RedisTlsOptions {
+  std::string ca_file;      // PEM file of trusted CAs; empty: the system's trust store
+  std::string cert_file;    // client certificate chain (PEM), for mutual TLS; with key_file
+  std::string key_file;     // its private key (PEM)
+  std::string server_name;  // SNI and the name the certificate must carry; empty: the URL's host
+  bool insecure = false;    // no certificate verification at all: for tests only
+  bool operator==(const RedisTlsOptions&) const = default;
+};
+
 struct RedisStoreOptions {
-  // redis://[user:password@]host:port[/db], unix:///path, or
-  // redis+cluster://[user:password@]host:port[,host:port…] (seed nodes of a Redis Cluster)
+  // redis://[user:password@]host:port[/db], rediss://… (TLS), unix:///path, or
+  // redis[s]+cluster://[user:password@]host:port[,host:port…] (seed nodes of a Redis Cluster)
   std::string url = "redis://127.0.0.1:6379";
   std::string key_prefix = "spillway";
   std::chrono::milliseconds timeout{1000};  // per check
@@ -56,6 +77,9 @@ struct RedisStoreOptions {
   // Cluster, check_all over several slots: a dry call per slot before reserving, so that a
   // request that some layer denies charges nothing and needs no refund (docs/benchmarks.md).
   bool cluster_dry_run_first = true;
+  // TLS settings for a rediss:// URL (an error with a plain URL, so that a forgotten 's' does not
+  // silently send data in clear).
+  std::optional<RedisTlsOptions> tls;
 };
 
 class RedisStore final : public Store {

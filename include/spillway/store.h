@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -67,6 +68,10 @@ class Store {
   // One word for readiness probes and metrics: "ready", "unreachable", or a wrapper's own state
   // (CircuitBreakerStore: "circuit_open").
   virtual std::string_view status() const { return ready() ? "ready" : "unreachable"; }
+
+  // The backend's own metrics, as Prometheus text lines appended to `out` (a wrapper adds its
+  // own and its inner store's). Default: none.
+  virtual void append_metrics(std::string& out) const { (void)out; }
 
   // True when check() and check_all() answer at once, without waiting on I/O (the in-process
   // store): a caller on an event loop may then call them directly instead of the async forms.

@@ -4,22 +4,36 @@
 
 namespace spillway {
 
+bool is_redis_url(std::string_view url) {
+  for (std::string_view scheme : {"redis://", "rediss://", "unix://", "redis+cluster://",
+                                  "rediss+cluster://", "redis+sentinel://"}) {
+    if (url.starts_with(scheme)) return true;
+  }
+  return false;
+}
+
 Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions options) {
   if (url == "memory" || url == "memory://") {
     return std::make_unique<MemoryStore>(std::move(options.memory));
   }
-  if (url.starts_with("redis://") || url.starts_with("unix://") ||
-      url.starts_with("redis+cluster://")) {
+  if (is_redis_url(url)) {
     options.redis.url = std::string(url);
-    auto store = RedisStore::open(std::move(options.redis));
-    if (!store) return std::unexpected(store.error());
-    if (options.breaker.failures <= 0) return std::unique_ptr<Store>(std::move(*store));
-    return std::unique_ptr<Store>(
-        std::make_unique<CircuitBreakerStore>(std::move(*store), options.breaker));
+    auto redis = RedisStore::open(std::move(options.redis));
+    if (!redis) return std::unexpected(redis.error());
+    std::unique_ptr<Store> store = std::move(*redis);
+    if (options.breaker.failures > 0) {
+      store = std::make_unique<CircuitBreakerStore>(std::move(store), options.breaker);
+    }
+    if (options.local_fallback) {
+      store = std::make_unique<LocalFallbackStore>(
+          std::move(store), std::make_unique<MemoryStore>(std::move(options.memory)));
+    }
+    return store;
   }
   return invalid_argument("backend \"" + std::string(url) +
-                          "\" is not a backend URL (use memory, redis://host:port or "
-                          "redis+cluster://host:port,host:port)");
+                          "\" is not a backend URL (use memory, redis://host:port, "
+                          "rediss://host:port, redis+cluster://host:port,host:port or "
+                          "redis+sentinel://host:port,host:port/MASTER_NAME)");
 }
 
 }  // namespace spillway

@@ -60,11 +60,21 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto store = open_store(
-      config->backend.url,
-      {.redis = {.key_prefix = config->backend.key_prefix, .timeout = config->backend.timeout},
-       .breaker = {.failures = config->backend.breaker_failures,
-                   .probe_interval = config->backend.breaker_probe}});
+  std::optional<RedisTlsOptions> tls;
+  if (const auto& t = config->backend.tls) {
+    tls = RedisTlsOptions{.ca_file = t->ca_file,
+                          .cert_file = t->cert_file,
+                          .key_file = t->key_file,
+                          .server_name = t->server_name,
+                          .insecure = t->insecure};
+  }
+  auto store = open_store(config->backend.url,
+                          {.redis = {.key_prefix = config->backend.key_prefix,
+                                     .timeout = config->backend.timeout,
+                                     .tls = std::move(tls)},
+                           .breaker = {.failures = config->backend.breaker_failures,
+                                       .probe_interval = config->backend.breaker_probe},
+                           .local_fallback = config->backend.on_error == policy::OnError::kLocal});
   if (!store) {
     err << "spillway serve: backend \"" << config->backend.url << "\": " << store.error().message
         << "\n";
@@ -102,6 +112,11 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
           fresh ? (*service)->reload(*fresh) : Result<void>(std::unexpected(fresh.error()));
       if (reloaded) {
         err << "spillway serve: reloaded " << *config_path << std::endl;
+        if (fresh->backend != config->backend) {
+          err << "spillway serve: the backend section changed; it takes effect at the next "
+                 "restart (still using "
+              << config->backend.url << ")" << std::endl;
+        }
       } else {
         err << "spillway serve: reload of " << *config_path
             << " rejected, still serving the previous config: " << reloaded.error().message

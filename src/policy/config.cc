@@ -80,21 +80,25 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
 void parse_backend(const YAML::Node& node, BackendConfig& backend) {
   if (node.IsNull()) return;
   expect_map(node, "backend",
-             "a mapping of url, key_prefix, timeout, on_error, breaker_failures, breaker_probe");
-  Fields fields(node, "backend",
-                {"url", "key_prefix", "timeout", "on_error", "breaker_failures", "breaker_probe"});
+             "a mapping of url, key_prefix, timeout, on_error, breaker_failures, breaker_probe, "
+             "tls");
+  Fields fields(
+      node, "backend",
+      {"url", "key_prefix", "timeout", "on_error", "breaker_failures", "breaker_probe", "tls"});
   if (const Entry* url = fields.find("url")) {
     const std::string path = fields.path("url");
     const std::string text = scalar(url->value, path, "a backend URL");
     bool known = text == "memory" || text == "memory://";
-    for (std::string_view scheme : {"redis://", "redis+cluster://", "unix://"}) {
+    for (std::string_view scheme : {"redis://", "rediss://", "redis+cluster://",
+                                    "rediss+cluster://", "redis+sentinel://", "unix://"}) {
       if (text.starts_with(scheme) && text.size() > scheme.size()) known = true;
     }
     if (!known) {
       fail(url->value, path,
            quote_for_error(text) +
-               " is not a backend URL (use memory, redis://host:port[/db], "
-               "redis+cluster://host:port[,host:port...] or unix://path)");
+               " is not a backend URL (use memory, redis://host:port[/db], rediss://host:port, "
+               "redis+cluster://host:port[,host:port...], "
+               "redis+sentinel://host:port[,host:port...]/MASTER_NAME or unix://path)");
     }
     backend.url = text;
   }
@@ -126,13 +130,50 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
   }
   if (const Entry* on_error = fields.find("on_error")) {
     const std::string path = fields.path("on_error");
-    const std::string text = scalar(on_error->value, path, "allow or deny");
+    const std::string text = scalar(on_error->value, path, "allow, deny or local");
     if (text == "allow") {
       backend.on_error = OnError::kAllow;
     } else if (text == "deny") {
       backend.on_error = OnError::kDeny;
+    } else if (text == "local") {
+      backend.on_error = OnError::kLocal;
     } else {
-      fail(on_error->value, path, quote_for_error(text) + " must be allow or deny");
+      fail(on_error->value, path, quote_for_error(text) + " must be allow, deny or local");
+    }
+  }
+  if (const Entry* tls = fields.find("tls")) {
+    const std::string path = fields.path("tls");
+    expect_map(tls->value, path,
+               "a mapping of ca_file, cert_file, key_file, server_name, insecure");
+    Fields tls_fields(tls->value, path,
+                      {"ca_file", "cert_file", "key_file", "server_name", "insecure"});
+    TlsConfig& out = backend.tls.emplace();
+    for (auto [name, field] :
+         {std::pair{"ca_file", &out.ca_file}, std::pair{"cert_file", &out.cert_file},
+          std::pair{"key_file", &out.key_file}, std::pair{"server_name", &out.server_name}}) {
+      if (const Entry* entry = tls_fields.find(name)) {
+        const std::string field_path = tls_fields.path(name);
+        *field = scalar(entry->value, field_path, "a file path or name");
+        if (field->empty()) fail(entry->value, field_path, "must not be empty");
+      }
+    }
+    if (const Entry* insecure = tls_fields.find("insecure")) {
+      const std::string field_path = tls_fields.path("insecure");
+      const std::string text = scalar(insecure->value, field_path, "true or false");
+      if (text != "true" && text != "false") {
+        fail(insecure->value, field_path, quote_for_error(text) + " must be true or false");
+      }
+      out.insecure = text == "true";
+    }
+    if (out.cert_file.empty() != out.key_file.empty()) {
+      fail(tls->value, path, "cert_file and key_file go together (mutual TLS needs both)");
+    }
+    const bool tls_url =
+        backend.url.starts_with("rediss://") || backend.url.starts_with("rediss+cluster://");
+    if (!tls_url) {
+      fail(tls->value, path,
+           "is set but backend.url is not rediss:// or rediss+cluster:// (a plain URL would send "
+           "everything in clear)");
     }
   }
 }

@@ -9,10 +9,17 @@
 //     ipv6_prefix: 64
 //     access_log: on              # or off
 //   backend:
-//     url: memory                 # or redis://host:port/db
+//     url: memory                 # or redis://host:port/db, rediss://, redis+cluster://,
+//                                 #    redis+sentinel://host:port,host:port/MASTER_NAME
 //     key_prefix: spillway
-//     timeout: 50ms
-//     on_error: allow             # or deny (what to answer when the backend fails)
+//     timeout: 50ms               # per check, time queued included
+//     on_error: allow             # or deny, or local (what to answer when the backend fails)
+//     tls:                        # rediss:// only; URL parameters tls_* win over these
+//       ca_file: /etc/ssl/redis-ca.pem
+//       cert_file: /etc/spillway/client.pem   # mutual TLS, with key_file
+//       key_file: /etc/spillway/client.key
+//       server_name: redis.internal           # when it differs from the URL's host
+//       insecure: false                       # true: no verification (tests only)
 //     breaker_failures: 5         # Redis: failures in a row that open the circuit (0: never)
 //     breaker_probe: 1s           # while open, one probe per interval
 //   layers:
@@ -36,6 +43,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,7 +63,14 @@ struct ServerConfig {
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
-enum class OnError { kAllow, kDeny };
+// kLocal: an in-process limiter with the same policy decides while the backend fails.
+enum class OnError { kAllow, kDeny, kLocal };
+
+struct TlsConfig {
+  std::string ca_file, cert_file, key_file, server_name;
+  bool insecure = false;
+  friend bool operator==(const TlsConfig&, const TlsConfig&) = default;
+};
 
 struct BackendConfig {
   std::string url = "memory";
@@ -65,6 +80,7 @@ struct BackendConfig {
   OnError on_error = OnError::kAllow;
   int breaker_failures = 5;  // CircuitBreakerStore around a Redis backend; 0 = no breaker
   std::chrono::milliseconds breaker_probe{1000};
+  std::optional<TlsConfig> tls;
   friend bool operator==(const BackendConfig&, const BackendConfig&) = default;
 };
 

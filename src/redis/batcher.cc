@@ -10,6 +10,11 @@ namespace {
 
 Error closed_error() { return Error{Errc::kUnavailable, "the redis store is closing"}; }
 
+Error queued_too_long(std::chrono::milliseconds timeout) {
+  return Error{Errc::kTimeout, "redis: no answer within " + std::to_string(timeout.count()) +
+                                   " ms (the check waited in the queue behind calls in flight)"};
+}
+
 }  // namespace
 
 void Batcher::close() {
@@ -27,6 +32,8 @@ void Batcher::close() {
 
 void Batcher::submit(Pending check) {
   std::vector<Pending> batch;
+  std::vector<Pending> expired;
+  const std::uint16_t key = check.slot;
   {
     std::lock_guard lock(mutex_);
     if (closing_) {
@@ -36,18 +43,43 @@ void Batcher::submit(Pending check) {
     SlotQueue& slot = slots_[check.slot];
     slot.queue.push_back(std::move(check));
     if (slot.in_flight >= options_.max_in_flight) return;  // a returning call will take it
-    batch = take_batch_locked(slot);
+    batch = take_batch_locked(slot, expired);
   }
-  send(std::make_shared<std::vector<Pending>>(std::move(batch)));
+  dispatch(key, std::move(batch), std::move(expired));
+}
+
+// The caller holds one of the slot's in-flight places for `batch`.
+void Batcher::dispatch(std::uint16_t key, std::vector<Pending> batch,
+                       std::vector<Pending> expired) {
+  for (;;) {
+    for (Pending& p : expired) p.done(std::unexpected(queued_too_long(options_.timeout)));
+    expired.clear();
+    if (!batch.empty()) return send(std::make_shared<std::vector<Pending>>(std::move(batch)));
+    // Everything taken had expired: give the place back, or use it for what queued meanwhile.
+    std::lock_guard lock(mutex_);
+    SlotQueue& slot = slots_[key];
+    --slot.in_flight;
+    if (slot.queue.empty() || closing_) {
+      if (slot.in_flight == 0 && slot.queue.empty()) slots_.erase(key);
+      return;
+    }
+    batch = take_batch_locked(slot, expired);
+  }
 }
 
 // The longest prefix of the slot's queue that shares one `now` (order per key is kept), capped.
-std::vector<Batcher::Pending> Batcher::take_batch_locked(SlotQueue& slot) {
+std::vector<Batcher::Pending> Batcher::take_batch_locked(SlotQueue& slot,
+                                                         std::vector<Pending>& expired) {
   std::vector<Pending> batch;
   const auto cap = static_cast<std::size_t>(std::max(1, options_.max_batch));
+  const ScriptTarget::Deadline now = std::chrono::steady_clock::now();
   while (!slot.queue.empty() && batch.size() < cap &&
          (batch.empty() || slot.queue.front().now == batch.front().now)) {
-    batch.push_back(std::move(slot.queue.front()));
+    if (slot.queue.front().deadline <= now) {
+      expired.push_back(std::move(slot.queue.front()));
+    } else {
+      batch.push_back(std::move(slot.queue.front()));
+    }
     slot.queue.pop_front();
   }
   ++slot.in_flight;
@@ -65,8 +97,10 @@ void Batcher::send(std::shared_ptr<std::vector<Pending>> batch) {
   for (const Pending& p : *batch) {
     for (std::int64_t n : p.numbers) args->push_back(std::to_string(n));
   }
+  ScriptTarget::Deadline deadline = batch->front().deadline;
+  for (const Pending& p : *batch) deadline = std::min(deadline, p.deadline);
   target_.run(batch->front().slot, {script_source(algorithm_), &script_sha(algorithm_)},
-              std::move(args),
+              std::move(args), deadline,
               [this, batch](Result<Reply> reply) { finish(*batch, std::move(reply)); });
 }
 
@@ -76,6 +110,7 @@ void Batcher::finish(std::vector<Pending>& batch, Result<Reply> reply) {
   }
   const std::uint16_t key = batch.front().slot;
   std::vector<Pending> next;
+  std::vector<Pending> expired;
   {
     std::lock_guard lock(mutex_);
     SlotQueue& slot = slots_[key];
@@ -84,9 +119,9 @@ void Batcher::finish(std::vector<Pending>& batch, Result<Reply> reply) {
       if (slot.in_flight == 0 && slot.queue.empty()) slots_.erase(key);
       return;
     }
-    next = take_batch_locked(slot);
+    next = take_batch_locked(slot, expired);
   }
-  send(std::make_shared<std::vector<Pending>>(std::move(next)));
+  dispatch(key, std::move(next), std::move(expired));
 }
 
 }  // namespace spillway::redis

@@ -1,6 +1,9 @@
 // Sends one algorithm's single checks to Redis (RedisStore::check): at once while fewer than
 // max_in_flight script calls are out, otherwise queued and sent together when a call returns, up
 // to max_batch checks in one call (each still decided exactly, in order, by lua/batch.lua).
+// A check's time (the store's timeout) runs from submit(): time spent queued counts, a check
+// whose time ran out in the queue is answered kTimeout without being sent, and a batch's call
+// has the earliest deadline of its checks.
 // Checks of one call share their `now` argument and their hash slot. On a cluster every slot has
 // its own queue and its own max_in_flight (slots live on different nodes and never share a
 // call); on one Redis every check has slot 0, so there is one queue.
@@ -11,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -36,6 +40,7 @@ class Batcher {
     std::uint16_t slot;                   // key_slot(key)
     std::string now;                      // "" for the server's TIME
     std::array<std::int64_t, 6> numbers;  // limit, period, burst, limit_units, period_units, cost
+    ScriptTarget::Deadline deadline;      // when the check was submitted + the store's timeout
     Store::Callback done;
   };
 
@@ -49,7 +54,11 @@ class Batcher {
     std::deque<Pending> queue;
     int in_flight = 0;
   };
-  std::vector<Pending> take_batch_locked(SlotQueue& slot);
+  // The next batch of the slot's queue (empty when none is left), and the checks whose time ran
+  // out while they waited (`expired`, answered kTimeout by the caller outside the lock).
+  std::vector<Pending> take_batch_locked(SlotQueue& slot, std::vector<Pending>& expired);
+  // Answers the expired checks, then sends the batch (or, if empty, releases its in-flight slot).
+  void dispatch(std::uint16_t slot, std::vector<Pending> batch, std::vector<Pending> expired);
   void send(std::shared_ptr<std::vector<Pending>> batch);
   void finish(std::vector<Pending>& batch, Result<Reply> reply);
 

@@ -9,6 +9,9 @@
 #include "src/redis/client.h"
 
 #include <hiredis/hiredis.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 #include <sys/un.h>
 
 #include <algorithm>
@@ -21,6 +24,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <cstddef>
@@ -40,6 +45,7 @@ using boost::system::error_code;
 using SteadyClock = std::chrono::steady_clock;
 using Socket = asio::generic::stream_protocol::socket;
 using GenericEndpoint = asio::generic::stream_protocol::endpoint;
+using TlsStream = asio::ssl::stream<Socket&>;
 using Callback = Client::Callback;
 
 // ---- hiredis objects, owned -----------------------------------------------------------------
@@ -65,6 +71,9 @@ Errc classify(const error_code& ec) {
   if (ec == asio::error::timed_out) return Errc::kTimeout;
   return Errc::kUnavailable;
 }
+
+// In the error of a call that was never written (never_sent).
+constexpr std::string_view kNotConnected = ": not connected (";
 
 std::string millis(std::chrono::milliseconds duration) {
   return std::to_string(duration.count()) + " ms";
@@ -132,10 +141,27 @@ void complete(Callback& done, Result<Reply> result) {
 
 std::string describe(const ClientOptions& options) {
   if (!options.unix_socket.empty()) return "redis unix:" + options.unix_socket;
+  const std::string what = options.tls ? "redis (TLS) " : "redis ";
   if (options.host.find(':') != std::string::npos) {
-    return "redis [" + options.host + "]:" + std::to_string(options.port);
+    return what + "[" + options.host + "]:" + std::to_string(options.port);
   }
-  return "redis " + options.host + ":" + std::to_string(options.port);
+  return what + options.host + ":" + std::to_string(options.port);
+}
+
+// Why a TLS handshake failed, in words: the certificate check's verdict when there is one
+// ("certificate has expired", "hostname mismatch"), else OpenSSL's reason.
+std::string tls_failure(TlsStream& stream, const error_code& ec) {
+  const long verdict = SSL_get_verify_result(stream.native_handle());
+  if (verdict != X509_V_OK) {
+    return std::string("TLS handshake failed: server certificate rejected: ") +
+           X509_verify_cert_error_string(verdict);
+  }
+  std::string text = "TLS handshake failed: " + ec.message();
+  if (ec.category() == asio::error::get_ssl_category() &&
+      ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_WRONG_VERSION_NUMBER) {
+    text += " (is this a plain-TCP port? then use redis://)";
+  }
+  return text;
 }
 
 ClientOptions normalized(ClientOptions options) {
@@ -161,9 +187,11 @@ class Client::Impl {
   Impl& operator=(const Impl&) = delete;
 
   // asking: ASKING goes first on the same connection (Redis Cluster's ASK redirection).
-  void submit(Result<std::string> command, Callback done, bool asking = false) {
-    asio::post(io_, [this, command = std::move(command), done = std::move(done), asking]() mutable {
-      dispatch(std::move(command), std::move(done), asking);
+  void submit(Result<std::string> command, Callback done, SteadyClock::time_point deadline,
+              bool asking = false) {
+    asio::post(io_, [this, command = std::move(command), done = std::move(done), deadline,
+                     asking]() mutable {
+      dispatch(std::move(command), std::move(done), deadline, asking);
     });
   }
 
@@ -176,10 +204,14 @@ class Client::Impl {
  private:
   class Connection;
 
-  void dispatch(Result<std::string> command, Callback done, bool asking);
+  void dispatch(Result<std::string> command, Callback done, SteadyClock::time_point deadline,
+                bool asking);
 
   const ClientOptions options_;
   const std::string where_;  // "redis host:port", prefix of every error message
+  // rediss://: the TLS context, or why it could not be built (every attempt then fails with it).
+  std::shared_ptr<asio::ssl::context> tls_context_;
+  std::string tls_context_error_;
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::vector<std::unique_ptr<Connection>> connections_;
@@ -310,7 +342,7 @@ class Client::Impl::Connection {
 
  private:
   enum class State { kConnecting, kUp, kDown, kStopped };
-  enum class Kind { kUser, kExpired, kAuth, kSelect };
+  enum class Kind { kUser, kExpired, kPing, kAuth, kSelect };
 
   // A command whose reply is awaited, in send order.
   struct Pending {
@@ -329,6 +361,7 @@ class Client::Impl::Connection {
     explicit Session(asio::io_context& io)
         : socket(io), connect_timer(io), reader(redisReaderCreate()) {}
     Socket socket;
+    std::unique_ptr<TlsStream> tls;  // over `socket` (declared after it: destroyed first)
     asio::steady_timer connect_timer;
     ReaderPtr reader;
     std::array<char, 16 * 1024> input{};
@@ -336,8 +369,20 @@ class Client::Impl::Connection {
     std::string in_flight;  // bytes of the write in progress
     bool writing = false;
     std::deque<Pending> pending;
-    std::size_t expired = 0;  // leading entries of `pending` whose caller already timed out
-    int handshake_left = 0;   // AUTH / SELECT replies still expected
+    int handshake_left = 0;    // PING / AUTH / SELECT replies still expected
+    bool got_a_reply = false;  // for a clearer error when the server hangs up at once
+
+    template <typename Handler>
+    void read_some(Handler&& handler) {
+      if (tls) return tls->async_read_some(asio::buffer(input), std::forward<Handler>(handler));
+      socket.async_read_some(asio::buffer(input), std::forward<Handler>(handler));
+    }
+    template <typename Handler>
+    void write_all(Handler&& handler) {
+      if (tls)
+        return asio::async_write(*tls, asio::buffer(in_flight), std::forward<Handler>(handler));
+      asio::async_write(socket, asio::buffer(in_flight), std::forward<Handler>(handler));
+    }
   };
 
   void on_connect(const std::shared_ptr<Session>& session, const error_code& ec) {
@@ -351,7 +396,42 @@ class Client::Impl::Connection {
       session->socket.set_option(asio::ip::tcp::no_delay(true), ignored);
       session->socket.set_option(asio::socket_base::keep_alive(true), ignored);
     }
+    if (!options_.tls) return start_session(session);
+    if (!impl_.tls_context_) return fail(Errc::kUnavailable, impl_.tls_context_error_);
+    session->tls = std::make_unique<TlsStream>(session->socket, *impl_.tls_context_);
+    SSL* ssl = session->tls->native_handle();
+    const std::string& name =
+        options_.tls->server_name.empty() ? options_.host : options_.tls->server_name;
+    if (!options_.tls->insecure) {
+      // The certificate must name this host (an IP address: an IP SAN), checked by OpenSSL during
+      // the handshake so that a mismatch is reported as such.
+      error_code not_ip;
+      asio::ip::make_address(name, not_ip);
+      X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+      if (not_ip) {
+        X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
+      } else {
+        X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
+      }
+    }
+    error_code not_ip;
+    asio::ip::make_address(name, not_ip);
+    if (not_ip) SSL_set_tlsext_host_name(ssl, name.c_str());  // SNI takes names only
+    session->tls->async_handshake(
+        asio::ssl::stream_base::client, [this, session](const error_code& handshake_error) {
+          if (session != session_) return;
+          if (handshake_error) {
+            return fail(Errc::kUnavailable, tls_failure(*session->tls, handshake_error));
+          }
+          start_session(session);
+        });
+  }
+
+  // The connection carries bytes: the handshake commands (PING over TLS, so that a server that
+  // refuses our certificate after its handshake is caught here; AUTH; SELECT), then calls.
+  void start_session(const std::shared_ptr<Session>& session) {
     start_read(session);
+    if (options_.tls && !queue_handshake(session, {"PING"}, Kind::kPing)) return;
     if (options_.password) {
       std::vector<std::string> auth{"AUTH"};
       if (options_.user) auth.push_back(*options_.user);
@@ -402,46 +482,54 @@ class Client::Impl::Connection {
     if (session->writing || session->output.empty()) return;
     session->in_flight.swap(session->output);  // in_flight was empty: output starts afresh
     session->writing = true;
-    asio::async_write(session->socket, asio::buffer(session->in_flight),
-                      [this, session](const error_code& ec, std::size_t) {
-                        session->writing = false;
-                        session->in_flight.clear();
-                        if (session != session_) return;
-                        if (ec) {
-                          fail(classify(ec), "write failed: " + ec.message());
-                          return;
-                        }
-                        start_write(session);
-                      });
+    session->write_all([this, session](const error_code& ec, std::size_t) {
+      session->writing = false;
+      session->in_flight.clear();
+      if (session != session_) return;
+      if (ec) {
+        fail(classify(ec), "write failed: " + ec.message());
+        return;
+      }
+      start_write(session);
+    });
   }
 
   void start_read(const std::shared_ptr<Session>& session) {
-    session->socket.async_read_some(
-        asio::buffer(session->input), [this, session](const error_code& ec, std::size_t size) {
-          if (session != session_) return;
-          if (ec) {
-            fail(classify(ec), ec == asio::error::eof ? "connection closed by the server"
-                                                      : "connection lost: " + ec.message());
-            return;
-          }
-          redisReader* reader = session->reader.get();
-          if (redisReaderFeed(reader, session->input.data(), size) != REDIS_OK) {
-            fail(Errc::kUnavailable, std::string("protocol error: ") + reader->errstr);
-            return;
-          }
-          for (;;) {
-            void* raw = nullptr;
-            if (redisReaderGetReply(reader, &raw) != REDIS_OK) {
-              fail(Errc::kUnavailable, std::string("protocol error: ") + reader->errstr);
-              return;
-            }
-            if (raw == nullptr) break;
-            const ReplyPtr owned(static_cast<redisReply*>(raw));
-            on_reply(session, convert(*owned));
-            if (session != session_) return;  // the reply failed the connection
-          }
-          start_read(session);
-        });
+    session->read_some([this, session](const error_code& ec, std::size_t size) {
+      if (session != session_) return;
+      if (ec) {
+        fail(classify(ec), lost_connection(*session, ec));
+        return;
+      }
+      session->got_a_reply = true;
+      redisReader* reader = session->reader.get();
+      if (redisReaderFeed(reader, session->input.data(), size) != REDIS_OK) {
+        fail(Errc::kUnavailable, std::string("protocol error: ") + reader->errstr);
+        return;
+      }
+      for (;;) {
+        void* raw = nullptr;
+        if (redisReaderGetReply(reader, &raw) != REDIS_OK) {
+          fail(Errc::kUnavailable, std::string("protocol error: ") + reader->errstr);
+          return;
+        }
+        if (raw == nullptr) break;
+        const ReplyPtr owned(static_cast<redisReply*>(raw));
+        on_reply(session, convert(*owned));
+        if (session != session_) return;  // the reply failed the connection
+      }
+      start_read(session);
+    });
+  }
+
+  std::string lost_connection(const Session& session, const error_code& ec) const {
+    const bool closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+    if (closed && !session.got_a_reply && !options_.tls && options_.unix_socket.empty()) {
+      return "connection closed by the server before any reply (is this a TLS port? then use "
+             "rediss://)";
+    }
+    if (closed) return "connection closed by the server";
+    return (session.tls ? "connection lost (TLS): " : "connection lost: ") + ec.message();
   }
 
   void on_reply(const std::shared_ptr<Session>& session, Reply reply) {
@@ -451,13 +539,16 @@ class Client::Impl::Connection {
     }
     Pending pending = std::move(session->pending.front());
     session->pending.pop_front();
-    if (session->expired > 0) {  // its caller got kTimeout already: drop the late reply
-      --session->expired;
-      return;
-    }
     switch (pending.kind) {
       case Kind::kUser:
         complete(pending.done, std::move(reply));
+        return;
+      case Kind::kPing:
+        if (reply.is_error() && !reply.text.starts_with("NOAUTH")) {
+          fail(Errc::kUnavailable, "PING failed: " + reply.text);
+          return;
+        }
+        if (--session->handshake_left == 0) on_up(session);
         return;
       case Kind::kAuth:
       case Kind::kSelect:
@@ -475,14 +566,17 @@ class Client::Impl::Connection {
     }
   }
 
-  // One timer per connection. Deadlines are assigned in send order with one timeout, so the calls
-  // that expire are always a prefix of `pending` (after the expired ones) and of `waiting_`.
+  // One timer per connection, set for the earliest deadline of the calls it holds. Calls may
+  // carry any deadline (a caller's own, earlier than the timeout), so a fire scans them all; in
+  // steady state it fires about once per timeout.
   void arm_call_timer(SteadyClock::time_point deadline) {
-    if (call_timer_armed_) return;  // armed for an earlier deadline: it re-arms when it fires
+    if (call_timer_armed_ && call_timer_at_ <= deadline) return;  // it re-arms when it fires
     call_timer_armed_ = true;
-    call_timer_.expires_at(deadline);
-    call_timer_.async_wait([this](const error_code& ec) {
-      if (ec == asio::error::operation_aborted) return;  // only at shutdown
+    call_timer_at_ = deadline;
+    const std::uint64_t generation = ++call_timer_generation_;
+    call_timer_.expires_at(deadline);  // cancels an earlier wait (its generation is stale)
+    call_timer_.async_wait([this, generation](const error_code& ec) {
+      if (ec == asio::error::operation_aborted || generation != call_timer_generation_) return;
       call_timer_armed_ = false;
       if (!impl_.stopping_) expire_calls();
     });
@@ -490,28 +584,32 @@ class Client::Impl::Connection {
 
   void expire_calls() {
     const SteadyClock::time_point now = SteadyClock::now();
-    const std::string message = impl_.where_ + ": no reply within " + millis(options_.timeout);
+    const std::string message = impl_.where_ + ": no reply in time (timeout " +
+                                millis(options_.timeout) + ", including time queued)";
     std::optional<SteadyClock::time_point> next;
+    const auto consider = [&next](SteadyClock::time_point deadline) {
+      next = next ? std::min(*next, deadline) : deadline;
+    };
     if (session_) {
-      std::deque<Pending>& pending = session_->pending;
-      std::size_t index = session_->expired;
-      for (; index < pending.size() && pending[index].kind == Kind::kUser; ++index) {
-        if (pending[index].deadline > now) {
-          next = pending[index].deadline;
-          break;
+      for (Pending& pending : session_->pending) {
+        if (pending.kind != Kind::kUser) continue;
+        if (pending.deadline > now) {
+          consider(pending.deadline);
+          continue;
         }
-        pending[index].kind = Kind::kExpired;  // the slot stays: the reply will come
-        complete(pending[index].done, error(Errc::kTimeout, message));
+        pending.kind = Kind::kExpired;  // the slot stays: its reply will come and is dropped
+        complete(pending.done, error(Errc::kTimeout, message));
       }
-      session_->expired = index;
     }
-    while (!waiting_.empty() && waiting_.front().deadline <= now) {
-      Waiting waiting = std::move(waiting_.front());
-      waiting_.pop_front();
-      complete(waiting.done, error(Errc::kTimeout, message + " (still connecting)"));
-    }
-    if (!waiting_.empty()) {
-      next = next ? std::min(*next, waiting_.front().deadline) : waiting_.front().deadline;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->deadline > now) {
+        consider(it->deadline);
+        ++it;
+        continue;
+      }
+      Callback done = std::move(it->done);
+      it = waiting_.erase(it);
+      complete(done, error(Errc::kTimeout, message + " (still connecting)"));
     }
     if (next) arm_call_timer(*next);
   }
@@ -522,7 +620,6 @@ class Client::Impl::Connection {
     last_cause_ = cause;
     first_attempt_ = false;
     std::deque<Pending> pending;
-    std::size_t expired = 0;
     if (session_) {
       const std::shared_ptr<Session> session = std::move(session_);
       session_.reset();
@@ -530,15 +627,14 @@ class Client::Impl::Connection {
       session->connect_timer.cancel();
       session->socket.close(ignored);  // its handlers run with operation_aborted and return
       pending = std::move(session->pending);
-      expired = session->expired;
     }
     std::deque<Waiting> waiting = std::move(waiting_);
     waiting_.clear();
     state_ = impl_.stopping_ ? State::kStopped : State::kDown;
 
     const std::string message = impl_.where_ + ": " + cause;
-    for (std::size_t i = expired; i < pending.size(); ++i) {
-      if (pending[i].kind == Kind::kUser) complete(pending[i].done, error(code, message));
+    for (Pending& entry : pending) {
+      if (entry.kind == Kind::kUser) complete(entry.done, error(code, message));
     }
     for (Waiting& entry : waiting) complete(entry.done, error(code, message));
 
@@ -564,6 +660,8 @@ class Client::Impl::Connection {
   std::deque<Waiting> waiting_;
   asio::steady_timer call_timer_;
   bool call_timer_armed_ = false;
+  SteadyClock::time_point call_timer_at_{};
+  std::uint64_t call_timer_generation_ = 0;
   asio::steady_timer backoff_timer_;
   asio::ip::tcp::resolver resolver_;
   std::chrono::milliseconds backoff_;
@@ -574,6 +672,14 @@ Client::Impl::Impl(ClientOptions options)
     : options_(normalized(std::move(options))),
       where_(describe(options_)),
       work_(asio::make_work_guard(io_)) {
+  if (options_.tls) {
+    Result<std::shared_ptr<asio::ssl::context>> context = make_tls_context(*options_.tls);
+    if (context) {
+      tls_context_ = std::move(*context);
+    } else {
+      tls_context_error_ = context.error().message;
+    }
+  }
   connections_.reserve(static_cast<std::size_t>(options_.pool_size));
   for (int i = 0; i < options_.pool_size; ++i) {
     connections_.push_back(std::make_unique<Connection>(*this));
@@ -596,7 +702,8 @@ void Client::Impl::shutdown() {
   thread_.join();
 }
 
-void Client::Impl::dispatch(Result<std::string> command, Callback done, bool asking) {
+void Client::Impl::dispatch(Result<std::string> command, Callback done,
+                            SteadyClock::time_point deadline, bool asking) {
   if (!command) {
     complete(done, std::unexpected(command.error()));
     return;
@@ -619,11 +726,17 @@ void Client::Impl::dispatch(Result<std::string> command, Callback done, bool ask
     if (candidate->queues_calls()) target = candidate;
   }
   if (target == nullptr) {
-    complete(done, error(Errc::kUnavailable,
-                         where_ + ": not connected (" + connections_[first]->last_cause() + ")"));
+    complete(done, error(Errc::kUnavailable, where_ + std::string(kNotConnected) +
+                                                 connections_[first]->last_cause() + ")"));
     return;
   }
-  const SteadyClock::time_point deadline = SteadyClock::now() + options_.timeout;
+  const SteadyClock::time_point now = SteadyClock::now();
+  deadline = std::min(deadline, now + options_.timeout);
+  if (deadline <= now) {
+    complete(done,
+             error(Errc::kTimeout, where_ + ": the call's time was spent before it was sent"));
+    return;
+  }
   if (asking) {
     // A call of its own (so that the timeout scan treats it like any other), whose reply is
     // dropped; nothing can come between it and the command on this thread.
@@ -652,13 +765,22 @@ Result<Reply> Client::call(const std::vector<std::string>& args) {
 }
 
 void Client::call_async(const std::vector<std::string>& args, Callback done) {
-  impl_->submit(format_command(args), std::move(done));
+  impl_->submit(format_command(args), std::move(done), SteadyClock::time_point::max());
 }
 
-void Client::call_async_asking(const std::vector<std::string>& args, Callback done) {
-  impl_->submit(format_command(args), std::move(done), true);
+void Client::call_async(const std::vector<std::string>& args, Deadline deadline, Callback done) {
+  impl_->submit(format_command(args), std::move(done), deadline);
+}
+
+void Client::call_async_asking(const std::vector<std::string>& args, Deadline deadline,
+                               Callback done) {
+  impl_->submit(format_command(args), std::move(done), deadline, true);
 }
 
 bool Client::connected() const { return impl_->connected(); }
+
+bool never_sent(const Error& error) {
+  return error.code == Errc::kUnavailable && error.message.find(kNotConnected) != std::string::npos;
+}
 
 }  // namespace spillway::redis

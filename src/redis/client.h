@@ -6,7 +6,12 @@
 // while its previous write is in flight are sent together in the next write (automatic
 // pipelining, no added delay). Replies are matched to callers in FIFO order per connection.
 //
-// Faults: every call has a deadline (options.timeout). A lost connection fails its pending calls
+// TLS (options.tls set): each connection does the TLS handshake (verifying the server unless
+// told not to) and a PING before it takes calls, so a refused client certificate is seen at
+// connect time; everything above the socket (pipelining, batching) is the same.
+//
+// Faults: every call has a deadline (options.timeout after the call, or an earlier one the caller
+// gives: time it already spent waiting counts). A lost connection fails its pending calls
 // with Errc::kUnavailable and reconnects in the background with jittered exponential backoff
 // (a random wait in [b/2, b], b doubling from options.reconnect_min to reconnect_max), and the
 // pool makes at most options.max_connects_per_second attempts; calls made while disconnected fail
@@ -27,6 +32,7 @@
 
 #include "spillway/error.h"
 #include "src/redis/reply.h"
+#include "src/redis/tls.h"
 
 namespace spillway::redis {
 
@@ -46,11 +52,13 @@ struct ClientOptions {
   // Connection attempts of the whole pool, per second (a burst of as many is allowed): a server
   // that drops every connection must not get a storm of reconnects from every client.
   int max_connects_per_second = 20;
+  std::optional<TlsOptions> tls;  // rediss://: TLS on every connection
 };
 
 class Client {
  public:
   using Callback = std::function<void(Result<Reply>)>;
+  using Deadline = std::chrono::steady_clock::time_point;
 
   // Starts the I/O thread and connects the pool in the background; never blocks on the network.
   explicit Client(ClientOptions options);
@@ -65,11 +73,14 @@ class Client {
   // The same without blocking: `done` runs exactly once, on the I/O thread, with the reply or an
   // error (kTimeout, kUnavailable). `done` must not block.
   void call_async(const std::vector<std::string>& args, Callback done);
+  // The same with a deadline of the caller's (the earlier of it and options.timeout from now);
+  // a deadline already past fails at once with kTimeout.
+  void call_async(const std::vector<std::string>& args, Deadline deadline, Callback done);
 
   // Redis Cluster's ASK redirection: sends ASKING and then the command on one connection, back to
   // back, so that the node serves the command for a slot it is importing. `done` gets the
   // command's reply (ASKING's is dropped).
-  void call_async_asking(const std::vector<std::string>& args, Callback done);
+  void call_async_asking(const std::vector<std::string>& args, Deadline deadline, Callback done);
 
   // True when at least one connection is up (for readiness checks).
   bool connected() const;
@@ -78,5 +89,9 @@ class Client {
   class Impl;
   std::shared_ptr<Impl> impl_;
 };
+
+// True when a call failed before it was written to any connection (none was up), so that sending
+// it again elsewhere cannot apply it twice.
+bool never_sent(const Error& error);
 
 }  // namespace spillway::redis

@@ -64,13 +64,12 @@ class ClusterRouter::Impl {
   }
 
   void run(std::uint16_t slot, const Script& script, std::shared_ptr<std::vector<std::string>> args,
-           Callback done) {
-    auto call =
-        std::make_shared<Call>(Call{.slot = slot,
-                                    .script = script,
-                                    .args = std::move(args),
-                                    .done = std::move(done),
-                                    .deadline = SteadyClock::now() + node_options_.timeout});
+           SteadyClock::time_point deadline, Callback done) {
+    auto call = std::make_shared<Call>(Call{.slot = slot,
+                                            .script = script,
+                                            .args = std::move(args),
+                                            .done = std::move(done),
+                                            .deadline = deadline});
     attempt(call);
   }
 
@@ -195,9 +194,9 @@ class ClusterRouter::Impl {
       this->on_reply(call, node, asking, std::move(reply));
     };
     if (asking) {
-      client->call_async_asking(*call->args, std::move(on_reply));
+      client->call_async_asking(*call->args, call->deadline, std::move(on_reply));
     } else {
-      client->call_async(*call->args, std::move(on_reply));
+      client->call_async(*call->args, call->deadline, std::move(on_reply));
     }
   }
 
@@ -338,8 +337,9 @@ ClusterRouter::ClusterRouter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 ClusterRouter::~ClusterRouter() { impl_->shutdown(); }
 
 void ClusterRouter::run(std::uint16_t slot, const Script& script,
-                        std::shared_ptr<std::vector<std::string>> args, Callback done) {
-  impl_->run(slot, script, std::move(args), std::move(done));
+                        std::shared_ptr<std::vector<std::string>> args, Deadline deadline,
+                        Callback done) {
+  impl_->run(slot, script, std::move(args), deadline, std::move(done));
 }
 
 bool ClusterRouter::ready() const { return impl_->ready(); }

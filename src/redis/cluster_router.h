@@ -2,8 +2,7 @@
 // a pool of pipelined connections per primary (one Client per node). Replicas are never asked:
 // a replica can be behind its primary, and deciding from it would over-admit.
 //
-// Routine cluster events never reach the caller while the call's time (options.timeout from the
-// first attempt) lasts:
+// Routine cluster events never reach the caller while the call's time (until its deadline) lasts:
 //   MOVED       the slot map is refreshed (CLUSTER SLOTS; one refresh at a time, at most one per
 //               kRefreshInterval) and the call is sent to the node the reply names;
 //   ASK         the call is sent once to the node the reply names, preceded by ASKING on the same
@@ -45,7 +44,7 @@ class ClusterRouter final : public ScriptTarget {
   ~ClusterRouter() override;
 
   void run(std::uint16_t slot, const Script& script, std::shared_ptr<std::vector<std::string>> args,
-           Callback done) override;
+           Deadline deadline, Callback done) override;
   // Every slot has an owner and every owner has a connection up.
   bool ready() const override;
   bool one_node() const override { return false; }

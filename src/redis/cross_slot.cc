@@ -29,18 +29,21 @@ struct Group {
 
 struct Request {
   Request(ScriptTarget& target_, std::vector<SlotKey> keys_, std::int64_t cost_, std::string now_,
-          std::chrono::milliseconds ttl_floor_, Store::AllCallback done_)
+          std::chrono::milliseconds ttl_floor_, ScriptTarget::Deadline deadline_,
+          Store::AllCallback done_)
       : target(target_),
         keys(std::move(keys_)),
         cost(cost_),
         now(std::move(now_)),
         ttl_floor(ttl_floor_),
+        deadline(deadline_),
         done(std::move(done_)) {}
   ScriptTarget& target;
   const std::vector<SlotKey> keys;
   const std::int64_t cost;
   const std::string now;  // "" for the server's TIME
   const std::chrono::milliseconds ttl_floor;
+  const ScriptTarget::Deadline deadline;
   std::vector<Group> groups;  // one per slot, in the order of their first key
   Store::AllCallback done;
   std::mutex mutex;
@@ -121,7 +124,7 @@ void refund(const std::shared_ptr<Request>& request) {
       args->insert(args->end(), {u.before, std::to_string(u.expires), u.written});
     }
     request->target.run(group.slot, {refund_script_source(), &refund_script_sha()}, std::move(args),
-                        [request](Result<Reply>) {
+                        request->deadline, [request](Result<Reply>) {
                           // A lost refund keeps the charge: an under-admission, never more.
                           std::unique_lock lock(request->mutex);
                           if (--request->left > 0) return;
@@ -148,7 +151,7 @@ void call_every_slot(const std::shared_ptr<Request>& request, const char* mode,
       for (std::int64_t n : request->keys[layer].numbers) args->push_back(std::to_string(n));
     }
     request->target.run(group.slot, {all_or_nothing_script_source(), &all_or_nothing_script_sha()},
-                        std::move(args),
+                        std::move(args), request->deadline,
                         [request, g, then, reserving = mode[0] == '1'](Result<Reply> reply) {
                           std::unique_lock lock(request->mutex);
                           read_reply(request->groups[g], std::move(reply), reserving);
@@ -185,9 +188,10 @@ void after_dry_run(const std::shared_ptr<Request>& request) {
 
 void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::int64_t cost,
                             std::string now, std::chrono::milliseconds ttl_floor,
-                            bool dry_run_first, Store::AllCallback done) {
+                            bool dry_run_first, ScriptTarget::Deadline deadline,
+                            Store::AllCallback done) {
   auto request = std::make_shared<Request>(target, std::move(keys), cost, std::move(now), ttl_floor,
-                                           std::move(done));
+                                           deadline, std::move(done));
   std::map<std::uint16_t, std::size_t> by_slot;
   for (std::size_t i = 0; i < request->keys.size(); ++i) {
     auto [it, fresh] = by_slot.try_emplace(request->keys[i].slot, request->groups.size());

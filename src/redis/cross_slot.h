@@ -9,7 +9,8 @@
 //     that charged gets one call of lua/refund.lua, which restores a key only if it still holds
 //     exactly what the charge wrote, i.e. nothing else touched it since: its state is then as if
 //     the request had never been charged. A key written in between keeps the charge, and so does
-//     a refund lost to a timeout: the limiter under-admits by that cost until it resets.
+//     a refund lost to a timeout (refunds share the request's deadline): the limiter
+//     under-admits by that cost until it resets.
 //
 // So it never over-admits. A concurrent request may see a reservation for the round trip until
 // its refund (a transient under-admission). The slots that admitted report the peek taken before
@@ -40,8 +41,10 @@ struct SlotKey {
 // dry_run_first: before reserving, one dry call per slot (nothing written); when a slot would
 // deny, that is the answer and nothing needs a refund. Cheaper when most requests are denied,
 // one more round trip when they are admitted.
+// Every call of the request (dry run, reservations, refunds) ends by `deadline`.
 void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::int64_t cost,
                             std::string now, std::chrono::milliseconds ttl_floor,
-                            bool dry_run_first, Store::AllCallback done);
+                            bool dry_run_first, ScriptTarget::Deadline deadline,
+                            Store::AllCallback done);
 
 }  // namespace spillway::redis

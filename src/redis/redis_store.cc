@@ -8,9 +8,39 @@
 #include "src/redis/key_slot.h"
 #include "src/redis/script_reply.h"
 #include "src/redis/scripts.h"
+#include "src/redis/sentinel.h"
+#include "src/redis/tls.h"
 #include "src/redis/url.h"
 
 namespace spillway {
+namespace {
+
+// Completes the URL's TLS settings with options.tls (the URL's own parameters win) and checks
+// that they load (files readable, key matching), so that a mistake is reported at open.
+Result<void> apply_tls(const RedisStoreOptions& options, redis::ClientOptions& client) {
+  if (options.tls && !client.tls) {
+    return invalid_argument(
+        "redis: TLS settings were given (backend.tls) but the URL is not rediss:// or "
+        "rediss+cluster:// (a plain URL would send everything in clear)");
+  }
+  if (!client.tls) return {};
+  if (options.tls) {
+    redis::TlsOptions& tls = *client.tls;
+    for (auto [field, fallback] : {std::pair{&tls.ca_file, &options.tls->ca_file},
+                                   std::pair{&tls.cert_file, &options.tls->cert_file},
+                                   std::pair{&tls.key_file, &options.tls->key_file},
+                                   std::pair{&tls.server_name, &options.tls->server_name}}) {
+      if (field->empty()) *field = *fallback;
+    }
+    tls.insecure = tls.insecure || options.tls->insecure;
+  }
+  if (auto context = redis::make_tls_context(*client.tls); !context) {
+    return std::unexpected(context.error());
+  }
+  return {};
+}
+
+}  // namespace
 
 Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) {
   if (options.pool_size < 1) {
@@ -23,18 +53,34 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
     return invalid_argument("redis max_batch and max_in_flight must be at least 1");
   }
   std::unique_ptr<redis::ScriptTarget> target;
-  if (options.url.starts_with("redis+cluster://")) {
+  if (options.url.starts_with("redis+cluster://") || options.url.starts_with("rediss+cluster://")) {
     auto cluster = redis::parse_cluster_url(options.url);
     if (!cluster) return std::unexpected(cluster.error());
+    if (auto tls = apply_tls(options, cluster->node_options); !tls) {
+      return std::unexpected(tls.error());
+    }
     cluster->node_options.pool_size = options.pool_size;
     cluster->node_options.timeout = options.timeout;
     auto router =
         redis::ClusterRouter::open(std::move(cluster->seeds), std::move(cluster->node_options));
     if (!router) return std::unexpected(router.error());
     target = std::move(*router);
+  } else if (options.url.starts_with("redis+sentinel://")) {
+    auto sentinel = redis::parse_sentinel_url(options.url);
+    if (!sentinel) return std::unexpected(sentinel.error());
+    if (options.tls) {
+      return invalid_argument("redis: TLS is not offered with redis+sentinel:// yet");
+    }
+    redis::ClientOptions node_options = sentinel->node_options;
+    node_options.pool_size = options.pool_size;
+    node_options.timeout = options.timeout;
+    auto found = redis::SentinelTarget::open(std::move(*sentinel), std::move(node_options));
+    if (!found) return std::unexpected(found.error());
+    target = std::move(*found);
   } else {
     auto client_options = redis::parse_redis_url(options.url);
     if (!client_options) return std::unexpected(client_options.error());
+    if (auto tls = apply_tls(options, *client_options); !tls) return std::unexpected(tls.error());
     client_options->pool_size = options.pool_size;
     client_options->timeout = options.timeout;
     target = std::make_unique<redis::SingleNode>(std::move(*client_options));
@@ -87,6 +133,7 @@ void RedisStore::check_async(std::string_view key, const Limit& limit, std::int6
        .now = now ? std::to_string(*now) : std::string(),
        .numbers = {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
                    limit.period_units(), cost},
+       .deadline = std::chrono::steady_clock::now() + options_.timeout,
        .done = std::move(done)});
 }
 
@@ -119,10 +166,12 @@ void RedisStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_
                      l.period(), l.burst(), l.limit_units(), l.period_units()}});
   }
   const std::string now_arg = now ? std::to_string(*now) : std::string();
+  const redis::ScriptTarget::Deadline deadline =
+      std::chrono::steady_clock::now() + options_.timeout;
   if (!one_slot) {
     return redis::check_all_across_slots(*target_, std::move(keys), cost, now_arg,
                                          options_.ttl_floor, options_.cluster_dry_run_first,
-                                         std::move(done));
+                                         deadline, std::move(done));
   }
   // One call of the all-or-nothing script over every key.
   auto args = std::make_shared<std::vector<std::string>>();
@@ -137,7 +186,8 @@ void RedisStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_
   const std::size_t count = keys.size();
   target_->run(keys.front().slot,
                {redis::all_or_nothing_script_source(), &redis::all_or_nothing_script_sha()},
-               std::move(args), [count, done = std::move(done)](Result<redis::Reply> reply) {
+               std::move(args), deadline,
+               [count, done = std::move(done)](Result<redis::Reply> reply) {
                  if (!reply) return done(std::unexpected(reply.error()));
                  Decisions decisions;
                  for (std::size_t i = 0; i < count; ++i) {

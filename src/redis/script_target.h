@@ -7,6 +7,7 @@
 // thread of the target, and must not block. Destroying a target fails the calls in flight.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,12 +38,15 @@ inline void set_script_call(std::vector<std::string>& args, const Script& script
 class ScriptTarget {
  public:
   using Callback = std::function<void(Result<Reply>)>;
+  using Deadline = std::chrono::steady_clock::time_point;
   virtual ~ScriptTarget() = default;
 
   // Runs `script`. args = {"", "", numkeys, keys…, argv…}: the first two are filled in here
-  // (EVALSHA/EVAL, SHA/text). Every key of the call hashes to `slot` (key_slot).
+  // (EVALSHA/EVAL, SHA/text). Every key of the call hashes to `slot` (key_slot). `done` gets
+  // kTimeout when no answer came by `deadline` (retries and redirections included).
   virtual void run(std::uint16_t slot, const Script& script,
-                   std::shared_ptr<std::vector<std::string>> args, Callback done) = 0;
+                   std::shared_ptr<std::vector<std::string>> args, Deadline deadline,
+                   Callback done) = 0;
 
   // Whether the target can serve calls now (for readiness).
   virtual bool ready() const = 0;
@@ -57,7 +61,7 @@ class SingleNode final : public ScriptTarget {
   explicit SingleNode(ClientOptions options) : client_(std::move(options)) {}
 
   void run(std::uint16_t slot, const Script& script, std::shared_ptr<std::vector<std::string>> args,
-           Callback done) override;
+           Deadline deadline, Callback done) override;
   bool ready() const override { return client_.connected(); }
   bool one_node() const override { return true; }
 

@@ -108,10 +108,59 @@ Result<ClientOptions> parse_unix_url(std::string_view rest) {
   return options;
 }
 
-Result<ClientOptions> parse_tcp_url(std::string_view rest) {
+// "tls_ca_file=…&tls_cert_file=…&tls_key_file=…&tls_server_name=…&tls_insecure=true".
+Result<void> parse_tls_query(std::string_view query, TlsOptions& tls) {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq);
+    Result<std::string> value = percent_decode(
+        eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1), key);
+    if (!value) return std::unexpected(value.error());
+    if (key == "tls_insecure") {
+      if (*value != "true" && *value != "false" && *value != "1" && *value != "0") {
+        return invalid_argument("redis URL: tls_insecure must be true or false, got '" + *value +
+                                "'");
+      }
+      tls.insecure = *value == "true" || *value == "1";
+      continue;
+    }
+    std::string* field = key == "tls_ca_file"       ? &tls.ca_file
+                         : key == "tls_cert_file"   ? &tls.cert_file
+                         : key == "tls_key_file"    ? &tls.key_file
+                         : key == "tls_server_name" ? &tls.server_name
+                                                    : nullptr;
+    if (field == nullptr) {
+      return invalid_argument("redis URL: unknown parameter '" + std::string(key) +
+                              "' (expected tls_ca_file, tls_cert_file, tls_key_file, "
+                              "tls_server_name or tls_insecure)");
+    }
+    if (value->empty()) {
+      return invalid_argument("redis URL: " + std::string(key) + " is empty");
+    }
+    *field = std::move(*value);
+  }
+  return {};
+}
+
+// host:port[/db][?tls_…] after the scheme; `tls` for rediss (query parameters allowed).
+Result<ClientOptions> parse_tcp_url(std::string_view rest, bool tls) {
   ClientOptions options;
-  if (rest.find('?') != std::string_view::npos) {
-    return invalid_argument("redis URL: redis:// URLs take no query parameters");
+  if (const std::size_t question = rest.find('?'); question != std::string_view::npos) {
+    if (!tls) {
+      return invalid_argument(
+          "redis URL: redis:// URLs take no query parameters (tls_* settings need rediss://)");
+    }
+    options.tls.emplace();
+    if (Result<void> parsed = parse_tls_query(rest.substr(question + 1), *options.tls); !parsed) {
+      return std::unexpected(parsed.error());
+    }
+    rest = rest.substr(0, question);
+  } else if (tls) {
+    options.tls.emplace();
   }
   // The last '@' ends the user info, so a raw '@' or '/' in a password still works.
   if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
@@ -175,22 +224,30 @@ Result<ClientOptions> parse_tcp_url(std::string_view rest) {
 Result<ClientOptions> parse_redis_url(std::string_view url) {
   const std::size_t separator = url.find("://");
   if (separator == std::string_view::npos) {
-    return invalid_argument("redis URL: missing scheme (expected redis:// or unix://)");
+    return invalid_argument("redis URL: missing scheme (expected redis://, rediss:// or unix://)");
   }
   const std::string_view scheme = url.substr(0, separator);
   const std::string_view rest = url.substr(separator + 3);
-  if (scheme == "redis") return parse_tcp_url(rest);
+  if (scheme == "redis" || scheme == "rediss") return parse_tcp_url(rest, scheme == "rediss");
   if (scheme == "unix") return parse_unix_url(rest);
   return invalid_argument("redis URL: unknown scheme '" + std::string(scheme) +
-                          "' (expected redis or unix)");
+                          "' (expected redis, rediss or unix)");
 }
 
 Result<ClusterUrl> parse_cluster_url(std::string_view url) {
   constexpr std::string_view kScheme = "redis+cluster://";
-  if (!url.starts_with(kScheme)) {
-    return invalid_argument("redis cluster URL: must start with redis+cluster://");
+  constexpr std::string_view kTlsScheme = "rediss+cluster://";
+  const bool tls = url.starts_with(kTlsScheme);
+  if (!tls && !url.starts_with(kScheme)) {
+    return invalid_argument(
+        "redis cluster URL: must start with redis+cluster:// or rediss+cluster://");
   }
-  std::string_view rest = url.substr(kScheme.size());
+  std::string_view rest = url.substr(tls ? kTlsScheme.size() : kScheme.size());
+  std::string query;  // "?tls_…", applied to every seed
+  if (const std::size_t question = rest.find('?'); question != std::string_view::npos) {
+    query = std::string(rest.substr(question));
+    rest = rest.substr(0, question);
+  }
   std::string userinfo;  // "user:password@", applied to every seed
   if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
     userinfo = std::string(rest.substr(0, at + 1));
@@ -205,13 +262,60 @@ Result<ClusterUrl> parse_cluster_url(std::string_view url) {
       return invalid_argument("redis cluster URL: seed \"" + std::string(seed) +
                               "\" must be host:port (a cluster has only database 0)");
     }
-    Result<ClientOptions> options = parse_tcp_url(userinfo + std::string(seed));
+    Result<ClientOptions> options = parse_tcp_url(userinfo + std::string(seed) + query, tls);
     if (!options) return std::unexpected(options.error());
     out.seeds.push_back({options->host, options->port});
     out.node_options = std::move(*options);
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
+  return out;
+}
+
+Result<SentinelUrl> parse_sentinel_url(std::string_view url) {
+  constexpr std::string_view kScheme = "redis+sentinel://";
+  if (!url.starts_with(kScheme)) {
+    return invalid_argument("redis sentinel URL: must start with redis+sentinel://");
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  std::string userinfo;  // "user:password@", for the primary
+  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    userinfo = std::string(rest.substr(0, at + 1));
+    rest = rest.substr(at + 1);
+  }
+  const std::size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash + 1 == rest.size()) {
+    return invalid_argument(
+        "redis sentinel URL: the primary's name is missing "
+        "(redis+sentinel://host:port,host:port/MASTER_NAME[/db])");
+  }
+  std::string_view hosts = rest.substr(0, slash);
+  std::string_view path = rest.substr(slash + 1);
+  SentinelUrl out;
+  const std::size_t db_slash = path.find('/');
+  out.master_name = std::string(path.substr(0, db_slash));
+  if (out.master_name.empty()) return invalid_argument("redis sentinel URL: empty primary name");
+  if (out.master_name.find('?') != std::string::npos) {
+    return invalid_argument("redis sentinel URL: takes no query parameters");
+  }
+  std::string db_part;
+  if (db_slash != std::string_view::npos) db_part = "/" + std::string(path.substr(db_slash + 1));
+  while (true) {
+    const std::size_t comma = hosts.find(',');
+    std::string seed(hosts.substr(0, comma));
+    if (seed.empty()) return invalid_argument("redis sentinel URL: an empty sentinel address");
+    const bool has_port = seed.front() == '[' ? seed.find("]:") != std::string::npos
+                                              : seed.find(':') != std::string::npos;
+    Result<ClientOptions> sentinel = parse_tcp_url(has_port ? seed : seed + ":26379", false);
+    if (!sentinel) return std::unexpected(sentinel.error());
+    out.sentinels.push_back({sentinel->host, sentinel->port});
+    if (comma == std::string_view::npos) break;
+    hosts.remove_prefix(comma + 1);
+  }
+  // The primary's options: credentials and db (its host and port come from the sentinels).
+  Result<ClientOptions> node = parse_tcp_url(userinfo + "primary" + db_part, false);
+  if (!node) return std::unexpected(node.error());
+  out.node_options = std::move(*node);
   return out;
 }
 

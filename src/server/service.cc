@@ -161,6 +161,7 @@ void Service::metrics_text(const HttpRequest&, const Reply& reply) {
       "# HELP spillway_backend_status The backend's state now (ready, unreachable, "
       "circuit_open).\n# TYPE spillway_backend_status gauge\nspillway_backend_status{status=\"");
   text.append(store_->status()).append("\"} 1\n");
+  store_->append_metrics(text);
   reply({.body = std::move(text), .content_type = "text/plain; version=0.0.4"});
 }
 
@@ -171,8 +172,10 @@ void Service::healthz(const HttpRequest&, const Reply& reply) {
 void Service::readyz(const HttpRequest&, const Reply& reply) {
   const bool ready = store_->ready();
   // on_error says what requests get meanwhile: with allow they are admitted unchecked.
-  const std::string_view on_error =
-      settings()->on_error == policy::OnError::kAllow ? "allow" : "deny";
+  const policy::OnError mode = settings()->on_error;
+  const std::string_view on_error = mode == policy::OnError::kAllow  ? "allow"
+                                    : mode == policy::OnError::kDeny ? "deny"
+                                                                     : "local";
   std::string body = ready ? R"({"status":"ready","backend":")"
                            : R"({"status":"not ready","error":"backend unreachable","backend":")";
   body.append(store_->status()).append(R"(","on_error":")").append(on_error).append("\"}");
@@ -181,28 +184,11 @@ void Service::readyz(const HttpRequest&, const Reply& reply) {
 
 void Service::backend_failed(const Error& error, bool allowed) {
   metrics_.backend_error(errc_name(error.code), allowed);
-  // One line a second at most, however many requests fail: an outage must not flood the log.
-  const std::int64_t now =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
-          .count();
-  std::int64_t last = last_error_log_ms_.load(std::memory_order_relaxed);
-  if (now - last < 1000 ||
-      !last_error_log_ms_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
-    unlogged_errors_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  const std::uint64_t more = unlogged_errors_.exchange(0, std::memory_order_relaxed);
   std::string line = "spillway: backend error (";
   line.append(errc_name(error.code)).append("): ").append(error.message);
   line.append(allowed ? "; on_error allow: admitted without a decision"
                       : "; on_error deny: answered 503 (403 to nginx)");
-  if (more > 0)
-    line.append(" (and ").append(std::to_string(more)).append(" more since the last line)");
-  line.push_back('\n');
-  // One write(2): std::cerr is not safe to share with the threads that also print (the command
-  // line's own messages); a single write of a line is, and lines never interleave.
-  const ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
-  (void)written;
+  error_log_.write(std::move(line));  // one line a second at most
 }
 
 void Service::limit(const HttpRequest& request, const Reply& reply) {
@@ -265,7 +251,8 @@ HttpResponse Service::limit_response(const Limit& limit, policy::OnError on_erro
     if (decision.error().code == Errc::kInvalidArgument) {
       return error_response(400, decision.error().message);
     }
-    const bool allow = on_error == policy::OnError::kAllow;
+    // local: the store decided in-process already; an error that still comes is admitted.
+    const bool allow = on_error != policy::OnError::kDeny;
     backend_failed(decision.error(), allow);
     return limit_backend_error_response(limit, allow, decision.error());
   }
@@ -342,7 +329,7 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
       const bool missing_key = result.error().field == "api_key";
       return error_response(for_nginx && missing_key ? 401 : 400, result.error().message);
     }
-    const bool allow = settings.on_error == policy::OnError::kAllow;
+    const bool allow = settings.on_error != policy::OnError::kDeny;
     backend_failed(result.error(), allow);
     return policy_backend_error_response(allow, for_nginx, result.error());
   }

@@ -14,6 +14,7 @@
 
 #include "spillway/policy_engine.h"
 #include "spillway/store.h"
+#include "src/core/rate_limited_log.h"
 #include "src/policy/config.h"
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
@@ -88,8 +89,7 @@ class Service {
   std::shared_ptr<const Settings> settings_;
   std::atomic<std::uint64_t> settings_version_{0};
   Metrics metrics_;
-  std::atomic<std::int64_t> last_error_log_ms_{-1000};  // steady clock, for backend_failed
-  std::atomic<std::uint64_t> unlogged_errors_{0};
+  RateLimitedLog error_log_;  // backend errors, one line a second at most
 };
 
 }  // namespace spillway::server

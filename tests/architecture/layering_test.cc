@@ -68,7 +68,9 @@ std::optional<Layer> layer_of(std::string path) {
     const std::string header = path.substr(9);
     if (header == "memory_store.h") return Layer::kMemory;
     if (header == "redis_store.h") return Layer::kRedis;
-    if (header == "open_store.h" || header == "circuit_breaker.h") return Layer::kBackends;
+    if (header == "open_store.h" || header == "circuit_breaker.h" || header == "local_fallback.h") {
+      return Layer::kBackends;
+    }
     if (header == "policy.h" || header == "policy_engine.h") return Layer::kPolicy;
     static const std::set<std::string> core = {"algorithm.h", "algorithm_list.h", "clock.h",
                                                "decision.h",  "duration.h",       "error.h",

@@ -135,6 +135,54 @@ TEST(ConfigParse, CircuitBreakerFields) {
       << fraction.error().message;
 }
 
+TEST(ConfigParse, OnErrorLocalAndTls) {
+  Result<Config> config = parse_config(R"(backend:
+  url: rediss://redis.internal:6380/0
+  on_error: local
+  tls:
+    ca_file: /etc/ca.pem
+    cert_file: /etc/client.pem
+    key_file: /etc/client.key
+    server_name: redis.internal
+    insecure: false
+)");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->backend.on_error, OnError::kLocal);
+  ASSERT_TRUE(config->backend.tls);
+  EXPECT_EQ(*config->backend.tls, (TlsConfig{.ca_file = "/etc/ca.pem",
+                                             .cert_file = "/etc/client.pem",
+                                             .key_file = "/etc/client.key",
+                                             .server_name = "redis.internal",
+                                             .insecure = false}));
+  EXPECT_FALSE(default_config().backend.tls);
+  for (const char* url : {"redis+sentinel://10.0.0.1:26379,10.0.0.2/cache/1",
+                          "rediss+cluster://10.0.0.1:7000", "rediss://h:6380"}) {
+    Result<Config> other = parse_config(std::string("backend:\n  url: ") + url + "\n");
+    ASSERT_TRUE(other.has_value()) << url << ": " << other.error().message;
+    EXPECT_EQ(other->backend.url, url);
+  }
+}
+
+TEST(ConfigErrors, TlsMistakesAreNamed) {
+  for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"backend:\n  url: redis://h:1\n  tls: {ca_file: /ca.pem}\n",
+            "line 3: backend.tls: is set but backend.url is not rediss://"},
+           {"backend:\n  url: rediss://h:1\n  tls: {cert_file: /c.pem}\n",
+            "cert_file and key_file go together"},
+           {"backend:\n  url: rediss://h:1\n  tls: {insecure: maybe}\n",
+            "backend.tls.insecure: \"maybe\" must be true or false"},
+           {"backend:\n  url: rediss://h:1\n  tls: {ca: /ca.pem}\n",
+            "backend.tls.ca: unknown field"},
+           {"backend:\n  url: rediss://h:1\n  tls: /ca.pem\n", "backend.tls"},
+           {"backend:\n  on_error: fallback\n", "must be allow, deny or local"},
+       }) {
+    Result<Config> config = parse_config(text);
+    ASSERT_FALSE(config.has_value()) << text;
+    EXPECT_NE(config.error().message.find(expected), std::string::npos)
+        << text << " -> " << config.error().message;
+  }
+}
+
 TEST(ConfigParse, OtherValidForms) {
   Result<Config> config = parse_config(R"(server:
   listen: "[::1]:9090"

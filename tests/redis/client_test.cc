@@ -599,7 +599,7 @@ TEST(ParseRedisUrl, RejectsEmptyHostAndBadScheme) {
   expect_rejected("redis://", "empty host");
   expect_rejected("redis://:pw@/0", "empty host");
   expect_rejected("http://h:6379", "unknown scheme 'http'");
-  expect_rejected("rediss://h:6379", "unknown scheme 'rediss'");
+  expect_rejected("rediss+h://h:6379", "unknown scheme 'rediss+h'");
   expect_rejected("localhost:6379", "scheme");
   expect_rejected("unix://relative/path", "absolute");
   expect_rejected("unix:///tmp/s?timeout=1", "unknown parameter 'timeout'");

@@ -8,6 +8,8 @@
 #include <rapidcheck/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -344,6 +346,50 @@ TEST(RedisFaults, DownGivesErrorsThenRecoversWithoutRestart) {
     if (!recovered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_TRUE(recovered) << "checks did not succeed again after Redis came back";
+}
+
+}  // namespace
+}  // namespace spillway
+
+namespace spillway {
+namespace {
+
+// backend.timeout bounds the whole wait, time queued included: with one call in flight at a
+// time and Redis silent, checks queued behind it must not each get a fresh timeout (before, the
+// sixth waited six timeouts).
+TEST(RedisDeadline, QueuedChecksNeverWaitLongerThanTheTimeout) {
+  using namespace std::chrono_literals;
+  testing::RedisServer redis;
+  auto store = RedisStore::open({.url = redis.url(),
+                                 .key_prefix = "deadline",
+                                 .timeout = 400ms,
+                                 .max_batch = 1,
+                                 .max_in_flight = 1});
+  ASSERT_TRUE(store.has_value());
+  const Limit limit = *Limit::make(Algorithm::kGcra, 100, kMicrosPerSecond);
+  ASSERT_TRUE((*store)->check("warm", limit).has_value());
+  redis.pause();
+  constexpr int kChecks = 6;
+  std::vector<std::promise<std::pair<Result<Decision>, std::chrono::milliseconds>>> answers(
+      kChecks);
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < kChecks; ++i) {
+    (*store)->check_async(
+        "k" + std::to_string(i), limit, 1, std::nullopt,
+        [&answers, i, started](Result<Decision> d) {
+          answers[i].set_value({std::move(d), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  std::chrono::steady_clock::now() - started)});
+        });
+  }
+  for (int i = 0; i < kChecks; ++i) {
+    auto [decision, waited] = answers[i].get_future().get();
+    ASSERT_FALSE(decision.has_value()) << "Redis is paused";
+    EXPECT_EQ(decision.error().code, Errc::kTimeout) << decision.error().message;
+    // 400 ms and scheduling slack; a fresh timeout per queued check would be 800 ms or more.
+    EXPECT_LT(waited, 750ms) << "check " << i << ": " << decision.error().message;
+  }
+  redis.resume();
+  EXPECT_TRUE((*store)->check("after", limit).has_value());
 }
 
 }  // namespace

@@ -1,0 +1,65 @@
+// on_error: local. Checks go to the primary store (Redis, usually behind a CircuitBreakerStore);
+// when it fails (kUnavailable or kTimeout: down, unreachable, too slow, circuit open), the same
+// check is decided by an in-process store instead, with the same limits. When the primary answers
+// again, decisions come from it again (the local state is kept for the next outage).
+//
+// The trade-off, documented for operators: while the primary is down, every instance enforces
+// the full limit on its own, so N instances may admit up to N times the limit in all. Better than
+// admitting everything (allow) or nothing (deny) for most APIs; wrong where the limit protects a
+// hard quota.
+//
+// Visible: status() is "local_fallback" while the last answer came from the local store; the
+// metrics count local decisions (spillway_local_fallback_decisions_total); each fallback logs a
+// line on stderr, one a second at most.
+//
+// Thread safety: as the wrapped stores (every method from any thread). Ownership: owns both.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "spillway/store.h"
+
+namespace spillway {
+
+class RateLimitedLog;
+
+class LocalFallbackStore final : public Store {
+ public:
+  LocalFallbackStore(std::unique_ptr<Store> primary, std::unique_ptr<Store> local);
+  ~LocalFallbackStore() override;
+
+  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
+                         std::optional<Micros> now = std::nullopt) override;
+  void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
+                   std::optional<Micros> now, Callback done) override;
+  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                              std::optional<Micros> now = std::nullopt) override;
+  void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
+                       std::optional<Micros> now, AllCallback done) override;
+
+  // It can always decide: ready while the local store is (a load balancer keeps the instance).
+  bool ready() const override { return local_->ready(); }
+  std::string_view status() const override;
+  void append_metrics(std::string& out) const override;
+
+  // Decisions taken by the local store since construction.
+  std::uint64_t local_decisions() const { return local_decisions_.load(); }
+  Store& primary() { return *primary_; }
+
+ private:
+  // Whether `error` from the primary means: decide locally (and notes it).
+  bool falls_back(const Error& error);
+  void answered_by_primary() { on_local_.store(false, std::memory_order_relaxed); }
+
+  std::unique_ptr<Store> primary_;
+  std::unique_ptr<Store> local_;
+  std::unique_ptr<RateLimitedLog> log_;
+  std::atomic<bool> on_local_{false};
+  std::atomic<std::uint64_t> local_decisions_{0};
+};
+
+}  // namespace spillway

@@ -1,0 +1,32 @@
+// A log of lines on stderr, at most one line per interval however often it is fed: an outage
+// that fails every request must not flood the log. A line written after some were dropped says
+// how many ("(and 41 more since the last line)").
+//
+// Thread safety: write() from any thread; each line is one write(2), so lines never interleave
+// with each other or with other writers (std::cerr is not safe to share across threads under
+// the command line's own use of it).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace spillway {
+
+class RateLimitedLog {
+ public:
+  explicit RateLimitedLog(std::chrono::milliseconds interval = std::chrono::seconds(1))
+      : interval_ms_(interval.count()) {}
+
+  // Writes `line` (a newline is added) unless a line was written less than an interval ago.
+  // Returns whether it was written.
+  bool write(std::string line);
+
+ private:
+  const std::int64_t interval_ms_;
+  std::atomic<std::int64_t> last_ms_{INT64_MIN / 2};  // steady clock
+  std::atomic<std::uint64_t> dropped_{0};
+};
+
+}  // namespace spillway
