@@ -31,7 +31,7 @@ trap 'rm -rf "$work"' EXIT
 export UBSAN_OPTIONS=print_stacktrace=1
 
 failed=0
-for target in request config; do
+for target in request config url; do
   corpus=$work/$target
   log=$work/$target.log
   mkdir -p "$corpus"

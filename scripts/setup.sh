@@ -6,9 +6,9 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
-  libboost1.81-dev libhiredis-dev libyaml-cpp-dev
+  libboost1.81-dev libhiredis-dev libyaml-cpp-dev libssl-dev openssl
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
-  redis-server nginx-light wrk clang-format
+  redis-server redis-sentinel redis-tools nginx-light wrk clang-format
   "$@"
 )
 

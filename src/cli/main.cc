@@ -45,7 +45,11 @@ constexpr Command kCommands[] = {
 };
 
 constexpr std::string_view kBackends =
-    "backends: memory (default), redis://[user:password@]host:port[/db], unix:///path\n";
+    "backends: memory (default), redis://[user:password@]host:port[/db], unix:///path,\n"
+    "          rediss://host:port[/db]?tls_ca_file=…&tls_cert_file=…&tls_key_file=…"
+    "&tls_server_name=…,\n"
+    "          redis+cluster://host:port,host:port…, rediss+cluster://…,\n"
+    "          redis+sentinel://host:port,host:port…/MASTER_NAME[/db]\n";
 
 void print_usage(std::ostream& out) {
   out << "usage: spillway <command> [options]   (spillway <command> --help, spillway --version)\n"

@@ -112,7 +112,14 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
           fresh ? (*service)->reload(*fresh) : Result<void>(std::unexpected(fresh.error()));
       if (reloaded) {
         err << "spillway serve: reloaded " << *config_path << std::endl;
-        if (fresh->backend != config->backend) {
+        // on_error between allow and deny is swapped by reload(); everything else in the
+        // backend section (local included: it changes the store) waits for a restart.
+        policy::BackendConfig compared = fresh->backend;
+        if (compared.on_error != policy::OnError::kLocal &&
+            config->backend.on_error != policy::OnError::kLocal) {
+          compared.on_error = config->backend.on_error;
+        }
+        if (compared != config->backend) {
           err << "spillway serve: the backend section changed; it takes effect at the next "
                  "restart (still using "
               << config->backend.url << ")" << std::endl;

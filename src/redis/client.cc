@@ -289,6 +289,11 @@ class Client::Impl::Connection {
     session->connect_timer.expires_after(options_.connect_timeout);
     session->connect_timer.async_wait([this, session](const error_code& ec) {
       if (ec || session != session_ || state_ != State::kConnecting) return;
+      if (session->tls) {  // connected, but the server never finished the TLS handshake
+        return fail(Errc::kUnavailable, "TLS handshake timed out after " +
+                                            millis(options_.connect_timeout) +
+                                            " (is this a plain-TCP port? then use redis://)");
+      }
       fail(classify(asio::error::timed_out),
            "connect timed out after " + millis(options_.connect_timeout));
     });
@@ -524,7 +529,9 @@ class Client::Impl::Connection {
 
   std::string lost_connection(const Session& session, const error_code& ec) const {
     const bool closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
-    if (closed && !session.got_a_reply && !options_.tls && options_.unix_socket.empty()) {
+    const bool refused_at_once =
+        (closed || ec == asio::error::connection_reset) && !session.got_a_reply;
+    if (refused_at_once && !options_.tls && options_.unix_socket.empty()) {
       return "connection closed by the server before any reply (is this a TLS port? then use "
              "rediss://)";
     }

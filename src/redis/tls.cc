@@ -48,8 +48,13 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const TlsOptions& options
                               "': cannot load the certificate: " + reason(ec));
     }
     if (context->use_private_key_file(options.key_file, ssl::context::pem, ec); ec) {
+      const std::string why = reason(ec);
+      if (why.find("mismatch") != std::string::npos) {
+        return invalid_argument("tls_key_file '" + options.key_file +
+                                "' does not match tls_cert_file '" + options.cert_file + "'");
+      }
       return invalid_argument("tls_key_file '" + options.key_file +
-                              "': cannot load the private key: " + reason(ec));
+                              "': cannot load the private key: " + why);
     }
     if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
       ERR_clear_error();

@@ -9,8 +9,16 @@
 #include <string>
 #include <system_error>
 
+#include "src/core/text.h"
+
 namespace spillway::redis {
 namespace {
+
+// Every error of this file: the URL's own bytes are quoted in them, so control characters are
+// escaped (an error stays one printable line).
+std::unexpected<Error> url_error(const std::string& message) {
+  return invalid_argument(escape_control(message, false));
+}
 
 Result<std::string> percent_decode(std::string_view text, std::string_view part) {
   std::string out;
@@ -25,7 +33,7 @@ Result<std::string> percent_decode(std::string_view text, std::string_view part)
     const char* end = begin + std::min<std::size_t>(2, text.size() - i - 1);
     const auto [ptr, ec] = std::from_chars(begin, end, value, 16);
     if (end - begin != 2 || ec != std::errc() || ptr != end) {
-      return invalid_argument("redis URL: bad percent escape in " + std::string(part));
+      return url_error("redis URL: bad percent escape in " + std::string(part));
     }
     out.push_back(static_cast<char>(value));
     i += 2;
@@ -48,10 +56,10 @@ Result<std::uint16_t> parse_port(std::string_view text) {
   const bool all_digits = !text.empty() && std::all_of(text.begin(), text.end(),
                                                        [](char c) { return c >= '0' && c <= '9'; });
   if (!all_digits) {
-    return invalid_argument("redis URL: port '" + std::string(text) + "' is not a number");
+    return url_error("redis URL: port '" + std::string(text) + "' is not a number");
   }
   if (!parse_digits(text, value) || value < 1 || value > 65535) {
-    return invalid_argument("redis URL: port " + std::string(text) + " is out of range (1-65535)");
+    return url_error("redis URL: port " + std::string(text) + " is out of range (1-65535)");
   }
   return static_cast<std::uint16_t>(value);
 }
@@ -59,8 +67,8 @@ Result<std::uint16_t> parse_port(std::string_view text) {
 Result<int> parse_db(std::string_view text) {
   int value = 0;
   if (!parse_digits(text, value)) {
-    return invalid_argument("redis URL: db '" + std::string(text) +
-                            "' is not a number (expected 0, 1, 2, ...)");
+    return url_error("redis URL: db '" + std::string(text) +
+                     "' is not a number (expected 0, 1, 2, ...)");
   }
   return value;
 }
@@ -85,8 +93,8 @@ Result<void> parse_query(std::string_view query, ClientOptions& options) {
       if (!decoded) return std::unexpected(decoded.error());
       (key == "password" ? options.password : options.user) = std::move(*decoded);
     } else {
-      return invalid_argument("redis URL: unknown parameter '" + std::string(key) +
-                              "' (expected db, user or password)");
+      return url_error("redis URL: unknown parameter '" + std::string(key) +
+                       "' (expected db, user or password)");
     }
   }
   return {};
@@ -97,7 +105,7 @@ Result<ClientOptions> parse_unix_url(std::string_view rest) {
   const std::size_t question = rest.find('?');
   const std::string_view path = rest.substr(0, question);
   if (path.empty() || path.front() != '/') {
-    return invalid_argument("redis URL: unix socket path must be absolute (unix:///path/to/sock)");
+    return url_error("redis URL: unix socket path must be absolute (unix:///path/to/sock)");
   }
   options.unix_socket = std::string(path);
   if (question != std::string_view::npos) {
@@ -122,8 +130,7 @@ Result<void> parse_tls_query(std::string_view query, TlsOptions& tls) {
     if (!value) return std::unexpected(value.error());
     if (key == "tls_insecure") {
       if (*value != "true" && *value != "false" && *value != "1" && *value != "0") {
-        return invalid_argument("redis URL: tls_insecure must be true or false, got '" + *value +
-                                "'");
+        return url_error("redis URL: tls_insecure must be true or false, got '" + *value + "'");
       }
       tls.insecure = *value == "true" || *value == "1";
       continue;
@@ -134,12 +141,12 @@ Result<void> parse_tls_query(std::string_view query, TlsOptions& tls) {
                          : key == "tls_server_name" ? &tls.server_name
                                                     : nullptr;
     if (field == nullptr) {
-      return invalid_argument("redis URL: unknown parameter '" + std::string(key) +
-                              "' (expected tls_ca_file, tls_cert_file, tls_key_file, "
-                              "tls_server_name or tls_insecure)");
+      return url_error("redis URL: unknown parameter '" + std::string(key) +
+                       "' (expected tls_ca_file, tls_cert_file, tls_key_file, "
+                       "tls_server_name or tls_insecure)");
     }
     if (value->empty()) {
-      return invalid_argument("redis URL: " + std::string(key) + " is empty");
+      return url_error("redis URL: " + std::string(key) + " is empty");
     }
     *field = std::move(*value);
   }
@@ -151,7 +158,7 @@ Result<ClientOptions> parse_tcp_url(std::string_view rest, bool tls) {
   ClientOptions options;
   if (const std::size_t question = rest.find('?'); question != std::string_view::npos) {
     if (!tls) {
-      return invalid_argument(
+      return url_error(
           "redis URL: redis:// URLs take no query parameters (tls_* settings need rediss://)");
     }
     options.tls.emplace();
@@ -168,7 +175,7 @@ Result<ClientOptions> parse_tcp_url(std::string_view rest, bool tls) {
     rest = rest.substr(at + 1);
     const std::size_t colon = userinfo.find(':');
     if (colon == std::string_view::npos) {
-      return invalid_argument(
+      return url_error(
           "redis URL: user info must be 'user:password@' or ':password@' (no ':' found)");
     }
     Result<std::string> user = percent_decode(userinfo.substr(0, colon), "user");
@@ -178,7 +185,7 @@ Result<ClientOptions> parse_tcp_url(std::string_view rest, bool tls) {
     if (!user->empty()) options.user = std::move(*user);
     if (!password->empty()) options.password = std::move(*password);
     if (options.user && !options.password) {
-      return invalid_argument("redis URL: user '" + *options.user + "' has no password");
+      return url_error("redis URL: user '" + *options.user + "' has no password");
     }
   }
   const std::size_t slash = rest.find('/');
@@ -187,12 +194,12 @@ Result<ClientOptions> parse_tcp_url(std::string_view rest, bool tls) {
   std::optional<std::string_view> port;
   if (!hostport.empty() && hostport.front() == '[') {  // [IPv6]:port
     const std::size_t close = hostport.find(']');
-    if (close == std::string_view::npos) return invalid_argument("redis URL: host lacks ']'");
+    if (close == std::string_view::npos) return url_error("redis URL: host lacks ']'");
     host = hostport.substr(1, close - 1);
     const std::string_view after = hostport.substr(close + 1);
     if (!after.empty()) {
       if (after.front() != ':') {
-        return invalid_argument("redis URL: unexpected '" + std::string(after) + "' after host");
+        return url_error("redis URL: unexpected '" + std::string(after) + "' after host");
       }
       port = after.substr(1);
     }
@@ -201,7 +208,7 @@ Result<ClientOptions> parse_tcp_url(std::string_view rest, bool tls) {
     host = hostport.substr(0, colon);
     if (colon != std::string_view::npos) port = hostport.substr(colon + 1);
   }
-  if (host.empty()) return invalid_argument("redis URL: empty host");
+  if (host.empty()) return url_error("redis URL: empty host");
   options.host = std::string(host);
   if (port) {
     Result<std::uint16_t> number = parse_port(*port);
@@ -224,14 +231,14 @@ Result<ClientOptions> parse_tcp_url(std::string_view rest, bool tls) {
 Result<ClientOptions> parse_redis_url(std::string_view url) {
   const std::size_t separator = url.find("://");
   if (separator == std::string_view::npos) {
-    return invalid_argument("redis URL: missing scheme (expected redis://, rediss:// or unix://)");
+    return url_error("redis URL: missing scheme (expected redis://, rediss:// or unix://)");
   }
   const std::string_view scheme = url.substr(0, separator);
   const std::string_view rest = url.substr(separator + 3);
   if (scheme == "redis" || scheme == "rediss") return parse_tcp_url(rest, scheme == "rediss");
   if (scheme == "unix") return parse_unix_url(rest);
-  return invalid_argument("redis URL: unknown scheme '" + std::string(scheme) +
-                          "' (expected redis, rediss or unix)");
+  return url_error("redis URL: unknown scheme '" + std::string(scheme) +
+                   "' (expected redis, rediss or unix)");
 }
 
 Result<ClusterUrl> parse_cluster_url(std::string_view url) {
@@ -239,8 +246,7 @@ Result<ClusterUrl> parse_cluster_url(std::string_view url) {
   constexpr std::string_view kTlsScheme = "rediss+cluster://";
   const bool tls = url.starts_with(kTlsScheme);
   if (!tls && !url.starts_with(kScheme)) {
-    return invalid_argument(
-        "redis cluster URL: must start with redis+cluster:// or rediss+cluster://");
+    return url_error("redis cluster URL: must start with redis+cluster:// or rediss+cluster://");
   }
   std::string_view rest = url.substr(tls ? kTlsScheme.size() : kScheme.size());
   std::string query;  // "?tls_…", applied to every seed
@@ -257,10 +263,10 @@ Result<ClusterUrl> parse_cluster_url(std::string_view url) {
   while (true) {
     const std::size_t comma = rest.find(',');
     const std::string_view seed = rest.substr(0, comma);
-    if (seed.empty()) return invalid_argument("redis cluster URL: an empty seed node");
+    if (seed.empty()) return url_error("redis cluster URL: an empty seed node");
     if (seed.find('/') != std::string_view::npos || seed.find('?') != std::string_view::npos) {
-      return invalid_argument("redis cluster URL: seed \"" + std::string(seed) +
-                              "\" must be host:port (a cluster has only database 0)");
+      return url_error("redis cluster URL: seed \"" + std::string(seed) +
+                       "\" must be host:port (a cluster has only database 0)");
     }
     Result<ClientOptions> options = parse_tcp_url(userinfo + std::string(seed) + query, tls);
     if (!options) return std::unexpected(options.error());
@@ -275,7 +281,7 @@ Result<ClusterUrl> parse_cluster_url(std::string_view url) {
 Result<SentinelUrl> parse_sentinel_url(std::string_view url) {
   constexpr std::string_view kScheme = "redis+sentinel://";
   if (!url.starts_with(kScheme)) {
-    return invalid_argument("redis sentinel URL: must start with redis+sentinel://");
+    return url_error("redis sentinel URL: must start with redis+sentinel://");
   }
   std::string_view rest = url.substr(kScheme.size());
   std::string userinfo;  // "user:password@", for the primary
@@ -285,7 +291,7 @@ Result<SentinelUrl> parse_sentinel_url(std::string_view url) {
   }
   const std::size_t slash = rest.find('/');
   if (slash == std::string_view::npos || slash + 1 == rest.size()) {
-    return invalid_argument(
+    return url_error(
         "redis sentinel URL: the primary's name is missing "
         "(redis+sentinel://host:port,host:port/MASTER_NAME[/db])");
   }
@@ -294,16 +300,16 @@ Result<SentinelUrl> parse_sentinel_url(std::string_view url) {
   SentinelUrl out;
   const std::size_t db_slash = path.find('/');
   out.master_name = std::string(path.substr(0, db_slash));
-  if (out.master_name.empty()) return invalid_argument("redis sentinel URL: empty primary name");
+  if (out.master_name.empty()) return url_error("redis sentinel URL: empty primary name");
   if (out.master_name.find('?') != std::string::npos) {
-    return invalid_argument("redis sentinel URL: takes no query parameters");
+    return url_error("redis sentinel URL: takes no query parameters");
   }
   std::string db_part;
   if (db_slash != std::string_view::npos) db_part = "/" + std::string(path.substr(db_slash + 1));
   while (true) {
     const std::size_t comma = hosts.find(',');
     std::string seed(hosts.substr(0, comma));
-    if (seed.empty()) return invalid_argument("redis sentinel URL: an empty sentinel address");
+    if (seed.empty()) return url_error("redis sentinel URL: an empty sentinel address");
     const bool has_port = seed.front() == '[' ? seed.find("]:") != std::string::npos
                                               : seed.find(':') != std::string::npos;
     Result<ClientOptions> sentinel = parse_tcp_url(has_port ? seed : seed + ":26379", false);

@@ -64,11 +64,24 @@ std::unique_ptr<RedisStore> cluster_store() {
   return std::move(*store);
 }
 
+// The same store over mutual TLS (client certificate required) to a TLS-only redis-server.
+std::unique_ptr<RedisStore> tls_store() {
+  static RedisServer* tls_server = new RedisServer(RedisServer::Tls{.require_client_cert = true});
+  auto store = RedisStore::open({.url = tls_server->url(),
+                                 .key_prefix = unique_prefix(),
+                                 .timeout = std::chrono::milliseconds(2000),
+                                 .pool_size = 2,
+                                 .ttl_floor = std::chrono::minutes(5)});
+  EXPECT_TRUE(store.has_value()) << (store ? "" : store.error().message);
+  return std::move(*store);
+}
+
 class Conformance : public ::testing::TestWithParam<std::string> {
  protected:
   std::unique_ptr<Store> make() {
     if (GetParam() == "memory") return std::make_unique<MemoryStore>();
     if (GetParam() == "cluster") return cluster_store();
+    if (GetParam() == "tls") return tls_store();
     return redis_store();
   }
 };
@@ -168,7 +181,8 @@ TEST_P(Conformance, KeysOfDifferentLimitsAndBytesNeverCollide) {
   EXPECT_FALSE(must(store->check("x", a, 1, 10)).allowed);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::Values("memory", "redis", "cluster"));
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance,
+                         ::testing::Values("memory", "redis", "cluster", "tls"));
 
 // ------------------------------------------------------------------------------------------------
 // Differential: the Lua scripts decide exactly as the C++ math, on random traces.

@@ -14,6 +14,7 @@
 
 #include "fuzz/config_check.h"
 #include "fuzz/request_check.h"
+#include "fuzz/url_check.h"
 
 namespace spillway::fuzz {
 namespace {
@@ -47,6 +48,8 @@ void replay(const char* name, Check check) {
 TEST(FuzzCorpus, RequestSeedsKeepTheirInvariants) { replay("request", check_request_input); }
 
 TEST(FuzzCorpus, ConfigSeedsKeepTheirInvariants) { replay("config", check_config_input); }
+
+TEST(FuzzCorpus, UrlSeedsKeepTheirInvariants) { replay("url", check_url_input); }
 
 }  // namespace
 }  // namespace spillway::fuzz

@@ -105,6 +105,7 @@ class ServeProcess {
     all.insert(all.end(), args.begin(), args.end());
     all.push_back("--listen");
     all.push_back("127.0.0.1:" + std::to_string(port_));
+    std::remove(log_.c_str());  // ready() must not read a previous run's "listening"
     pid_ = fork();
     if (pid_ == 0) {
       if (!std::freopen(log_.c_str(), "w", stderr)) _exit(126);

@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/tls_certs.h"
+
 namespace spillway::testing {
 namespace {
 
@@ -108,6 +110,60 @@ std::string find_in_path(const std::string& name) {
   fail(name + " was not found in PATH (install redis-server)");
 }
 
+// True when something accepts a TCP connection on the port.
+bool accepts(std::uint16_t port) {
+  const Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return false;
+  sockaddr_in address = loopback(port);
+  return ::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+}
+
+// `text` as one /bin/sh word.
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Runs a /bin/sh command and returns its stdout.
+std::string output_of(const std::string& command) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) fail("popen(" + command + "): " + std::strerror(errno));
+  std::string out;
+  std::array<char, 4096> buffer{};
+  std::size_t got = 0;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    out.append(buffer.data(), got);
+  }
+  ::pclose(pipe);
+  return out;
+}
+
+// A URL query value: RFC 3986 unreserved characters and '/' as they are, the rest as %XX.
+std::string percent_encoded(const std::string& text) {
+  constexpr std::string_view kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') ||
+        (byte >= '0' && byte <= '9') ||
+        std::string_view("-._~/").find(c) != std::string_view::npos) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+    }
+  }
+  return out;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream out;
@@ -119,6 +175,23 @@ std::string read_file(const std::string& path) {
 
 RedisServer::RedisServer(const std::string& extra_config, std::uint16_t port)
     : extra_config_(extra_config) {
+  create(port);
+}
+
+RedisServer::RedisServer(const Tls& tls, const std::string& extra_config, std::uint16_t port)
+    : tls_(tls), extra_config_(extra_config) {
+  const TlsFiles& files = tls_files();
+  if (tls_->cert_file.empty() != tls_->key_file.empty()) {
+    fail("RedisServer::Tls needs both cert_file and key_file, or neither");
+  }
+  if (tls_->cert_file.empty()) {
+    tls_->cert_file = files.server_cert;
+    tls_->key_file = files.server_key;
+  }
+  create(port);
+}
+
+void RedisServer::create(std::uint16_t port) {
   // A short base directory: unix socket paths are limited to 107 bytes.
   std::string base = fs::temp_directory_path().string();
   if (base.size() > 60) base = "/tmp";
@@ -127,7 +200,7 @@ RedisServer::RedisServer(const std::string& extra_config, std::uint16_t port)
     fail("mkdtemp(" + pattern + "): " + std::strerror(errno));
   }
   dir_ = pattern;
-  socket_ = dir_ + "/redis.sock";
+  if (!tls_) socket_ = dir_ + "/redis.sock";
   try {
     port_ = port != 0 ? port : free_port();
     start();
@@ -150,10 +223,19 @@ void RedisServer::start() {
   const std::string log_path = dir_ + "/redis.log";
   {
     std::ofstream config(config_path, std::ios::trunc);
-    config << "port " << port_ << "\n"
-           << "bind 127.0.0.1\n"
-           << "unixsocket " << socket_ << "\n"
-           << "unixsocketperm 700\n"
+    if (tls_) {
+      config << "port 0\n"
+             << "tls-port " << port_ << "\n"
+             << "tls-cert-file " << tls_->cert_file << "\n"
+             << "tls-key-file " << tls_->key_file << "\n"
+             << "tls-ca-cert-file " << tls_files().ca_cert << "\n"
+             << "tls-auth-clients " << (tls_->require_client_cert ? "yes" : "no") << "\n";
+    } else {
+      config << "port " << port_ << "\n"
+             << "unixsocket " << socket_ << "\n"
+             << "unixsocketperm 700\n";
+    }
+    config << "bind 127.0.0.1\n"
            << "save \"\"\n"
            << "appendonly no\n"
            << "daemonize no\n"
@@ -186,7 +268,8 @@ void RedisServer::start() {
   pid_ = child;
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!answers_ping(port_)) {
+  std::string last_answer;
+  while (!ready(last_answer)) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
@@ -195,8 +278,9 @@ void RedisServer::start() {
     }
     if (std::chrono::steady_clock::now() > deadline) {
       stop();
-      fail("redis-server did not answer PING on port " + std::to_string(port_) +
-           " within 5 s; its log:\n" + read_file(log_path));
+      fail("redis-server did not answer PING on port " + std::to_string(port_) + " within 5 s" +
+           (last_answer.empty() ? "" : " (redis-cli: " + last_answer + ")") + "; its log:\n" +
+           read_file(log_path));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -211,6 +295,8 @@ void RedisServer::stop() {
   pid_ = -1;
 }
 
+std::string RedisServer::log() const { return read_file(dir_ + "/redis.log"); }
+
 void RedisServer::pause() {
   if (pid_ > 0) ::kill(pid_, SIGSTOP);
 }
@@ -224,18 +310,47 @@ void RedisServer::restart() {
   start();
 }
 
+// Plain: a PING on a socket. TLS: once the port accepts connections, `redis-cli PING` over TLS
+// (its answer, or its error, in last_answer).
+bool RedisServer::ready(std::string& last_answer) const {
+  if (!tls_) return answers_ping(port_);
+  if (!accepts(port_)) return false;
+  last_answer = output_of(cli_prefix() + " PING 2>&1");
+  while (!last_answer.empty() && (last_answer.back() == '\n' || last_answer.back() == '\r')) {
+    last_answer.pop_back();
+  }
+  return last_answer.starts_with("PONG") || last_answer.starts_with("NOAUTH");
+}
+
+std::string RedisServer::cli_prefix() const {
+  std::string command = "redis-cli -h 127.0.0.1 -p " + std::to_string(port_);
+  if (tls_) {
+    const TlsFiles& files = tls_files();
+    command += " --tls --cacert " + quoted(files.ca_cert) + " --cert " + quoted(files.client_cert) +
+               " --key " + quoted(files.client_key);
+    if (tls_->cert_file != files.server_cert) command += " --insecure";
+  }
+  return command;
+}
+
 std::string RedisServer::cli(const std::string& args) const {
-  const std::string command =
-      "redis-cli -h 127.0.0.1 -p " + std::to_string(port_) + " " + args + " 2>/dev/null";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) fail("popen(" + command + "): " + std::strerror(errno));
-  std::string out;
-  std::array<char, 4096> buffer{};
-  std::size_t got = 0;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    out.append(buffer.data(), got);
-  ::pclose(pipe);
-  return out;
+  return output_of(cli_prefix() + " " + args + " 2>/dev/null");
+}
+
+std::string RedisServer::url() const {
+  if (!tls_) return "redis://127.0.0.1:" + std::to_string(port_);
+  return "rediss://127.0.0.1:" + std::to_string(port_) + "?" + tls_url_query();
+}
+
+std::string RedisServer::tls_url_query() const {
+  if (!tls_) fail("tls_url_query() on a server without TLS");
+  const TlsFiles& files = tls_files();
+  std::string query = "tls_ca_file=" + percent_encoded(files.ca_cert);
+  if (tls_->require_client_cert) {
+    query += "&tls_cert_file=" + percent_encoded(files.client_cert) +
+             "&tls_key_file=" + percent_encoded(files.client_key);
+  }
+  return query;
 }
 
 }  // namespace spillway::testing
