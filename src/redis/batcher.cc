@@ -108,20 +108,8 @@ void Batcher::finish(std::vector<Pending>& batch, Result<Reply> reply) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     batch[i].done(reply ? decision_at(*reply, i) : std::unexpected(reply.error()));
   }
-  const std::uint16_t key = batch.front().slot;
-  std::vector<Pending> next;
-  std::vector<Pending> expired;
-  {
-    std::lock_guard lock(mutex_);
-    SlotQueue& slot = slots_[key];
-    --slot.in_flight;
-    if (slot.queue.empty() || closing_) {
-      if (slot.in_flight == 0 && slot.queue.empty()) slots_.erase(key);
-      return;
-    }
-    next = take_batch_locked(slot, expired);
-  }
-  dispatch(key, std::move(next), std::move(expired));
+  // This call's in-flight place goes to what queued meanwhile, or back to the slot.
+  dispatch(batch.front().slot, {}, {});
 }
 
 }  // namespace spillway::redis

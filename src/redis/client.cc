@@ -407,11 +407,12 @@ class Client::Impl::Connection {
     SSL* ssl = session->tls->native_handle();
     const std::string& name =
         options_.tls->server_name.empty() ? options_.host : options_.tls->server_name;
+    error_code not_ip;
+    asio::ip::make_address(name, not_ip);
+    if (not_ip) SSL_set_tlsext_host_name(ssl, name.c_str());  // SNI takes names only
     if (!options_.tls->insecure) {
       // The certificate must name this host (an IP address: an IP SAN), checked by OpenSSL during
       // the handshake so that a mismatch is reported as such.
-      error_code not_ip;
-      asio::ip::make_address(name, not_ip);
       X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
       if (not_ip) {
         X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
@@ -419,9 +420,6 @@ class Client::Impl::Connection {
         X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
       }
     }
-    error_code not_ip;
-    asio::ip::make_address(name, not_ip);
-    if (not_ip) SSL_set_tlsext_host_name(ssl, name.c_str());  // SNI takes names only
     session->tls->async_handshake(
         asio::ssl::stream_base::client, [this, session](const error_code& handshake_error) {
           if (session != session_) return;

@@ -73,31 +73,41 @@ Result<int> parse_db(std::string_view text) {
   return value;
 }
 
-// "db=N&user=U&password=P" (unix:// URLs).
-Result<void> parse_query(std::string_view query, ClientOptions& options) {
+// Calls `each(key, raw value)` for every "key=value" of a query string, in order, skipping empty
+// items; stops at the first error.
+template <typename Each>
+Result<void> for_each_parameter(std::string_view query, Each each) {
   while (!query.empty()) {
     const std::size_t amp = query.find('&');
     const std::string_view item = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     if (item.empty()) continue;
     const std::size_t eq = item.find('=');
-    const std::string_view key = item.substr(0, eq);
     const std::string_view value =
         eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
-    if (key == "db") {
-      Result<int> db = parse_db(value);
-      if (!db) return std::unexpected(db.error());
-      options.db = *db;
-    } else if (key == "password" || key == "user") {
-      Result<std::string> decoded = percent_decode(value, key);
-      if (!decoded) return std::unexpected(decoded.error());
-      (key == "password" ? options.password : options.user) = std::move(*decoded);
-    } else {
-      return url_error("redis URL: unknown parameter '" + std::string(key) +
-                       "' (expected db, user or password)");
-    }
+    if (Result<void> ok = each(item.substr(0, eq), value); !ok) return ok;
   }
   return {};
+}
+
+// "db=N&user=U&password=P" (unix:// URLs).
+Result<void> parse_query(std::string_view query, ClientOptions& options) {
+  return for_each_parameter(
+      query, [&](std::string_view key, std::string_view value) -> Result<void> {
+        if (key == "db") {
+          Result<int> db = parse_db(value);
+          if (!db) return std::unexpected(db.error());
+          options.db = *db;
+        } else if (key == "password" || key == "user") {
+          Result<std::string> decoded = percent_decode(value, key);
+          if (!decoded) return std::unexpected(decoded.error());
+          (key == "password" ? options.password : options.user) = std::move(*decoded);
+        } else {
+          return url_error("redis URL: unknown parameter '" + std::string(key) +
+                           "' (expected db, user or password)");
+        }
+        return {};
+      });
 }
 
 Result<ClientOptions> parse_unix_url(std::string_view rest) {
@@ -118,22 +128,15 @@ Result<ClientOptions> parse_unix_url(std::string_view rest) {
 
 // "tls_ca_file=…&tls_cert_file=…&tls_key_file=…&tls_server_name=…&tls_insecure=true".
 Result<void> parse_tls_query(std::string_view query, TlsOptions& tls) {
-  while (!query.empty()) {
-    const std::size_t amp = query.find('&');
-    const std::string_view item = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (item.empty()) continue;
-    const std::size_t eq = item.find('=');
-    const std::string_view key = item.substr(0, eq);
-    Result<std::string> value = percent_decode(
-        eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1), key);
+  return for_each_parameter(query, [&](std::string_view key, std::string_view raw) -> Result<void> {
+    Result<std::string> value = percent_decode(raw, key);
     if (!value) return std::unexpected(value.error());
     if (key == "tls_insecure") {
       if (*value != "true" && *value != "false" && *value != "1" && *value != "0") {
         return url_error("redis URL: tls_insecure must be true or false, got '" + *value + "'");
       }
       tls.insecure = *value == "true" || *value == "1";
-      continue;
+      return {};
     }
     std::string* field = key == "tls_ca_file"       ? &tls.ca_file
                          : key == "tls_cert_file"   ? &tls.cert_file
@@ -149,8 +152,8 @@ Result<void> parse_tls_query(std::string_view query, TlsOptions& tls) {
       return url_error("redis URL: " + std::string(key) + " is empty");
     }
     *field = std::move(*value);
-  }
-  return {};
+    return {};
+  });
 }
 
 // host:port[/db][?tls_…] after the scheme; `tls` for rediss (query parameters allowed).
