@@ -7,12 +7,16 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libboost1.81-dev libhiredis-dev libyaml-cpp-dev libssl-dev openssl
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   redis-server redis-sentinel redis-tools nginx-light wrk clang-format
   "$@"
 )
 
 missing=()
+# Node.js for the gRPC tests' client: Debian's packages only when there is no node already (a
+# NodeSource nodejs, which bundles npm, conflicts with Debian's npm).
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
@@ -25,3 +29,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # The Debian packages start redis-server and nginx as system services; the tests start their own
 # on free loopback ports and do not need those.
+
+# The gRPC tests' client is another implementation (Node's @grpc/grpc-js, versions pinned in
+# tests/grpc/package-lock.json).
+cd "$(dirname "$0")/.."
+if [ ! -d tests/grpc/node_modules/@grpc/grpc-js ] || [ ! -d tests/grpc/node_modules/@grpc/proto-loader ]; then
+  echo "setup: npm ci in tests/grpc"
+  (cd tests/grpc && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi

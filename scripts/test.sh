@@ -28,8 +28,8 @@ cmake --build --preset release -j "$jobs" --target spillway_cli
 if [ "${1:-}" != "--quick" ]; then
   run_preset asan
   run_preset tsan
-  # Coverage-guided fuzzing of the request parser, the config loader and the Redis URL parsers,
-  # 60 s each.
+  # Coverage-guided fuzzing of the request parser, the config loader, the Redis URL parsers and
+  # the Envoy rules loader, 60 s each.
   # A fixed seed: the same code fuzzes the same way here and on a developer's machine.
   FUZZ_SEED=1 scripts/fuzz.sh 60
 fi

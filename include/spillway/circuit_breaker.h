@@ -41,6 +41,7 @@ class CircuitBreakerStore final : public Store {
   bool decides_inline() const override { return inner_->decides_inline(); }
   std::string_view status() const override;
   void append_metrics(std::string& out) const override { inner_->append_metrics(out); }
+  void clear_caches() override { inner_->clear_caches(); }
 
   bool open() const { return open_.load(std::memory_order_acquire); }
   Store& inner() { return *inner_; }

@@ -16,6 +16,9 @@ struct Decision {
   std::int64_t remaining = 0;  // after this decision, never below 0
   Micros retry_after = 0;      // 0 when allowed; smallest wait until admitted; kNever if never
   Micros reset_after = 0;      // time until the key is back to its idle state
+  // Answered by a local cache without asking the backend (OverLimitCache): a denial it already
+  // knew, or, next to it in an all-or-nothing check, a key it did not consult.
+  bool local = false;
 
   friend bool operator==(const Decision&, const Decision&) = default;
 };

@@ -45,6 +45,7 @@ class LocalFallbackStore final : public Store {
   bool ready() const override { return local_->ready(); }
   std::string_view status() const override;
   void append_metrics(std::string& out) const override;
+  void clear_caches() override { primary_->clear_caches(); }
 
   // Decisions taken by the local store since construction.
   std::uint64_t local_decisions() const { return local_decisions_.load(); }

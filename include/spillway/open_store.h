@@ -21,6 +21,7 @@
 #include "spillway/error.h"
 #include "spillway/local_fallback.h"
 #include "spillway/memory_store.h"
+#include "spillway/over_limit_cache.h"
 #include "spillway/redis_store.h"
 #include "spillway/store.h"
 
@@ -40,6 +41,9 @@ struct BackendOptions {
   // on_error: local. A Redis backend is wrapped (outside the breaker) in a LocalFallbackStore
   // whose local store is a MemoryStore with `memory`'s options.
   bool local_fallback = false;
+  // A Redis backend's denials are remembered in an OverLimitCache of this many keys (inside the
+  // local fallback, outside the breaker); 0: no cache.
+  std::size_t over_limit_cache = 0;
 };
 
 Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions options = {});

@@ -73,6 +73,10 @@ class Store {
   // own and its inner store's). Default: none.
   virtual void append_metrics(std::string& out) const { (void)out; }
 
+  // Forgets what a caching wrapper remembers (OverLimitCache), e.g. after a config reload; a
+  // wrapper passes it on to the store it wraps. Default: nothing to forget.
+  virtual void clear_caches() {}
+
   // True when check() and check_all() answer at once, without waiting on I/O (the in-process
   // store): a caller on an event loop may then call them directly instead of the async forms.
   virtual bool decides_inline() const { return false; }

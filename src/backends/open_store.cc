@@ -24,6 +24,10 @@ Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions o
     if (options.breaker.failures > 0) {
       store = std::make_unique<CircuitBreakerStore>(std::move(store), options.breaker);
     }
+    if (options.over_limit_cache > 0) {
+      store = std::make_unique<OverLimitCache>(std::move(store), options.over_limit_cache,
+                                               options.memory.clock);
+    }
     if (options.local_fallback) {
       store = std::make_unique<LocalFallbackStore>(
           std::move(store), std::make_unique<MemoryStore>(std::move(options.memory)));

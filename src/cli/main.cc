@@ -20,7 +20,9 @@ struct Command {
 constexpr Command kCommands[] = {
     {"serve",
      "serve [--config FILE] [--listen HOST:PORT] [--backend URL]\n"
-     "      the HTTP server (default: 127.0.0.1:8080, memory backend, the seed policy)\n",
+     "        [--grpc-listen HOST:PORT --rls-config PATH]\n"
+     "      the HTTP server (default: 127.0.0.1:8080, memory backend, the seed policy); with\n"
+     "      --grpc-listen also Envoy's rate limit service (gRPC) on envoyproxy/ratelimit's rules\n",
      [](int argc, char** argv) { return spillway::cli::run_serve(argc, argv, 2, std::cerr); }},
     {"replay",
      "replay --algorithm NAME --limit L --period P [--burst B] [--backend URL] [FILE]\n"

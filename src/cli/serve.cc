@@ -1,13 +1,18 @@
 #include "src/cli/serve.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <iostream>
 
 #include "spillway/open_store.h"
 #include "src/cli/args.h"
+#include "src/grpc/grpc_metrics.h"
+#include "src/grpc/rls_grpc_server.h"
 #include "src/policy/config.h"
 #include "src/policy/listen_address.h"
+#include "src/rls/rls_engine.h"
+#include "src/rls/rls_watcher.h"
 #include "src/server/http_server.h"
 #include "src/server/service.h"
 
@@ -27,7 +32,8 @@ Result<void> parse_listen(const std::string& listen, server::HttpServerOptions& 
 }  // namespace
 
 int run_serve(int argc, char** argv, int first, std::ostream& err) {
-  auto args = Args::parse(argc, argv, first, {"config", "listen", "backend"});
+  auto args =
+      Args::parse(argc, argv, first, {"config", "listen", "backend", "grpc-listen", "rls-config"});
   if (!args) {
     err << "spillway serve: " << args.error().message << "\n";
     return 2;
@@ -45,6 +51,33 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   }
   if (auto backend = args->get("backend")) config->backend.url = *backend;
   if (auto listen = args->get("listen")) config->server.listen = *listen;
+  if (auto grpc = args->get("grpc-listen")) config->server.grpc_listen = *grpc;
+  if (auto rules = args->get("rls-config")) config->rls.config = *rules;
+  std::optional<policy::ListenAddress> grpc_address;
+  if (!config->server.grpc_listen.empty()) {
+    auto address = policy::parse_listen_address(config->server.grpc_listen);
+    if (!address) {
+      err << "spillway serve: "
+          << (args->has("grpc-listen") ? "--grpc-listen: " : "server.grpc_listen: ")
+          << address.error().message << "\n";
+      return 2;
+    }
+    grpc_address = *address;
+    if (config->rls.config.empty()) {
+      err << "spillway serve: the gRPC listener needs rules: give --rls-config PATH or "
+             "rls.config in the config file\n";
+      return 2;
+    }
+  }
+  std::shared_ptr<const rls::RlsRules> rules;
+  if (grpc_address) {
+    auto loaded = rls::load_rls_rules(config->rls.config);
+    if (!loaded) {
+      err << "spillway serve: rules: " << loaded.error().message << "\n";
+      return 1;
+    }
+    rules = std::make_shared<const rls::RlsRules>(std::move(*loaded));
+  }
   server::HttpServerOptions http;
   if (auto ok = parse_listen(config->server.listen, http); !ok) {
     err << "spillway serve: " << (args->has("listen") ? "--listen: " : "server.listen: ")
@@ -74,7 +107,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
                                      .tls = std::move(tls)},
                            .breaker = {.failures = config->backend.breaker_failures,
                                        .probe_interval = config->backend.breaker_probe},
-                           .local_fallback = config->backend.on_error == policy::OnError::kLocal});
+                           .local_fallback = config->backend.on_error == policy::OnError::kLocal,
+                           .over_limit_cache = config->backend.over_limit_cache});
   if (!store) {
     err << "spillway serve: backend \"" << config->backend.url << "\": " << store.error().message
         << "\n";
@@ -98,10 +132,56 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
       << " (backend " << config->backend.url << ", " << config->policy.layers.size() << " layers)"
       << std::endl;
 
+  // Envoy's rate limit service: same store, its own rules, its own listener.
+  std::unique_ptr<rls::RlsEngine> engine;
+  std::unique_ptr<rls::RlsWatcher> watcher;
+  grpc_server::GrpcMetrics grpc_metrics;
+  std::unique_ptr<grpc_server::RlsGrpcServer> grpc;
+  if (grpc_address) {
+    const auto headers = config->rls.response_headers;
+    engine = std::make_unique<rls::RlsEngine>(
+        (*service)->store(), rules,
+        rls::RlsOptions{.charge_on_deny = config->rls.charge_on_deny,
+                        .response_headers = headers == policy::RlsHeaders::kDraft
+                                                ? rls::ResponseHeaders::kDraft
+                                            : headers == policy::RlsHeaders::kXRateLimit
+                                                ? rls::ResponseHeaders::kXRateLimit
+                                                : rls::ResponseHeaders::kOff});
+    Store* shared_store = &(*service)->store();
+    watcher = std::make_unique<rls::RlsWatcher>(
+        *engine, config->rls.config, config->rls.watch,
+        [](const std::string& line) {
+          // From the watcher's thread too: one write(2) per line, never interleaved.
+          const std::string text = "spillway serve: " + line + "\n";
+          (void)!::write(2, text.data(), text.size());
+        },
+        [shared_store] { shared_store->clear_caches(); });
+    auto started = grpc_server::RlsGrpcServer::start(
+        {.host = grpc_address->host, .port = grpc_address->port, .on_error = config->rls.on_error},
+        *engine, grpc_metrics);
+    if (!started) {
+      err << "spillway serve: " << started.error().message << "\n";
+      (*http_server)->stop(std::chrono::seconds(0));
+      return 1;
+    }
+    grpc = std::move(*started);
+    rls::RlsEngine* engine_ptr = engine.get();
+    rls::RlsWatcher* watcher_ptr = watcher.get();
+    (*service)->add_metrics_source([engine_ptr, watcher_ptr, &grpc_metrics](std::string& out) {
+      engine_ptr->stats().render(out);
+      watcher_ptr->render(out);
+      grpc_metrics.render(out);
+    });
+    err << "spillway serve: gRPC rate limit service listening on " << grpc_address->host << ":"
+        << grpc->port() << " (" << rules->domains.size() << " domains from " << config->rls.config
+        << ")" << std::endl;
+  }
+
   while (true) {
     int signal = 0;
     if (sigwait(&signals, &signal) != 0) continue;
     if (signal == SIGHUP) {
+      if (watcher) (void)watcher->reload();  // logs its own outcome
       if (!config_path) {
         err << "spillway serve: SIGHUP: no --config to reload; keeping the built-in policy"
             << std::endl;
@@ -133,6 +213,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     }
     err << "spillway serve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
         << ": draining and stopping" << std::endl;
+    if (grpc) grpc->stop(std::chrono::seconds(5));
     (*http_server)->stop(std::chrono::seconds(10));
     return 0;
   }

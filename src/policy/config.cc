@@ -25,12 +25,31 @@ namespace {
 
 // ---- server ----------------------------------------------------------------------------------
 
+// A duration in whole milliseconds.
+std::chrono::milliseconds millis(const Entry& entry, const std::string& path) {
+  const std::string text = scalar(entry.value, path, "a duration such as 50ms");
+  Result<Micros> micros = parse_duration(text);
+  if (!micros) fail(entry.value, path, micros.error().message);
+  if (*micros % kMicrosPerMilli != 0) {
+    fail(entry.value, path, "duration " + quote_for_error(text) + " must be whole milliseconds");
+  }
+  return std::chrono::milliseconds(*micros / kMicrosPerMilli);
+}
+
 void parse_server(const YAML::Node& node, ServerConfig& server) {
   if (node.IsNull()) return;
   expect_map(node, "server",
              "a mapping of listen, threads, trusted_proxies, ipv6_prefix, access_log");
-  Fields fields(node, "server",
-                {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log"});
+  Fields fields(
+      node, "server",
+      {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen"});
+  if (const Entry* grpc = fields.find("grpc_listen")) {
+    const std::string path = fields.path("grpc_listen");
+    const std::string text = scalar(grpc->value, path, "host:port");
+    Result<ListenAddress> address = parse_listen_address(text);
+    if (!address) fail(grpc->value, path, address.error().message);
+    server.grpc_listen = text;
+  }
   if (const Entry* listen = fields.find("listen")) {
     const std::string path = fields.path("listen");
     const std::string text = scalar(listen->value, path, "host:port");
@@ -81,10 +100,14 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
   if (node.IsNull()) return;
   expect_map(node, "backend",
              "a mapping of url, key_prefix, timeout, on_error, breaker_failures, breaker_probe, "
-             "tls");
-  Fields fields(
-      node, "backend",
-      {"url", "key_prefix", "timeout", "on_error", "breaker_failures", "breaker_probe", "tls"});
+             "tls, over_limit_cache");
+  Fields fields(node, "backend",
+                {"url", "key_prefix", "timeout", "on_error", "breaker_failures", "breaker_probe",
+                 "tls", "over_limit_cache"});
+  if (const Entry* cache = fields.find("over_limit_cache")) {
+    backend.over_limit_cache = static_cast<std::size_t>(
+        whole_number(cache->value, fields.path("over_limit_cache"), 0, 100'000'000));
+  }
   if (const Entry* url = fields.find("url")) {
     const std::string path = fields.path("url");
     const std::string text = scalar(url->value, path, "a backend URL");
@@ -108,16 +131,7 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     if (text.empty()) fail(prefix->value, path, "must not be empty");
     backend.key_prefix = text;
   }
-  // A duration in whole milliseconds.
-  const auto millis = [&](const Entry& entry, const std::string& path) {
-    const std::string text = scalar(entry.value, path, "a duration such as 50ms");
-    Result<Micros> micros = parse_duration(text);
-    if (!micros) fail(entry.value, path, micros.error().message);
-    if (*micros % kMicrosPerMilli != 0) {
-      fail(entry.value, path, "duration " + quote_for_error(text) + " must be whole milliseconds");
-    }
-    return std::chrono::milliseconds(*micros / kMicrosPerMilli);
-  };
+
   if (const Entry* timeout = fields.find("timeout")) {
     backend.timeout = millis(*timeout, fields.path("timeout"));
   }
@@ -375,6 +389,50 @@ PolicySpec parse_layers(const YAML::Node& node) {
   return policy;
 }
 
+// One of `choices` (the first of each pair is the word in the file).
+template <typename T>
+T choice(const Entry& entry, const std::string& path,
+         std::initializer_list<std::pair<std::string_view, T>> choices) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : choices) names.emplace_back(name);
+  const std::string text = scalar(entry.value, path, join(names));
+  for (const auto& [name, value] : choices) {
+    if (text == name) return value;
+  }
+  fail(entry.value, path, quote_for_error(text) + " must be one of " + join(names));
+}
+
+void parse_rls(const YAML::Node& node, RlsConfig& rls) {
+  if (node.IsNull()) return;
+  expect_map(node, "rls", "a mapping of config, charge_on_deny, response_headers, on_error, watch");
+  Fields fields(node, "rls", {"config", "charge_on_deny", "response_headers", "on_error", "watch"});
+  if (const Entry* config = fields.find("config")) {
+    rls.config = scalar(config->value, fields.path("config"), "a file or directory path");
+    if (rls.config.empty()) fail(config->value, fields.path("config"), "must not be empty");
+  }
+  if (const Entry* charge = fields.find("charge_on_deny")) {
+    rls.charge_on_deny =
+        choice<bool>(*charge, fields.path("charge_on_deny"), {{"true", true}, {"false", false}});
+  }
+  if (const Entry* headers = fields.find("response_headers")) {
+    rls.response_headers = choice<RlsHeaders>(*headers, fields.path("response_headers"),
+                                              {{"off", RlsHeaders::kOff},
+                                               {"draft", RlsHeaders::kDraft},
+                                               {"x-ratelimit", RlsHeaders::kXRateLimit}});
+  }
+  if (const Entry* on_error = fields.find("on_error")) {
+    rls.on_error = choice<RlsOnError>(*on_error, fields.path("on_error"),
+                                      {{"error", RlsOnError::kError},
+                                       {"allow", RlsOnError::kAllow},
+                                       {"deny", RlsOnError::kDeny}});
+  }
+  if (const Entry* watch = fields.find("watch")) {
+    const bool off =
+        watch->value.IsScalar() && (watch->value.Scalar() == "0" || watch->value.Scalar() == "off");
+    rls.watch = off ? std::chrono::milliseconds(0) : millis(*watch, fields.path("watch"));
+  }
+}
+
 Config parse_document(const YAML::Node& root) {
   Config config = default_config();
   if (root.IsNull()) return config;
@@ -383,44 +441,12 @@ Config parse_document(const YAML::Node& root) {
          "the config must be a mapping with server, backend and layers, not " +
              std::string(kind_of(root)));
   }
-  Fields fields(root, "", {"server", "backend", "layers"});
+  Fields fields(root, "", {"server", "backend", "layers", "rls"});
+  if (const Entry* rls = fields.find("rls")) parse_rls(rls->value, config.rls);
   if (const Entry* server = fields.find("server")) parse_server(server->value, config.server);
   if (const Entry* backend = fields.find("backend")) parse_backend(backend->value, config.backend);
   if (const Entry* layers = fields.find("layers")) config.policy = parse_layers(layers->value);
   return config;
-}
-
-// Where a YAML text has content and where a second document would start: the first line that
-// is not blank, a comment, a directive or a document marker; and a "---" or "..." marker line
-// after content (0 when there is none). Lines are 1-based.
-struct TextShape {
-  int first_content_line = 0;
-  int second_document_line = 0;
-};
-
-TextShape text_shape(std::string_view text) {
-  TextShape shape;
-  int number = 0;
-  while (!text.empty()) {
-    ++number;
-    const std::size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const bool marker = (line.starts_with("---") || line.starts_with("...")) &&
-                        (line.size() == 3 || line[3] == ' ' || line[3] == '\t');
-    if (marker) {
-      if (shape.first_content_line > 0) {
-        shape.second_document_line = number;
-        return shape;
-      }
-      continue;
-    }
-    const std::size_t first = line.find_first_not_of(" \t");
-    if (first == std::string_view::npos || line[first] == '#' || line[first] == '%') continue;
-    if (shape.first_content_line == 0) shape.first_content_line = number;
-  }
-  return shape;
 }
 
 }  // namespace

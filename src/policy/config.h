@@ -8,6 +8,7 @@
 //     trusted_proxies: [127.0.0.1/32, 10.0.0.0/8]
 //     ipv6_prefix: 64
 //     access_log: on              # or off
+//     grpc_listen: 127.0.0.1:8081 # Envoy's rate limit service (gRPC); off when absent
 //   backend:
 //     url: memory                 # or redis://host:port/db, rediss://, redis+cluster://,
 //                                 #    redis+sentinel://host:port,host:port/MASTER_NAME
@@ -22,6 +23,13 @@
 //       insecure: false                       # true: no verification (tests only)
 //     breaker_failures: 5         # Redis: failures in a row that open the circuit (0: never)
 //     breaker_probe: 1s           # while open, one probe per interval
+//     over_limit_cache: 100000    # Redis: an exact local cache of denials (keys); 0 = off
+//   rls:                          # the rules of the gRPC listener
+//     config: /etc/spillway/ratelimit   # a YAML file or a directory (envoyproxy/ratelimit's)
+//     charge_on_deny: false       # true: charge the descriptors that admit on a denied request
+//     response_headers: off       # or draft (RateLimit-*), or x-ratelimit (X-RateLimit-*)
+//     on_error: error             # or allow, or deny (default: a gRPC error status)
+//     watch: 1s                   # how often the files are compared for a change; 0 = never
 //   layers:
 //     - name: edge
 //       key: [ip]
@@ -59,7 +67,8 @@ struct ServerConfig {
   int threads = 2;
   std::vector<Cidr> trusted_proxies;
   int ipv6_prefix = 64;
-  bool access_log = true;  // one line per request on stderr
+  bool access_log = true;   // one line per request on stderr
+  std::string grpc_listen;  // Envoy's rate limit service over gRPC; "" = off
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
@@ -81,12 +90,26 @@ struct BackendConfig {
   int breaker_failures = 5;  // CircuitBreakerStore around a Redis backend; 0 = no breaker
   std::chrono::milliseconds breaker_probe{1000};
   std::optional<TlsConfig> tls;
+  std::size_t over_limit_cache = 0;  // Redis: keys of the exact local cache of denials; 0 = off
   friend bool operator==(const BackendConfig&, const BackendConfig&) = default;
+};
+
+// Envoy's rate limit service (gRPC): its rules and how it answers.
+enum class RlsHeaders { kOff, kDraft, kXRateLimit };
+enum class RlsOnError { kError, kAllow, kDeny };
+struct RlsConfig {
+  std::string config;           // a rules file or directory (envoyproxy/ratelimit's format)
+  bool charge_on_deny = false;  // true: charge every descriptor that admits, as envoyproxy does
+  RlsHeaders response_headers = RlsHeaders::kOff;
+  RlsOnError on_error = RlsOnError::kError;  // error: a gRPC status; Envoy's failure_mode_deny
+  std::chrono::milliseconds watch{1000};     // how often the rules are checked for changes; 0 off
+  friend bool operator==(const RlsConfig&, const RlsConfig&) = default;
 };
 
 struct Config {
   ServerConfig server;
   BackendConfig backend;
+  RlsConfig rls;
   PolicySpec policy;  // layers; validated: names unique, key attributes non-empty, one selector
   friend bool operator==(const Config&, const Config&) = default;
 };

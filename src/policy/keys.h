@@ -3,6 +3,7 @@
 //   a policy layer:  "<layer>:<len>:<value>[:<len>:<value>…]"  (layer names are letters, digits,
 //                    '_' or '-'; every value is preceded by its length, so values cannot shift)
 //   POST /v1/limit:  "/v1/limit:<key>"  ('/' cannot begin a layer name)
+//   (Envoy's rate limit service uses a third, "/rls:…", built in src/rls/rls_match.h.)
 // Every final key is at most kMaxKeyBytes, checked here, once. Pure functions; thread-safe.
 #pragma once
 

@@ -127,4 +127,29 @@ const Entry& Fields::require(std::string_view name) const {
   return *entry;
 }
 
+TextShape text_shape(std::string_view text) {
+  TextShape shape;
+  int number = 0;
+  while (!text.empty()) {
+    ++number;
+    const std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const bool marker = (line.starts_with("---") || line.starts_with("...")) &&
+                        (line.size() == 3 || line[3] == ' ' || line[3] == '\t');
+    if (marker) {
+      if (shape.first_content_line > 0) {
+        shape.second_document_line = number;
+        return shape;
+      }
+      continue;
+    }
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos || line[first] == '#' || line[first] == '%') continue;
+    if (shape.first_content_line == 0) shape.first_content_line = number;
+  }
+  return shape;
+}
+
 }  // namespace spillway::policy

@@ -65,6 +65,16 @@ std::int64_t whole_number(const YAML::Node& node, const std::string& path, std::
 // Fails unless `node` is a mapping; `what` describes the mapping expected there.
 void expect_map(const YAML::Node& node, const std::string& path, std::string_view what);
 
+// Where a YAML text has content and where a second document would start: the first line that
+// is not blank, a comment, a directive or a document marker; and a "---" or "..." marker line
+// after content (0 when there is none). Lines are 1-based. (yaml-cpp 0.7's LoadAll never returns
+// on some inputs, so loaders use Load and find a second document by its separator line.)
+struct TextShape {
+  int first_content_line = 0;
+  int second_document_line = 0;
+};
+TextShape text_shape(std::string_view text);
+
 // One entry of a mapping: the key node (for its line) and the value.
 struct Entry {
   std::string name;

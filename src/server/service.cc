@@ -98,6 +98,7 @@ Result<void> Service::reload(const policy::Config& config) {
   std::lock_guard lock(settings_mutex_);
   settings_ = *settings;
   settings_version_.fetch_add(1, std::memory_order_release);
+  store_->clear_caches();  // limits may have changed: forget remembered denials
   return {};
 }
 
@@ -162,6 +163,10 @@ void Service::metrics_text(const HttpRequest&, const Reply& reply) {
       "circuit_open).\n# TYPE spillway_backend_status gauge\nspillway_backend_status{status=\"");
   text.append(store_->status()).append("\"} 1\n");
   store_->append_metrics(text);
+  {
+    std::lock_guard lock(metrics_sources_mutex_);
+    for (const auto& source : metrics_sources_) source(text);
+  }
   reply({.body = std::move(text), .content_type = "text/plain; version=0.0.4"});
 }
 

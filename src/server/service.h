@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -34,6 +35,14 @@ class Service {
   Result<void> reload(const policy::Config& config);
 
   Metrics& metrics() { return metrics_; }
+  // The store the endpoints decide on (the gRPC listener shares it).
+  Store& store() { return *store_; }
+  // Adds text to GET /metrics (Prometheus lines), e.g. the gRPC listener's. Any time, any
+  // thread; `source` must stay valid while the Service lives.
+  void add_metrics_source(std::function<void(std::string&)> source) {
+    std::lock_guard lock(metrics_sources_mutex_);
+    metrics_sources_.push_back(std::move(source));
+  }
 
  private:
   struct Settings {
@@ -90,6 +99,8 @@ class Service {
   std::atomic<std::uint64_t> settings_version_{0};
   Metrics metrics_;
   RateLimitedLog error_log_;  // backend errors, one line a second at most
+  std::mutex metrics_sources_mutex_;
+  std::vector<std::function<void(std::string&)>> metrics_sources_;
 };
 
 }  // namespace spillway::server

@@ -1,6 +1,7 @@
 // The dependency graph of the source tree (docs/ARCHITECTURE.md), checked on every build:
 //   core <- memory, redis <- backends (open_store) <- cli
-//   core <- policy <- server <- cli
+//   core <- policy <- server <- grpc <- cli
+//   core <- policy <- rls (Envoy's rules and engine) <- grpc
 // A file may include headers of its own layer and of the layers below it, never one above: the
 // core knows no backend, and neither the policy nor the server knows a backend or open_store, so
 // a new backend or algorithm is added without touching them. Every #include of every file under
@@ -21,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Layer { kCore, kMemory, kRedis, kBackends, kPolicy, kServer, kCli };
+enum class Layer { kCore, kMemory, kRedis, kBackends, kPolicy, kRls, kServer, kGrpc, kCli };
 
 const char* layer_name(Layer layer) {
   switch (layer) {
@@ -35,8 +36,12 @@ const char* layer_name(Layer layer) {
       return "backends";
     case Layer::kPolicy:
       return "policy";
+    case Layer::kRls:
+      return "rls";
     case Layer::kServer:
       return "server";
+    case Layer::kGrpc:
+      return "grpc";
     case Layer::kCli:
       return "cli";
   }
@@ -51,10 +56,12 @@ const std::map<Layer, std::set<Layer>>& allowed() {
       {Layer::kRedis, {Layer::kCore}},
       {Layer::kBackends, {Layer::kCore, Layer::kMemory, Layer::kRedis}},
       {Layer::kPolicy, {Layer::kCore}},
+      {Layer::kRls, {Layer::kCore, Layer::kPolicy}},
       {Layer::kServer, {Layer::kCore, Layer::kPolicy}},
+      {Layer::kGrpc, {Layer::kCore, Layer::kPolicy, Layer::kRls, Layer::kServer}},
       {Layer::kCli,
-       {Layer::kCore, Layer::kMemory, Layer::kRedis, Layer::kBackends, Layer::kPolicy,
-        Layer::kServer}},
+       {Layer::kCore, Layer::kMemory, Layer::kRedis, Layer::kBackends, Layer::kPolicy, Layer::kRls,
+        Layer::kServer, Layer::kGrpc}},
   };
   return rules;
 }
@@ -68,7 +75,8 @@ std::optional<Layer> layer_of(std::string path) {
     const std::string header = path.substr(9);
     if (header == "memory_store.h") return Layer::kMemory;
     if (header == "redis_store.h") return Layer::kRedis;
-    if (header == "open_store.h" || header == "circuit_breaker.h" || header == "local_fallback.h") {
+    if (header == "open_store.h" || header == "circuit_breaker.h" || header == "local_fallback.h" ||
+        header == "over_limit_cache.h") {
       return Layer::kBackends;
     }
     if (header == "policy.h" || header == "policy_engine.h") return Layer::kPolicy;
@@ -81,7 +89,8 @@ std::optional<Layer> layer_of(std::string path) {
   static const std::vector<std::pair<std::string, Layer>> dirs = {
       {"src/core/", Layer::kCore},     {"src/memory/", Layer::kMemory},
       {"src/redis/", Layer::kRedis},   {"src/backends/", Layer::kBackends},
-      {"src/policy/", Layer::kPolicy}, {"src/server/", Layer::kServer},
+      {"src/policy/", Layer::kPolicy}, {"src/rls/", Layer::kRls},
+      {"src/server/", Layer::kServer}, {"src/grpc/", Layer::kGrpc},
       {"src/cli/", Layer::kCli},
   };
   for (const auto& [dir, layer] : dirs) {
@@ -125,6 +134,9 @@ TEST(Layering, TheCheckerRejectsIncludesThatPointUp) {
   EXPECT_NE(violation("src/policy/config.cc", "src/server/http_server.h"), "");
   EXPECT_NE(violation("src/core/limit.cc", "tests/support/process.h"), "");
   EXPECT_EQ(violation("src/server/service.cc", "spillway/policy_engine.h"), "");
+  EXPECT_NE(violation("src/rls/rls_engine.cc", "spillway/redis_store.h"), "");
+  EXPECT_NE(violation("src/rls/rls_engine.cc", "src/server/metrics.h"), "");
+  EXPECT_EQ(violation("src/grpc/rls_service.cc", "src/rls/rls_engine.h"), "");
   EXPECT_EQ(violation("src/backends/open_store.cc", "spillway/redis_store.h"), "");
   EXPECT_EQ(violation("src/cli/serve.cc", "spillway/open_store.h"), "");
   EXPECT_EQ(violation("include/spillway/memory_store.h", "spillway/store.h"), "");

@@ -18,7 +18,7 @@ struct Subcommand {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
-      {"serve", {"--config", "--listen", "--backend"}},
+      {"serve", {"--config", "--listen", "--backend", "--grpc-listen", "--rls-config"}},
       {"replay", {"--algorithm", "--limit", "--period", "--burst", "--backend"}},
       {"bench",
        {"--backend", "--algorithm", "--limit", "--period", "--burst", "--concurrency", "--keys",

@@ -372,7 +372,7 @@ TEST(ConfigErrors, ExactMessages) {
   config = parse_config("colour: blue\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
-            "line 1: colour: unknown field (expected server, backend, layers)");
+            "line 1: colour: unknown field (expected server, backend, layers, rls)");
 }
 
 TEST(ConfigErrors, YamlSyntaxErrorsKeepTheParserMessage) {
@@ -398,7 +398,7 @@ TEST(ConfigErrors, ControlCharactersAreEscapedSoMessagesStayOneLine) {
   Result<Config> config = parse_config("laye\rrs: []\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
-            "line 1: laye\\x0drs: unknown field (expected server, backend, layers)");
+            "line 1: laye\\x0drs: unknown field (expected server, backend, layers, rls)");
   config = parse_config("layers:\n  - name: a\n    key: [ip]\n    algorithm: \"gc\\nra\"\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_TRUE(
@@ -439,6 +439,58 @@ TEST(ConfigLoad, ReadsAFileAndNamesAnUnreadablePath) {
   Result<Config> absent = load_config_file(missing);
   ASSERT_FALSE(absent.has_value());
   EXPECT_NE(absent.error().message.find(missing), std::string::npos) << absent.error().message;
+}
+
+TEST(ConfigRls, TheGrpcListenerAndItsRulesAreRead) {
+  Result<Config> config = parse_config(R"(server:
+  grpc_listen: 127.0.0.1:8081
+backend:
+  over_limit_cache: 5000
+rls:
+  config: /etc/ratelimit/config
+  charge_on_deny: true
+  response_headers: x-ratelimit
+  on_error: deny
+  watch: 250ms
+)");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->server.grpc_listen, "127.0.0.1:8081");
+  EXPECT_EQ(config->backend.over_limit_cache, 5000u);
+  EXPECT_EQ(config->rls.config, "/etc/ratelimit/config");
+  EXPECT_TRUE(config->rls.charge_on_deny);
+  EXPECT_EQ(config->rls.response_headers, RlsHeaders::kXRateLimit);
+  EXPECT_EQ(config->rls.on_error, RlsOnError::kDeny);
+  EXPECT_EQ(config->rls.watch, std::chrono::milliseconds(250));
+
+  Result<Config> defaults = parse_config("rls: {config: rules.yaml, watch: off}\n");
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().message;
+  EXPECT_EQ(defaults->server.grpc_listen, "");
+  EXPECT_EQ(defaults->backend.over_limit_cache, 0u);
+  EXPECT_FALSE(defaults->rls.charge_on_deny);
+  EXPECT_EQ(defaults->rls.response_headers, RlsHeaders::kOff);
+  EXPECT_EQ(defaults->rls.on_error, RlsOnError::kError);
+  EXPECT_EQ(defaults->rls.watch, std::chrono::milliseconds(0));
+}
+
+TEST(ConfigRls, BadValuesNameTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"server: {grpc_listen: 'nowhere'}\n", "line 1: server.grpc_listen: "},
+      {"rls: {response_headers: maybe}\n",
+       "line 1: rls.response_headers: \"maybe\" must be one of off, draft, x-ratelimit"},
+      {"rls: {on_error: panic}\n",
+       "line 1: rls.on_error: \"panic\" must be one of error, allow, deny"},
+      {"rls: {charge_on_deny: sometimes}\n", "line 1: rls.charge_on_deny: "},
+      {"rls: {config: ''}\n", "line 1: rls.config: must not be empty"},
+      {"rls: {watch: 1.5ms}\n", "line 1: rls.watch: "},
+      {"rls: {colour: red}\n", "line 1: rls.colour: unknown field"},
+      {"backend: {over_limit_cache: -1}\n", "line 1: backend.over_limit_cache: "},
+  };
+  for (const auto& [text, expected] : cases) {
+    Result<Config> config = parse_config(text);
+    ASSERT_FALSE(config.has_value()) << text;
+    EXPECT_TRUE(config.error().message.starts_with(expected))
+        << text << " -> " << config.error().message;
+  }
 }
 
 }  // namespace

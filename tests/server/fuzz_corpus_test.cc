@@ -14,6 +14,7 @@
 
 #include "fuzz/config_check.h"
 #include "fuzz/request_check.h"
+#include "fuzz/rls_check.h"
 #include "fuzz/url_check.h"
 
 namespace spillway::fuzz {
@@ -48,6 +49,8 @@ void replay(const char* name, Check check) {
 TEST(FuzzCorpus, RequestSeedsKeepTheirInvariants) { replay("request", check_request_input); }
 
 TEST(FuzzCorpus, ConfigSeedsKeepTheirInvariants) { replay("config", check_config_input); }
+
+TEST(FuzzCorpus, RlsSeedsKeepTheirInvariants) { replay("rls", check_rls_input); }
 
 TEST(FuzzCorpus, UrlSeedsKeepTheirInvariants) { replay("url", check_url_input); }
 

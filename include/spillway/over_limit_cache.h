@@ -1,0 +1,77 @@
+// An exact local cache of denials in front of a network store (Redis): a key that the backend
+// denied for cost c with retry_after d is denied again, for any cost >= c, until d has passed,
+// without a round trip. d is counted from the moment the denied call was sent, so the cache
+// never outlasts the backend's own denial: the backend decided at or after that moment, only
+// time turns a denial into an admission (a denied check changes no state, and other checks can
+// only use more of the limit), so the cache never denies what the backend would admit. This is
+// envoyproxy/ratelimit's LOCAL_CACHE_SIZE_IN_BYTES without its over-denial. (Redis Cluster's
+// cross-slot reservations are the one exception the backend shares: a denial caused by another
+// request's reservation that is later refunded.)
+//
+// A denial of cost above the limit (retry_after kNever) is kept for any cost >= c until evicted.
+// Peeks (cost 0) and checks given their own `now` on another clock still go to the backend with
+// the same rule (the cache compares against `now` when given).
+//
+// Answers from the cache have Decision::local set. In an all-or-nothing check denied by the cache,
+// the keys it did not consult report allowed, remaining = their limit, local set: their state is
+// unknown, and they are charged nothing.
+//
+// Memory: at most `max_entries` keys (least recently used evicted first). Metrics:
+// spillway_over_limit_cache_hits_total, _entries. clear_caches() empties it.
+// Thread safety: every method from any thread. Ownership: owns the wrapped store; shares `clock`
+// (nullptr: the system clock).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "spillway/clock.h"
+#include "spillway/store.h"
+
+namespace spillway {
+
+class OverLimitCache final : public Store {
+ public:
+  OverLimitCache(std::unique_ptr<Store> inner, std::size_t max_entries,
+                 std::shared_ptr<const Clock> clock = nullptr);
+  ~OverLimitCache() override;
+
+  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
+                         std::optional<Micros> now = std::nullopt) override;
+  void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
+                   std::optional<Micros> now, Callback done) override;
+  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                              std::optional<Micros> now = std::nullopt) override;
+  void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
+                       std::optional<Micros> now, AllCallback done) override;
+
+  bool ready() const override { return inner_->ready(); }
+  std::string_view status() const override { return inner_->status(); }
+  void append_metrics(std::string& out) const override;
+  void clear_caches() override;
+
+  std::uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
+  std::size_t entries() const;
+  Store& inner() { return *inner_; }
+
+ private:
+  class Table;
+  Micros time(std::optional<Micros> now) const { return now ? *now : clock_->now(); }
+  // The cached denial of `key` under `limit` for `cost` at `at`, if there is one.
+  std::optional<Decision> lookup(std::string_view key, const Limit& limit, std::int64_t cost,
+                                 Micros at);
+  // Every check's cached answer when at least one is a cached denial; nullopt otherwise.
+  std::optional<Decisions> cached_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                      Micros at);
+  void remember(std::string_view key, const Limit& limit, std::int64_t cost, Micros sent,
+                const Decision& denial);
+
+  std::unique_ptr<Store> inner_;
+  std::unique_ptr<Table> table_;
+  std::shared_ptr<const Clock> clock_;
+  std::atomic<std::uint64_t> hits_{0};
+};
+
+}  // namespace spillway

@@ -1,0 +1,250 @@
+#include "spillway/over_limit_cache.h"
+
+#include <algorithm>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace spillway {
+
+// The remembered denials: an LRU list of entries and an index by key + limit. Guarded by one
+// mutex (lookups are a hash probe; the cache sits in front of a network round trip).
+class OverLimitCache::Table {
+ public:
+  struct Denial {
+    std::int64_t min_cost = 0;  // denied for this cost; so for any cost at least this
+    bool never = false;         // cost above the limit: denied until evicted
+    Micros until = 0;           // otherwise: denied while time < until
+  };
+
+  explicit Table(std::size_t max_entries) : max_entries_(max_entries) {}
+
+  std::optional<Denial> find(const std::string& id, std::int64_t cost, Micros at) {
+    std::lock_guard lock(mutex_);
+    auto it = index_.find(id);
+    if (it == index_.end()) return std::nullopt;
+    const Denial denial = it->second->second;
+    if (!denial.never && at >= denial.until) {  // expired: only time passed, nothing to keep
+      const auto node = it->second;
+      index_.erase(it);  // first: its key views the node's string
+      lru_.erase(node);
+      return std::nullopt;
+    }
+    if (cost < denial.min_cost) return std::nullopt;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return denial;
+  }
+
+  void put(std::string id, const Denial& denial) {
+    if (max_entries_ == 0) return;
+    std::lock_guard lock(mutex_);
+    if (auto it = index_.find(id); it != index_.end()) {
+      it->second->second = denial;
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return;
+    }
+    lru_.emplace_front(std::move(id), denial);
+    index_.emplace(lru_.front().first, lru_.begin());
+    while (lru_.size() > max_entries_) {
+      index_.erase(lru_.back().first);
+      lru_.pop_back();
+    }
+  }
+
+  void clear() {
+    std::lock_guard lock(mutex_);
+    index_.clear();
+    lru_.clear();
+  }
+
+  std::size_t size() const {
+    std::lock_guard lock(mutex_);
+    return lru_.size();
+  }
+
+ private:
+  const std::size_t max_entries_;
+  mutable std::mutex mutex_;
+  std::list<std::pair<std::string, Denial>> lru_;  // most recently used first
+  std::unordered_map<std::string_view, std::list<std::pair<std::string, Denial>>::iterator> index_;
+};
+
+namespace {
+
+// The key and the limit's parameters: one entry per (key, limit), as the stores keep state.
+std::string entry_id(std::string_view key, const Limit& limit) {
+  std::string id(key);
+  id += '\0';
+  id += std::to_string(algorithm_index(limit.algorithm()));
+  id += ':' + std::to_string(limit.limit()) + ':' + std::to_string(limit.period()) + ':' +
+        std::to_string(limit.burst());
+  return id;
+}
+
+// What a check not consulted reports next to a cached denial (see the header).
+Decision not_consulted(const Limit& limit) {
+  return Decision{
+      .allowed = true, .limit = limit.limit(), .remaining = limit.limit(), .local = true};
+}
+
+}  // namespace
+
+OverLimitCache::OverLimitCache(std::unique_ptr<Store> inner, std::size_t max_entries,
+                               std::shared_ptr<const Clock> clock)
+    : inner_(std::move(inner)),
+      table_(std::make_unique<Table>(max_entries)),
+      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()) {}
+
+OverLimitCache::~OverLimitCache() = default;
+
+std::optional<Decision> OverLimitCache::lookup(std::string_view key, const Limit& limit,
+                                               std::int64_t cost, Micros at) {
+  if (cost <= 0) return std::nullopt;
+  std::optional<Table::Denial> denial = table_->find(entry_id(key, limit), cost, at);
+  if (!denial) return std::nullopt;
+  // A cost above the limit never passes; any other cost above the cached one waits at least as
+  // long as the cached denial (its retry_after is then a lower bound).
+  const bool never = denial->never || cost > std::max(limit.limit(), limit.burst());
+  const Micros wait = never ? kNever : denial->until - at;
+  return Decision{.allowed = false,
+                  .limit = limit.limit(),
+                  .remaining = 0,
+                  .retry_after = wait,
+                  .reset_after = denial->never ? 0 : denial->until - at,
+                  .local = true};
+}
+
+void OverLimitCache::remember(std::string_view key, const Limit& limit, std::int64_t cost,
+                              Micros sent, const Decision& denial) {
+  if (denial.allowed || cost <= 0 || denial.local) return;
+  Table::Denial entry{.min_cost = cost};
+  if (denial.retry_after == kNever) {
+    entry.never = true;
+  } else if (denial.retry_after > 0) {
+    entry.until = sent + denial.retry_after;
+  } else {
+    return;
+  }
+  table_->put(entry_id(key, limit), entry);
+}
+
+Result<Decision> OverLimitCache::check(std::string_view key, const Limit& limit, std::int64_t cost,
+                                       std::optional<Micros> now) {
+  if (Result<void> valid = validate_check(key, cost, now); !valid)
+    return std::unexpected(valid.error());
+  const Micros sent = time(now);
+  if (std::optional<Decision> cached = lookup(key, limit, cost, sent)) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    return *cached;
+  }
+  Result<Decision> decision = inner_->check(key, limit, cost, now);
+  if (decision) remember(key, limit, cost, sent, *decision);
+  return decision;
+}
+
+void OverLimitCache::check_async(std::string_view key, const Limit& limit, std::int64_t cost,
+                                 std::optional<Micros> now, Callback done) {
+  if (Result<void> valid = validate_check(key, cost, now); !valid) {
+    return done(std::unexpected(valid.error()));
+  }
+  const Micros sent = time(now);
+  if (std::optional<Decision> cached = lookup(key, limit, cost, sent)) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    return done(*cached);
+  }
+  inner_->check_async(key, limit, cost, now,
+                      [this, owned_key = std::string(key), limit, cost, sent,
+                       done = std::move(done)](Result<Decision> decision) {
+                        if (decision) remember(owned_key, limit, cost, sent, *decision);
+                        done(std::move(decision));
+                      });
+}
+
+std::optional<Decisions> OverLimitCache::cached_all(std::span<const KeyedLimit> checks,
+                                                    std::int64_t cost, Micros at) {
+  std::vector<std::optional<Decision>> cached(checks.size());
+  bool any = false;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    cached[i] = lookup(checks[i].key, *checks[i].limit, cost, at);
+    any = any || cached[i].has_value();
+  }
+  if (!any) return std::nullopt;
+  hits_.fetch_add(1, std::memory_order_relaxed);
+  Decisions decisions;
+  decisions.reserve(checks.size());
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    decisions.push_back(cached[i] ? *cached[i] : not_consulted(*checks[i].limit));
+  }
+  return decisions;
+}
+
+Result<Decisions> OverLimitCache::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                            std::optional<Micros> now) {
+  if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
+    return std::unexpected(valid.error());
+  }
+  const Micros sent = time(now);
+  if (std::optional<Decisions> cached = cached_all(checks, cost, sent)) return *cached;
+  Result<Decisions> decisions = inner_->check_all(checks, cost, now);
+  if (decisions && decisions->size() == checks.size()) {
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      remember(checks[i].key, *checks[i].limit, cost, sent, (*decisions)[i]);
+    }
+  }
+  return decisions;
+}
+
+void OverLimitCache::check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                     std::optional<Micros> now, AllCallback done) {
+  if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
+    return done(std::unexpected(valid.error()));
+  }
+  const Micros sent = time(now);
+  if (std::optional<Decisions> cached = cached_all(checks, cost, sent)) {
+    return done(std::move(*cached));
+  }
+  // Copies of the keys and limits: the caller's may be gone when the backend answers.
+  struct Owned {
+    std::vector<std::string> keys;
+    std::vector<Limit> limits;
+  };
+  auto owned = std::make_shared<Owned>();
+  for (const KeyedLimit& c : checks) {
+    owned->keys.emplace_back(c.key);
+    owned->limits.push_back(*c.limit);
+  }
+  inner_->check_all_async(
+      checks, cost, now,
+      [this, owned, cost, sent, done = std::move(done)](Result<Decisions> decisions) {
+        if (decisions && decisions->size() == owned->keys.size()) {
+          for (std::size_t i = 0; i < owned->keys.size(); ++i) {
+            remember(owned->keys[i], owned->limits[i], cost, sent, (*decisions)[i]);
+          }
+        }
+        done(std::move(decisions));
+      });
+}
+
+void OverLimitCache::append_metrics(std::string& out) const {
+  inner_->append_metrics(out);
+  out.append(
+      "# HELP spillway_over_limit_cache_hits_total Checks denied by the local over-limit cache "
+      "without a backend call.\n# TYPE spillway_over_limit_cache_hits_total counter\n"
+      "spillway_over_limit_cache_hits_total ");
+  out.append(std::to_string(hits()));
+  out.append(
+      "\n# HELP spillway_over_limit_cache_entries Denials the local over-limit cache holds.\n"
+      "# TYPE spillway_over_limit_cache_entries gauge\nspillway_over_limit_cache_entries ");
+  out.append(std::to_string(entries()));
+  out.push_back('\n');
+}
+
+void OverLimitCache::clear_caches() {
+  table_->clear();
+  inner_->clear_caches();
+}
+
+std::size_t OverLimitCache::entries() const { return table_->size(); }
+
+}  // namespace spillway

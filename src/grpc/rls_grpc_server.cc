@@ -1,0 +1,114 @@
+#include "src/grpc/rls_grpc_server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "src/grpc/rls_convert.h"
+
+namespace spillway::grpc_server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class RateLimitService final : public pb::RateLimitService::CallbackService {
+ public:
+  RateLimitService(rls::RlsEngine& engine, GrpcMetrics& metrics, policy::RlsOnError on_error)
+      : engine_(engine), metrics_(metrics), on_error_(on_error) {}
+
+  ::grpc::ServerUnaryReactor* ShouldRateLimit(::grpc::CallbackServerContext* context,
+                                              const pb::RateLimitRequest* request,
+                                              pb::RateLimitResponse* response) override {
+    ::grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    const Clock::time_point started = Clock::now();
+    const std::size_t descriptors = static_cast<std::size_t>(request->descriptors_size());
+    engine_.should_rate_limit(from_proto(*request), [this, reactor, response, started,
+                                                     descriptors](Result<rls::RlsResponse> result) {
+      ::grpc::Status status = answer(result, descriptors, *response);
+      metrics_.call(
+          static_cast<int>(status.error_code()),
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
+      reactor->Finish(status);
+    });
+    return reactor;
+  }
+
+ private:
+  ::grpc::Status answer(const Result<rls::RlsResponse>& result, std::size_t descriptors,
+                        pb::RateLimitResponse& response) const {
+    if (result) {
+      to_proto(*result, response);
+      return ::grpc::Status::OK;
+    }
+    const Error& error = result.error();
+    if (error.code == Errc::kInvalidArgument) {
+      return {::grpc::StatusCode::INVALID_ARGUMENT, error.message};
+    }
+    if (on_error_ == policy::RlsOnError::kError) {
+      return {error.code == Errc::kTimeout ? ::grpc::StatusCode::DEADLINE_EXCEEDED
+                                           : ::grpc::StatusCode::UNAVAILABLE,
+              "backend: " + error.message};
+    }
+    // on_error allow / deny: an answer for every descriptor, with no limit.
+    rls::RlsResponse fallback;
+    const rls::Code code =
+        on_error_ == policy::RlsOnError::kAllow ? rls::Code::kOk : rls::Code::kOverLimit;
+    fallback.overall_code = code;
+    fallback.statuses.assign(descriptors, rls::DescriptorStatus{.code = code});
+    to_proto(fallback, response);
+    return ::grpc::Status::OK;
+  }
+
+  rls::RlsEngine& engine_;
+  GrpcMetrics& metrics_;
+  const policy::RlsOnError on_error_;
+};
+
+}  // namespace
+
+struct RlsGrpcServer::Impl {
+  std::unique_ptr<RateLimitService> service;
+  std::unique_ptr<::grpc::Server> server;
+  int port = 0;
+};
+
+RlsGrpcServer::RlsGrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+RlsGrpcServer::~RlsGrpcServer() { stop(std::chrono::milliseconds(0)); }
+
+Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions& options,
+                                                            rls::RlsEngine& engine,
+                                                            GrpcMetrics& metrics) {
+  ::grpc::EnableDefaultHealthCheckService(true);
+  ::grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  auto impl = std::make_unique<Impl>();
+  impl->service = std::make_unique<RateLimitService>(engine, metrics, options.on_error);
+  const std::string host =
+      options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
+  const std::string address = host + ":" + std::to_string(options.port);
+  ::grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, ::grpc::InsecureServerCredentials(), &impl->port);
+  builder.RegisterService(impl->service.get());
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || impl->port == 0) {
+    return std::unexpected(Error{Errc::kUnavailable, "gRPC: cannot listen on " + address +
+                                                         " (in use, or not a local address?)"});
+  }
+  // Health by service name too (probes that name the service they check).
+  if (::grpc::HealthCheckServiceInterface* health = impl->server->GetHealthCheckService()) {
+    health->SetServingStatus(pb::RateLimitService::service_full_name(), true);
+  }
+  return std::unique_ptr<RlsGrpcServer>(new RlsGrpcServer(std::move(impl)));
+}
+
+int RlsGrpcServer::port() const { return impl_->port; }
+
+void RlsGrpcServer::stop(std::chrono::milliseconds grace) {
+  if (!impl_ || !impl_->server) return;
+  impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
+  impl_->server->Wait();
+  impl_->server.reset();
+}
+
+}  // namespace spillway::grpc_server

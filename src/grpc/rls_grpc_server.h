@@ -1,0 +1,48 @@
+// The gRPC listener of `spillway serve`: envoy.service.ratelimit.v3.RateLimitService (decided by
+// an RlsEngine), the standard grpc.health.v1.Health service (SERVING while the listener runs, for
+// "" and for the service's name)
+// and server reflection. Plain TCP on the given address (port 0: any free port).
+//
+// Errors: bad input (no domain, no descriptors, empty keys…) is INVALID_ARGUMENT naming the
+// field. A backend error is UNAVAILABLE (DEADLINE_EXCEEDED for a timeout) with the backend's
+// message, so that Envoy's failure_mode_deny decides, unless on_error says allow (OK, no limit)
+// or deny (every descriptor OVER_LIMIT).
+//
+// Thread safety: the engine is called from gRPC's threads; stop() from one thread. Ownership:
+// uses `engine` and `metrics`, which must outlive the server.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "spillway/error.h"
+#include "src/grpc/grpc_metrics.h"
+#include "src/policy/config.h"
+#include "src/rls/rls_engine.h"
+
+namespace spillway::grpc_server {
+
+struct RlsGrpcOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  policy::RlsOnError on_error = policy::RlsOnError::kError;
+};
+
+class RlsGrpcServer {
+ public:
+  static Result<std::unique_ptr<RlsGrpcServer>> start(const RlsGrpcOptions& options,
+                                                      rls::RlsEngine& engine, GrpcMetrics& metrics);
+  ~RlsGrpcServer();
+
+  int port() const;
+  // Stops taking calls and waits up to `grace` for those running.
+  void stop(std::chrono::milliseconds grace);
+
+ private:
+  struct Impl;
+  explicit RlsGrpcServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spillway::grpc_server

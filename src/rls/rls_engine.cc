@@ -1,0 +1,356 @@
+#include "src/rls/rls_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <set>
+
+#include "src/core/text.h"
+#include "src/rls/rls_match.h"
+
+namespace spillway::rls {
+namespace {
+
+enum class Kind { kNone, kUnlimited, kBlocked, kEnforced, kShadow };
+
+std::uint32_t clamp_u32(std::int64_t value) {
+  return static_cast<std::uint32_t>(
+      std::clamp<std::int64_t>(value, 0, std::numeric_limits<std::uint32_t>::max()));
+}
+
+std::string reset_seconds(Micros duration) {
+  return std::to_string((std::max<Micros>(duration, 0) + kMicrosPerSecond - 1) / kMicrosPerSecond);
+}
+
+// One request descriptor's plan and result.
+struct Item {
+  Kind kind = Kind::kNone;
+  std::string stat_path;  // "" when no rule applies (nothing counted)
+  std::optional<Limit> limit;
+  CurrentLimit current;
+  std::string key;
+  std::int64_t cost = 1;        // the hits it asks for (metrics)
+  std::int64_t check_cost = 1;  // what is sent to the store (0: a peek)
+  // Another item of the request with the same key and limit: checked once, for both costs, and
+  // its decision is this one's too.
+  std::optional<std::size_t> same_as;
+  std::optional<Decision> decision;
+};
+
+}  // namespace
+
+struct RlsEngine::Call {
+  std::shared_ptr<const RlsRules> rules;  // keeps the rules the items point into alive
+  std::string domain;
+  std::vector<Item> items;
+  std::vector<std::vector<std::size_t>> groups;  // all-or-nothing checks, run in order
+  std::vector<std::size_t> rest;                 // single checks, run together at the end
+  bool denied = false;
+  Done done;
+  std::atomic<std::size_t> pending{0};
+  std::mutex error_mutex;
+  std::optional<Error> error;
+
+  void fail(Error e) {
+    std::lock_guard lock(error_mutex);
+    if (!error) error = std::move(e);
+  }
+};
+
+RlsEngine::RlsEngine(Store& store, std::shared_ptr<const RlsRules> rules, RlsOptions options)
+    : store_(store), options_(std::move(options)), rules_(std::move(rules)) {
+  if (!options_.clock) options_.clock = std::make_shared<SystemClock>();
+  if (!rules_) rules_ = std::make_shared<RlsRules>();
+}
+
+void RlsEngine::set_rules(std::shared_ptr<const RlsRules> rules) {
+  std::lock_guard lock(rules_mutex_);
+  rules_ = rules ? std::move(rules) : std::make_shared<RlsRules>();
+}
+
+std::shared_ptr<const RlsRules> RlsEngine::rules() const {
+  std::lock_guard lock(rules_mutex_);
+  return rules_;
+}
+
+void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
+  if (request.domain.empty()) return done(invalid_argument("domain: must not be empty"));
+  if (request.descriptors.empty()) {
+    return done(invalid_argument("descriptors: a request needs at least one descriptor"));
+  }
+  if (request.descriptors.size() > kMaxDescriptors) {
+    return done(invalid_argument("descriptors: " + std::to_string(request.descriptors.size()) +
+                                 " descriptors, at most " + std::to_string(kMaxDescriptors)));
+  }
+  for (std::size_t i = 0; i < request.descriptors.size(); ++i) {
+    const RlsDescriptor& d = request.descriptors[i];
+    const std::string path = "descriptors[" + std::to_string(i) + "]";
+    if (d.entries.empty()) return done(invalid_argument(path + ".entries: must not be empty"));
+    if (d.entries.size() > kMaxEntries) {
+      return done(invalid_argument(path + ".entries: " + std::to_string(d.entries.size()) +
+                                   " entries, at most " + std::to_string(kMaxEntries)));
+    }
+    for (std::size_t j = 0; j < d.entries.size(); ++j) {
+      if (d.entries[j].key.empty()) {
+        return done(
+            invalid_argument(path + ".entries[" + std::to_string(j) + "].key: must not be empty"));
+      }
+    }
+  }
+
+  auto call = std::make_shared<Call>();
+  call->rules = rules();
+  call->domain = request.domain;
+  call->done = std::move(done);
+  call->items.resize(request.descriptors.size());
+  const auto domain_it = call->rules->domains.find(request.domain);
+  if (domain_it == call->rules->domains.end()) return finish(call);  // unknown domain: all OK
+  const DomainRules& domain = domain_it->second;
+
+  const std::int64_t request_cost = request.hits_addend == 0 ? 1 : request.hits_addend;
+  std::set<std::string, std::less<>> replaced;
+  std::vector<const RuleLimit*> rule_limits(call->items.size(), nullptr);
+  for (std::size_t i = 0; i < call->items.size(); ++i) {
+    const RlsDescriptor& d = request.descriptors[i];
+    Item& item = call->items[i];
+    const Match match = match_descriptor(domain, d.entries);
+    const RuleLimit* rule = match.rule ? &*match.rule->rate_limit : nullptr;
+    const bool shadow = match.rule && match.rule->shadow_mode;
+    const std::int64_t cost =
+        d.hits_addend
+            ? static_cast<std::int64_t>(std::min<std::uint64_t>(*d.hits_addend, kMaxExact))
+            : request_cost;
+    item.cost = cost;
+    item.key = rls_key(request.domain, d.entries);
+    if (item.key.size() > kMaxKeyBytes) {
+      return call->done(invalid_argument(
+          "descriptors[" + std::to_string(i) + "]: its entries make a key of " +
+          std::to_string(item.key.size()) + " bytes, at most " + std::to_string(kMaxKeyBytes)));
+    }
+    if (d.limit && d.limit->unit != Unit::kUnknown) {
+      // An override: the request's limit, the rule's algorithm, name and shadow_mode.
+      item.stat_path = match.rule ? match.stat_path : "";
+      if (item.stat_path.empty()) {
+        for (const RlsEntry& e : d.entries)
+          item.stat_path += (item.stat_path.empty() ? "" : ".") + e.key;
+      }
+      item.current = {rule ? rule->name : "", d.limit->requests_per_unit, d.limit->unit};
+      if (d.limit->requests_per_unit == 0) {
+        item.kind = Kind::kBlocked;
+      } else {
+        const Algorithm algorithm =
+            rule && rule->limit ? rule->limit->algorithm() : Algorithm::kFixedWindow;
+        Result<Limit> limit =
+            Limit::make(algorithm, d.limit->requests_per_unit, unit_length(d.limit->unit));
+        if (!limit) {
+          return call->done(invalid_argument("descriptors[" + std::to_string(i) +
+                                             "].limit: " + limit.error().message));
+        }
+        item.limit = *limit;
+        item.kind = shadow ? Kind::kShadow : Kind::kEnforced;
+      }
+      continue;
+    }
+    if (rule == nullptr) continue;  // no rule: OK without a limit
+    rule_limits[i] = rule;
+    item.stat_path = match.stat_path;
+    for (const std::string& name : rule->replaces) {
+      if (name != rule->name) replaced.insert(name);
+    }
+    item.current = {rule->name, rule->requests_per_unit, rule->unit};
+    if (rule->unlimited) {
+      item.kind = Kind::kUnlimited;
+    } else if (!rule->limit) {
+      item.kind = Kind::kBlocked;
+    } else {
+      item.limit = *rule->limit;
+      item.kind = shadow ? Kind::kShadow : Kind::kEnforced;
+    }
+  }
+  for (std::size_t i = 0; i < call->items.size(); ++i) {
+    if (rule_limits[i] && !rule_limits[i]->name.empty() &&
+        replaced.contains(rule_limits[i]->name)) {
+      call->items[i] = Item{};  // dropped by another rule of this request
+    }
+  }
+
+  for (std::size_t i = 0; i < call->items.size(); ++i) {
+    if (call->items[i].kind == Kind::kBlocked && !options_.charge_on_deny) call->denied = true;
+  }
+  for (std::size_t i = 0; i < call->items.size(); ++i) {
+    Item& item = call->items[i];
+    if (item.kind != Kind::kEnforced && item.kind != Kind::kShadow) continue;
+    item.check_cost = item.cost;
+    // The same key and limit again (a descriptor repeated): one check for the sum of the costs.
+    for (std::size_t j = 0; j < i; ++j) {
+      Item& first = call->items[j];
+      if (!first.same_as && first.kind == item.kind && first.key == item.key &&
+          first.limit == item.limit) {
+        item.same_as = j;
+        first.check_cost = std::min<std::int64_t>(first.check_cost + item.cost, kMaxExact);
+        break;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < call->items.size(); ++i) {
+    Item& item = call->items[i];
+    if (item.same_as || (item.kind != Kind::kEnforced && item.kind != Kind::kShadow)) continue;
+    // A cost above the limit can never pass; past limit + 1 it is all the same to the store.
+    const std::int64_t most = std::max(item.limit->limit(), item.limit->burst()) + 1;
+    item.check_cost = std::min(item.check_cost, most);
+    if (item.kind == Kind::kShadow) {
+      call->rest.push_back(i);
+    } else if (options_.charge_on_deny || item.check_cost == 0) {
+      call->rest.push_back(i);
+    } else if (call->denied) {
+      item.check_cost = 0;
+      call->rest.push_back(i);
+    } else {
+      // Into the first group of the same cost that does not hold the key yet.
+      auto group = std::find_if(call->groups.begin(), call->groups.end(), [&](const auto& g) {
+        return call->items[g.front()].check_cost == item.check_cost &&
+               std::none_of(g.begin(), g.end(),
+                            [&](std::size_t j) { return call->items[j].key == item.key; });
+      });
+      if (group == call->groups.end()) {
+        call->groups.push_back({i});
+      } else {
+        group->push_back(i);
+      }
+    }
+  }
+  run_enforced(call, 0);
+}
+
+void RlsEngine::run_enforced(const std::shared_ptr<Call>& call, std::size_t group) {
+  if (group >= call->groups.size()) return run_rest(call);
+  const std::vector<std::size_t>& members = call->groups[group];
+  if (call->denied) {
+    // An earlier group denied: the rest are only reported (peeked), never charged.
+    for (std::size_t i : members) {
+      call->items[i].check_cost = 0;
+      call->rest.push_back(i);
+    }
+    return run_enforced(call, group + 1);
+  }
+  std::vector<KeyedLimit> checks;
+  checks.reserve(members.size());
+  for (std::size_t i : members) checks.push_back({call->items[i].key, &*call->items[i].limit});
+  store_.check_all_async(checks, call->items[members.front()].check_cost, std::nullopt,
+                         [this, call, group](Result<Decisions> decisions) {
+                           const std::vector<std::size_t>& checked = call->groups[group];
+                           if (!decisions) {
+                             call->fail(decisions.error());
+                             return finish(call);
+                           }
+                           for (std::size_t k = 0; k < checked.size(); ++k) {
+                             call->items[checked[k]].decision = (*decisions)[k];
+                           }
+                           if (!all_allowed(*decisions)) call->denied = true;
+                           run_enforced(call, group + 1);
+                         });
+}
+
+void RlsEngine::run_rest(const std::shared_ptr<Call>& call) {
+  for (std::size_t i : call->rest) {
+    Item& item = call->items[i];
+    // Shadow rules are charged with an admitted request (or always, with charge_on_deny).
+    if (item.kind == Kind::kShadow && call->denied && !options_.charge_on_deny) item.check_cost = 0;
+  }
+  if (call->rest.empty()) return finish(call);
+  call->pending.store(call->rest.size() + 1);
+  auto one_done = [this, call]() {
+    if (call->pending.fetch_sub(1) == 1) finish(call);
+  };
+  for (std::size_t i : call->rest) {
+    Item& item = call->items[i];
+    store_.check_async(item.key, *item.limit, item.check_cost, std::nullopt,
+                       [call, i, one_done](Result<Decision> decision) {
+                         if (decision) {
+                           call->items[i].decision = *decision;
+                         } else {
+                           call->fail(decision.error());
+                         }
+                         one_done();
+                       });
+  }
+  one_done();
+}
+
+void RlsEngine::finish(const std::shared_ptr<Call>& call) {
+  if (call->error) return call->done(std::unexpected(*call->error));
+  RlsResponse response;
+  response.statuses.reserve(call->items.size());
+  const DescriptorStatus* tightest = nullptr;
+  const Micros now = options_.clock->now();
+  for (Item& item : call->items) {
+    if (item.same_as) item.decision = call->items[*item.same_as].decision;
+  }
+  for (Item& item : call->items) {
+    DescriptorStatus status;
+    const auto count = [&](std::initializer_list<Stat> stats) {
+      if (!item.stat_path.empty()) {
+        stats_.add(call->domain, item.stat_path, stats, static_cast<std::uint64_t>(item.cost));
+      }
+    };
+    switch (item.kind) {
+      case Kind::kNone:
+        break;
+      case Kind::kUnlimited:
+        status.limit_remaining = std::numeric_limits<std::uint32_t>::max();
+        count({Stat::kTotalHits, Stat::kWithinLimit});
+        break;
+      case Kind::kBlocked: {
+        status.code = Code::kOverLimit;
+        status.current_limit = item.current;
+        const Micros unit = unit_length(item.current.unit);
+        status.duration_until_reset = unit > 0 ? unit - now % unit : 0;
+        count({Stat::kTotalHits, Stat::kOverLimit});
+        break;
+      }
+      case Kind::kEnforced:
+      case Kind::kShadow: {
+        const Decision& d = *item.decision;
+        const bool shadow = item.kind == Kind::kShadow;
+        status.current_limit = item.current;
+        status.limit_remaining = clamp_u32(d.remaining);
+        status.duration_until_reset =
+            d.allowed || d.retry_after == kNever ? d.reset_after : d.retry_after;
+        if (!d.allowed) {
+          if (!shadow) status.code = Code::kOverLimit;
+          if (shadow) {
+            count({Stat::kTotalHits, Stat::kOverLimit, Stat::kShadowMode});
+          } else if (d.local) {
+            count({Stat::kTotalHits, Stat::kOverLimit, Stat::kLocalCache});
+          } else {
+            count({Stat::kTotalHits, Stat::kOverLimit});
+          }
+        } else if (d.remaining * 5 < d.limit) {
+          count({Stat::kTotalHits, Stat::kWithinLimit, Stat::kNearLimit});
+        } else {
+          count({Stat::kTotalHits, Stat::kWithinLimit});
+        }
+        break;
+      }
+    }
+    if (status.code == Code::kOverLimit) response.overall_code = Code::kOverLimit;
+    response.statuses.push_back(std::move(status));
+  }
+  for (const DescriptorStatus& status : response.statuses) {
+    if (status.current_limit &&
+        (tightest == nullptr || status.limit_remaining < tightest->limit_remaining)) {
+      tightest = &status;
+    }
+  }
+  if (tightest != nullptr && options_.response_headers != ResponseHeaders::kOff) {
+    const std::string prefix =
+        options_.response_headers == ResponseHeaders::kXRateLimit ? "X-RateLimit-" : "RateLimit-";
+    response.response_headers = {
+        {prefix + "Limit", std::to_string(tightest->current_limit->requests_per_unit)},
+        {prefix + "Remaining", std::to_string(tightest->limit_remaining)},
+        {prefix + "Reset", reset_seconds(tightest->duration_until_reset)}};
+  }
+  call->done(std::move(response));
+}
+
+}  // namespace spillway::rls

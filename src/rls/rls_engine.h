@@ -1,0 +1,79 @@
+// Deciding Envoy's ShouldRateLimit on any Store (docs/SPEC.md §9), with envoyproxy/ratelimit's
+// semantics and spillway's exactness:
+//   - each request descriptor finds its rule (rls_match.h), or uses the limit the request gives
+//     (an override; it needs a known domain, and takes the matched rule's algorithm, name and
+//     shadow_mode when there is one, fixed_window otherwise);
+//   - its cost is its own hits_addend, else the request's, else 1; a cost of 0 checks without
+//     counting (a peek);
+//   - `replaces` drops the named rules from the same request; `unlimited` is OK without a counter;
+//     requests_per_unit 0 is over the limit without a counter;
+//   - all-or-nothing (default): the enforced descriptors are checked in one atomic check_all, so
+//     a denied request charges none of them; with charge_on_deny each is checked on its own and
+//     charged when it admits, as envoyproxy/ratelimit does. Descriptors of different costs in one
+//     request are checked in one check_all per cost, in order, stopping at the first denial
+//     (the earlier groups stay charged: the one case not all-or-nothing);
+//   - shadow_mode descriptors are charged when the request is admitted (peeked otherwise), and
+//     report OK even over their limit;
+//   - an unknown domain, or a descriptor no rule matches, is OK without a limit.
+// A backend error fails the whole call with that error (the gRPC layer maps it to a status).
+//
+// Thread safety: should_rate_limit() from any thread; set_rules() swaps the rules atomically
+// (calls already running finish on the rules they started with). Ownership: uses `store`, which
+// must outlive the engine.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "spillway/clock.h"
+#include "spillway/store.h"
+#include "src/rls/rls_config.h"
+#include "src/rls/rls_request.h"
+#include "src/rls/rls_stats.h"
+
+namespace spillway::rls {
+
+// Which rate limit headers to add to response_headers_to_add (from the descriptor with the least
+// remaining): none, "RateLimit-Limit/-Remaining/-Reset", or "X-RateLimit-…".
+enum class ResponseHeaders { kOff, kDraft, kXRateLimit };
+
+struct RlsOptions {
+  bool charge_on_deny = false;
+  ResponseHeaders response_headers = ResponseHeaders::kOff;
+  // For duration_until_reset of rules without a counter (requests_per_unit 0). Default: system.
+  std::shared_ptr<const Clock> clock;
+};
+
+// The most descriptors one request may carry and the most entries one descriptor may have
+// (bad input beyond: kInvalidArgument, nothing checked).
+inline constexpr std::size_t kMaxDescriptors = 64;
+inline constexpr std::size_t kMaxEntries = 32;
+
+class RlsEngine {
+ public:
+  RlsEngine(Store& store, std::shared_ptr<const RlsRules> rules, RlsOptions options = {});
+
+  using Done = std::function<void(Result<RlsResponse>)>;
+  // `done` runs exactly once, possibly on another thread, possibly before this returns.
+  void should_rate_limit(const RlsRequest& request, Done done);
+
+  void set_rules(std::shared_ptr<const RlsRules> rules);
+  std::shared_ptr<const RlsRules> rules() const;
+  const RlsOptions& options() const { return options_; }
+  RlsStats& stats() { return stats_; }
+
+ private:
+  struct Call;
+  void finish(const std::shared_ptr<Call>& call);
+  void run_enforced(const std::shared_ptr<Call>& call, std::size_t group);
+  void run_rest(const std::shared_ptr<Call>& call);
+
+  Store& store_;
+  RlsOptions options_;
+  mutable std::mutex rules_mutex_;
+  std::shared_ptr<const RlsRules> rules_;
+  RlsStats stats_;
+};
+
+}  // namespace spillway::rls

@@ -1,0 +1,55 @@
+// Keeps an RlsEngine's rules in step with their files: reload() now (SIGHUP), and a thread that
+// compares the files' paths and contents every `interval` and reloads on a change (an edit, a
+// new file, or a Kubernetes ConfigMap's symlink swap). A set of files that does not load keeps
+// the rules in force; it is logged once per change and counted:
+//   spillway_rls_config_reloads_total{result="ok"|"error"}, spillway_rls_config_domains
+//
+// Thread safety: reload() from any thread (reloads are serialized). Ownership: uses `engine`,
+// which must outlive the watcher; the destructor stops the thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "src/rls/rls_engine.h"
+
+namespace spillway::rls {
+
+class RlsWatcher {
+ public:
+  // `log` gets one line per reload or rejected change; `reloaded` runs after new rules are in
+  // force (to clear caches). interval 0: no thread.
+  RlsWatcher(RlsEngine& engine, std::string path, std::chrono::milliseconds interval,
+             std::function<void(const std::string&)> log, std::function<void()> reloaded);
+  ~RlsWatcher();
+  RlsWatcher(const RlsWatcher&) = delete;
+  RlsWatcher& operator=(const RlsWatcher&) = delete;
+
+  // Loads the files now; an error keeps the rules in force.
+  Result<void> reload();
+  void render(std::string& out) const;
+
+ private:
+  void watch();
+  Result<void> reload_locked(const std::string& fingerprint);
+
+  RlsEngine& engine_;
+  const std::string path_;
+  const std::chrono::milliseconds interval_;
+  std::function<void(const std::string&)> log_;
+  std::function<void()> reloaded_;
+  std::mutex reload_mutex_;
+  std::string fingerprint_;  // of the files last seen (loaded or rejected)
+  std::atomic<std::uint64_t> ok_{0}, errors_{0};
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace spillway::rls

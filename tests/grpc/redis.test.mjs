@@ -1,0 +1,107 @@
+// The rate limit service on a real redis-server: the local over-limit cache, concurrency,
+// and what a call answers once Redis is gone (rls.on_error).
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, startRedis, unique } from './harness.mjs';
+
+const RULES = {
+  'redis.yaml': `
+domain: redis
+descriptors:
+  - key: cached
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: conc
+    rate_limit: {unit: hour, requests_per_unit: 50}
+`,
+};
+
+let redis;
+let server; // on_error default
+let allowServer; // rls.on_error: allow
+
+before(async () => {
+  redis = await startRedis();
+  const backend = { url: redis.url, over_limit_cache: 1000, timeout: '50ms' };
+  const [a, b] = await Promise.allSettled([
+    startServer({ rules: RULES, config: { backend, server: { access_log: 'off' } } }),
+    startServer({ rules: RULES, config: { backend, rls: { on_error: 'allow' } } }),
+  ]);
+  if (a.status === 'fulfilled') server = a.value;
+  if (b.status === 'fulfilled') allowServer = b.value;
+  if (a.status === 'rejected') throw a.reason;
+  if (b.status === 'rejected') throw b.reason;
+});
+
+after(async () => {
+  await Promise.all([server?.stop(), allowServer?.stop(), redis?.stop()]);
+});
+
+describe('redis backend', () => {
+  it('counts in Redis, and the local over-limit cache answers without Redis once over', async () => {
+    const v = unique('cached');
+    const callsAtStart = await redis.scriptCalls();
+    for (let i = 1; i <= 3; i += 1) {
+      const r = await server.rls.check('redis', [['cached', v]]);
+      assert.equal(r.overall_code, 'OK');
+      assert.equal(r.statuses[0].limit_remaining, 3 - i);
+    }
+    const first = await server.rls.check('redis', [['cached', v]]);
+    assert.equal(first.overall_code, 'OVER_LIMIT');
+    const callsOver = await redis.scriptCalls();
+    assert.ok(callsOver > callsAtStart, `the admitted calls ran scripts in Redis (${callsAtStart} → ${callsOver})`);
+
+    const cacheLabels = { domain: 'redis', descriptor: 'cached' };
+    const cachedBefore = await server.metric('spillway_rls_over_limit_with_local_cache', cacheLabels);
+    for (let i = 0; i < 10; i += 1) {
+      const r = await server.rls.check('redis', [['cached', v]]);
+      assert.equal(r.overall_code, 'OVER_LIMIT', `cached denial ${i}`);
+      assert.equal(r.statuses[0].code, 'OVER_LIMIT');
+    }
+    const cachedAfter = await server.metric('spillway_rls_over_limit_with_local_cache', cacheLabels);
+    assert.equal(cachedAfter - cachedBefore, 10, 'spillway_rls_over_limit_with_local_cache rose by 10');
+    assert.equal(await redis.scriptCalls(), callsOver, 'no EVAL/EVALSHA for the cached denials');
+  });
+
+  it('200 concurrent calls with a limit of 50 → exactly 50 OK', async () => {
+    const v = unique('conc');
+    const calls = Array.from({ length: 200 }, () => server.rls.check('redis', [['conc', v]], { deadlineMs: 10000 }));
+    const results = await Promise.all(calls);
+    const ok = results.filter((r) => r.overall_code === 'OK').length;
+    const over = results.filter((r) => r.overall_code === 'OVER_LIMIT').length;
+    assert.equal(ok, 50);
+    assert.equal(over, 150);
+  });
+
+  it('with Redis gone: on_error default → a status error promptly; on_error: allow → OK', async () => {
+    // Both servers work before the kill.
+    assert.equal((await allowServer.rls.check('redis', [['cached', unique('pre')]])).overall_code, 'OK');
+    await redis.stop();
+
+    const started = Date.now();
+    await assert.rejects(
+      server.rls.check('redis', [['cached', unique('down')]], { deadlineMs: 5000 }),
+      (err) => {
+        assert.ok([14, 4].includes(err.code), `UNAVAILABLE or DEADLINE_EXCEEDED, got ${err.code} ${err.details}`);
+        return true;
+      },
+    );
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed < 2500, `answered in ${elapsed} ms`);
+
+    // Again, and on a fresh descriptor: still an error, still prompt.
+    const again = Date.now();
+    await assert.rejects(server.rls.check('redis', [['conc', unique('down')]], { deadlineMs: 5000 }), (err) =>
+      [14, 4].includes(err.code),
+    );
+    assert.ok(Date.now() - again < 2500);
+
+    const allowStarted = Date.now();
+    const allowed = await allowServer.rls.check('redis', [['cached', unique('down')]], { deadlineMs: 5000 });
+    assert.equal(allowed.overall_code, 'OK');
+    assert.ok(Date.now() - allowStarted < 2500);
+
+    // The server itself is still up: health and unknown domains answer.
+    assert.equal((await server.rls.healthCheck('')).status, 'SERVING');
+  });
+});
