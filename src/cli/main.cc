@@ -39,8 +39,9 @@ constexpr Command kCommands[] = {
        return spillway::cli::run_bench(argc, argv, 2, std::cout, std::cerr);
      }},
     {"validate",
-     "validate FILE\n"
-     "      check a config file; errors name the line and the field\n",
+     "validate FILE | validate --rls PATH\n"
+     "      check a config file, or Envoy rate limit rules (a file or a directory); errors name\n"
+     "      the line and the field\n",
      [](int argc, char** argv) {
        return spillway::cli::run_validate(argc, argv, 2, std::cout, std::cerr);
      }},

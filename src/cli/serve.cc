@@ -70,7 +70,9 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     }
   }
   std::shared_ptr<const rls::RlsRules> rules;
+  std::string rules_fingerprint;  // of the files as they were before loading them
   if (grpc_address) {
+    rules_fingerprint = rls::rls_rules_fingerprint(config->rls.config);
     auto loaded = rls::load_rls_rules(config->rls.config);
     if (!loaded) {
       err << "spillway serve: rules: " << loaded.error().message << "\n";
@@ -149,7 +151,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
                                                 : rls::ResponseHeaders::kOff});
     Store* shared_store = &(*service)->store();
     watcher = std::make_unique<rls::RlsWatcher>(
-        *engine, config->rls.config, config->rls.watch,
+        *engine, config->rls.config, rules_fingerprint, config->rls.watch,
         [](const std::string& line) {
           // From the watcher's thread too: one write(2) per line, never interleaved.
           const std::string text = "spillway serve: " + line + "\n";
@@ -157,7 +159,10 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         },
         [shared_store] { shared_store->clear_caches(); });
     auto started = grpc_server::RlsGrpcServer::start(
-        {.host = grpc_address->host, .port = grpc_address->port, .on_error = config->rls.on_error},
+        {.host = grpc_address->host,
+         .port = grpc_address->port,
+         .on_error = config->rls.on_error,
+         .ready = [shared_store] { return shared_store->ready(); }},
         *engine, grpc_metrics);
     if (!started) {
       err << "spillway serve: " << started.error().message << "\n";
@@ -198,6 +203,11 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         if (compared.on_error != policy::OnError::kLocal &&
             config->backend.on_error != policy::OnError::kLocal) {
           compared.on_error = config->backend.on_error;
+        }
+        if (fresh->rls != config->rls || fresh->server.grpc_listen != config->server.grpc_listen) {
+          err << "spillway serve: the rls section and server.grpc_listen changed; they take "
+                 "effect at the next restart (the rules files themselves reload now)"
+              << std::endl;
         }
         if (compared != config->backend) {
           err << "spillway serve: the backend section changed; it takes effect at the next "

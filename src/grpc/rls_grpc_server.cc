@@ -4,6 +4,10 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "src/grpc/rls_convert.h"
 
@@ -71,6 +75,31 @@ struct RlsGrpcServer::Impl {
   std::unique_ptr<RateLimitService> service;
   std::unique_ptr<::grpc::Server> server;
   int port = 0;
+  // The health watcher: sets SERVING / NOT_SERVING from `ready` until stopped.
+  std::function<bool()> ready;
+  std::mutex mutex;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+  std::thread health_thread;
+
+  void set_health(bool serving) {
+    if (::grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
+      health->SetServingStatus(serving);  // "" and every service name
+      health->SetServingStatus(pb::RateLimitService::service_full_name(), serving);
+    }
+  }
+
+  void watch_health() {
+    bool serving = ready();
+    set_health(serving);
+    std::unique_lock lock(mutex);
+    while (!stop_cv.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping; })) {
+      lock.unlock();
+      const bool now = ready();
+      if (now != serving) set_health(serving = now);
+      lock.lock();
+    }
+  }
 };
 
 RlsGrpcServer::RlsGrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -96,8 +125,10 @@ Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions
                                                          " (in use, or not a local address?)"});
   }
   // Health by service name too (probes that name the service they check).
-  if (::grpc::HealthCheckServiceInterface* health = impl->server->GetHealthCheckService()) {
-    health->SetServingStatus(pb::RateLimitService::service_full_name(), true);
+  impl->set_health(true);
+  if (options.ready) {
+    impl->ready = options.ready;
+    impl->health_thread = std::thread([raw = impl.get()] { raw->watch_health(); });
   }
   return std::unique_ptr<RlsGrpcServer>(new RlsGrpcServer(std::move(impl)));
 }
@@ -106,6 +137,12 @@ int RlsGrpcServer::port() const { return impl_->port; }
 
 void RlsGrpcServer::stop(std::chrono::milliseconds grace) {
   if (!impl_ || !impl_->server) return;
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stopping = true;
+  }
+  impl_->stop_cv.notify_all();
+  if (impl_->health_thread.joinable()) impl_->health_thread.join();
   impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
   impl_->server->Wait();
   impl_->server.reset();

@@ -1,6 +1,7 @@
 // The gRPC listener of `spillway serve`: envoy.service.ratelimit.v3.RateLimitService (decided by
-// an RlsEngine), the standard grpc.health.v1.Health service (SERVING while the listener runs, for
-// "" and for the service's name)
+// an RlsEngine), the standard grpc.health.v1.Health service (for "" and for the service's name:
+// SERVING while `ready` says the backend can decide, NOT_SERVING otherwise, as GET /readyz; checked
+// every 500 ms)
 // and server reflection. Plain TCP on the given address (port 0: any free port).
 //
 // Errors: bad input (no domain, no descriptors, empty keys…) is INVALID_ARGUMENT naming the
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +29,7 @@ struct RlsGrpcOptions {
   std::string host = "127.0.0.1";
   int port = 0;
   policy::RlsOnError on_error = policy::RlsOnError::kError;
+  std::function<bool()> ready;  // e.g. the store's ready(); none: always SERVING
 };
 
 class RlsGrpcServer {

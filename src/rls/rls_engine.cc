@@ -34,6 +34,9 @@ struct Item {
   // Another item of the request with the same key and limit: checked once, for both costs, and
   // its decision is this one's too.
   std::optional<std::size_t> same_as;
+  // Peeked only to report its state, because the request is already denied: never charged, and
+  // an error from that peek does not fail the call (the denial stands).
+  bool report_only = false;
   std::optional<Decision> decision;
 };
 
@@ -46,6 +49,7 @@ struct RlsEngine::Call {
   std::vector<std::vector<std::size_t>> groups;  // all-or-nothing checks, run in order
   std::vector<std::size_t> rest;                 // single checks, run together at the end
   bool denied = false;
+  bool denied_locally = false;  // by the over-limit cache: the report-only peeks are skipped too
   Done done;
   std::atomic<std::size_t> pending{0};
   std::mutex error_mutex;
@@ -122,19 +126,15 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
             : request_cost;
     item.cost = cost;
     item.key = rls_key(request.domain, d.entries);
-    if (item.key.size() > kMaxKeyBytes) {
-      return call->done(invalid_argument(
-          "descriptors[" + std::to_string(i) + "]: its entries make a key of " +
-          std::to_string(item.key.size()) + " bytes, at most " + std::to_string(kMaxKeyBytes)));
-    }
     if (d.limit && d.limit->unit != Unit::kUnknown) {
-      // An override: the request's limit, the rule's algorithm, name and shadow_mode.
+      // An override: the request's limit with the matched rule's algorithm; never shadow_mode and
+      // no name (as envoyproxy/ratelimit: the caller asked for this limit to be enforced).
       item.stat_path = match.rule ? match.stat_path : "";
       if (item.stat_path.empty()) {
         for (const RlsEntry& e : d.entries)
           item.stat_path += (item.stat_path.empty() ? "" : ".") + e.key;
       }
-      item.current = {rule ? rule->name : "", d.limit->requests_per_unit, d.limit->unit};
+      item.current = {"", d.limit->requests_per_unit, d.limit->unit};
       if (d.limit->requests_per_unit == 0) {
         item.kind = Kind::kBlocked;
       } else {
@@ -147,12 +147,13 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
                                              "].limit: " + limit.error().message));
         }
         item.limit = *limit;
-        item.kind = shadow ? Kind::kShadow : Kind::kEnforced;
+        item.kind = Kind::kEnforced;
       }
       continue;
     }
     if (rule == nullptr) continue;  // no rule: OK without a limit
-    rule_limits[i] = rule;
+    // An unlimited rule may replace others but is never replaced (as envoyproxy/ratelimit).
+    if (!rule->unlimited) rule_limits[i] = rule;
     item.stat_path = match.stat_path;
     for (const std::string& name : rule->replaces) {
       if (name != rule->name) replaced.insert(name);
@@ -175,7 +176,15 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
   }
 
   for (std::size_t i = 0; i < call->items.size(); ++i) {
-    if (call->items[i].kind == Kind::kBlocked && !options_.charge_on_deny) call->denied = true;
+    const Item& item = call->items[i];
+    // Only a descriptor that needs a counter needs a key the store takes.
+    if ((item.kind == Kind::kEnforced || item.kind == Kind::kShadow) &&
+        item.key.size() > kMaxKeyBytes) {
+      return call->done(invalid_argument(
+          "descriptors[" + std::to_string(i) + "]: its entries make a key of " +
+          std::to_string(item.key.size()) + " bytes, at most " + std::to_string(kMaxKeyBytes)));
+    }
+    if (item.kind == Kind::kBlocked && !options_.charge_on_deny) call->denied = true;
   }
   for (std::size_t i = 0; i < call->items.size(); ++i) {
     Item& item = call->items[i];
@@ -204,6 +213,7 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
       call->rest.push_back(i);
     } else if (call->denied) {
       item.check_cost = 0;
+      item.report_only = true;
       call->rest.push_back(i);
     } else {
       // Into the first group of the same cost that does not hold the key yet.
@@ -229,6 +239,7 @@ void RlsEngine::run_enforced(const std::shared_ptr<Call>& call, std::size_t grou
     // An earlier group denied: the rest are only reported (peeked), never charged.
     for (std::size_t i : members) {
       call->items[i].check_cost = 0;
+      call->items[i].report_only = true;
       call->rest.push_back(i);
     }
     return run_enforced(call, group + 1);
@@ -246,7 +257,11 @@ void RlsEngine::run_enforced(const std::shared_ptr<Call>& call, std::size_t grou
                            for (std::size_t k = 0; k < checked.size(); ++k) {
                              call->items[checked[k]].decision = (*decisions)[k];
                            }
-                           if (!all_allowed(*decisions)) call->denied = true;
+                           for (const Decision& d : *decisions) {
+                             if (d.allowed) continue;
+                             call->denied = true;
+                             if (d.local) call->denied_locally = true;
+                           }
                            run_enforced(call, group + 1);
                          });
 }
@@ -255,7 +270,22 @@ void RlsEngine::run_rest(const std::shared_ptr<Call>& call) {
   for (std::size_t i : call->rest) {
     Item& item = call->items[i];
     // Shadow rules are charged with an admitted request (or always, with charge_on_deny).
-    if (item.kind == Kind::kShadow && call->denied && !options_.charge_on_deny) item.check_cost = 0;
+    if (item.kind == Kind::kShadow && call->denied && !options_.charge_on_deny) {
+      item.check_cost = 0;
+      item.report_only = true;
+    }
+  }
+  if (call->denied_locally) {
+    // Denied without a backend call: do not make one just to report the others' state.
+    std::erase_if(call->rest, [call](std::size_t i) {
+      Item& item = call->items[i];
+      if (!item.report_only) return false;
+      item.decision = Decision{.allowed = true,
+                               .limit = item.limit->limit(),
+                               .remaining = item.limit->limit(),
+                               .local = true};
+      return true;
+    });
   }
   if (call->rest.empty()) return finish(call);
   call->pending.store(call->rest.size() + 1);
@@ -268,7 +298,7 @@ void RlsEngine::run_rest(const std::shared_ptr<Call>& call) {
                        [call, i, one_done](Result<Decision> decision) {
                          if (decision) {
                            call->items[i].decision = *decision;
-                         } else {
+                         } else if (!call->items[i].report_only) {
                            call->fail(decision.error());
                          }
                          one_done();
@@ -284,7 +314,10 @@ void RlsEngine::finish(const std::shared_ptr<Call>& call) {
   const DescriptorStatus* tightest = nullptr;
   const Micros now = options_.clock->now();
   for (Item& item : call->items) {
-    if (item.same_as) item.decision = call->items[*item.same_as].decision;
+    if (item.same_as) {
+      item.decision = call->items[*item.same_as].decision;
+      item.report_only = call->items[*item.same_as].report_only;
+    }
   }
   for (Item& item : call->items) {
     DescriptorStatus status;
@@ -310,9 +343,19 @@ void RlsEngine::finish(const std::shared_ptr<Call>& call) {
       }
       case Kind::kEnforced:
       case Kind::kShadow: {
+        status.current_limit = item.current;
+        if (item.report_only || !item.decision) {
+          // Not charged (the request was denied by another descriptor); reported as it stands,
+          // or without a count when that peek failed.
+          if (item.decision) {
+            status.limit_remaining = clamp_u32(item.decision->remaining);
+            status.duration_until_reset = item.decision->reset_after;
+          }
+          count({Stat::kTotalHits});
+          break;
+        }
         const Decision& d = *item.decision;
         const bool shadow = item.kind == Kind::kShadow;
-        status.current_limit = item.current;
         status.limit_remaining = clamp_u32(d.remaining);
         status.duration_until_reset =
             d.allowed || d.retry_after == kNever ? d.reset_after : d.retry_after;
@@ -336,9 +379,15 @@ void RlsEngine::finish(const std::shared_ptr<Call>& call) {
     if (status.code == Code::kOverLimit) response.overall_code = Code::kOverLimit;
     response.statuses.push_back(std::move(status));
   }
-  for (const DescriptorStatus& status : response.statuses) {
-    if (status.current_limit &&
-        (tightest == nullptr || status.limit_remaining < tightest->limit_remaining)) {
+  // The headers describe the limit that decided: an over-limit descriptor when there is one,
+  // else the one with the least remaining; shadow rules never show (they decide nothing).
+  for (std::size_t i = 0; i < response.statuses.size(); ++i) {
+    const DescriptorStatus& status = response.statuses[i];
+    if (!status.current_limit || call->items[i].kind == Kind::kShadow) continue;
+    const bool over = status.code == Code::kOverLimit;
+    const bool tightest_over = tightest != nullptr && tightest->code == Code::kOverLimit;
+    if (tightest == nullptr || (over && !tightest_over) ||
+        (over == tightest_over && status.limit_remaining < tightest->limit_remaining)) {
       tightest = &status;
     }
   }

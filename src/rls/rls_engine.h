@@ -1,19 +1,27 @@
 // Deciding Envoy's ShouldRateLimit on any Store (docs/SPEC.md §9), with envoyproxy/ratelimit's
 // semantics and spillway's exactness:
 //   - each request descriptor finds its rule (rls_match.h), or uses the limit the request gives
-//     (an override; it needs a known domain, and takes the matched rule's algorithm, name and
-//     shadow_mode when there is one, fixed_window otherwise);
+//     (an override; it needs a known domain, takes the matched rule's algorithm — fixed_window
+//     without one — and, as envoyproxy/ratelimit, is never shadow_mode and has no name);
 //   - its cost is its own hits_addend, else the request's, else 1; a cost of 0 checks without
 //     counting (a peek);
-//   - `replaces` drops the named rules from the same request; `unlimited` is OK without a counter;
-//     requests_per_unit 0 is over the limit without a counter;
+//   - `replaces` drops the named rules from the same request (an unlimited rule is never
+//     dropped); `unlimited` is OK without a counter; requests_per_unit 0 is over the limit
+//     without a counter;
 //   - all-or-nothing (default): the enforced descriptors are checked in one atomic check_all, so
 //     a denied request charges none of them; with charge_on_deny each is checked on its own and
-//     charged when it admits, as envoyproxy/ratelimit does. Descriptors of different costs in one
-//     request are checked in one check_all per cost, in order, stopping at the first denial
-//     (the earlier groups stay charged: the one case not all-or-nothing);
+//     charged when it admits, as envoyproxy/ratelimit does. Not all-or-nothing, because one
+//     check_all takes one cost and distinct keys: descriptors of different costs (one check_all
+//     per cost, in order, stopping at the first denial), the same entries under two different
+//     limits (an override beside the rule), and a backend error in a later check_all; the
+//     groups checked before stay charged. A descriptor repeated with the same limit is checked
+//     once for the sum of its costs;
+//   - once the request is denied, the other descriptors are only peeked to report their state
+//     (not at all when the over-limit cache denied it, to make no backend call), and an error
+//     of such a peek does not fail the call;
 //   - shadow_mode descriptors are charged when the request is admitted (peeked otherwise), and
-//     report OK even over their limit;
+//     report OK even over their limit. They are checked after the enforced ones: a request with
+//     shadow rules makes one more store call;
 //   - an unknown domain, or a descriptor no rule matches, is OK without a limit.
 // A backend error fails the whole call with that error (the gRPC layer maps it to a status).
 //

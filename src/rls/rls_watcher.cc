@@ -2,14 +2,15 @@
 
 namespace spillway::rls {
 
-RlsWatcher::RlsWatcher(RlsEngine& engine, std::string path, std::chrono::milliseconds interval,
+RlsWatcher::RlsWatcher(RlsEngine& engine, std::string path, std::string loaded_fingerprint,
+                       std::chrono::milliseconds interval,
                        std::function<void(const std::string&)> log, std::function<void()> reloaded)
     : engine_(engine),
       path_(std::move(path)),
       interval_(interval),
       log_(std::move(log)),
       reloaded_(std::move(reloaded)),
-      fingerprint_(rls_rules_fingerprint(path_)) {
+      fingerprint_(std::move(loaded_fingerprint)) {
   if (interval_.count() > 0) thread_ = std::thread([this] { watch(); });
 }
 

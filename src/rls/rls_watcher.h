@@ -24,8 +24,11 @@ class RlsWatcher {
  public:
   // `log` gets one line per reload or rejected change; `reloaded` runs after new rules are in
   // force (to clear caches). interval 0: no thread.
-  RlsWatcher(RlsEngine& engine, std::string path, std::chrono::milliseconds interval,
-             std::function<void(const std::string&)> log, std::function<void()> reloaded);
+  // `loaded_fingerprint`: rls_rules_fingerprint(path) taken before the engine's rules were
+  // loaded, so that a change made since is seen.
+  RlsWatcher(RlsEngine& engine, std::string path, std::string loaded_fingerprint,
+             std::chrono::milliseconds interval, std::function<void(const std::string&)> log,
+             std::function<void()> reloaded);
   ~RlsWatcher();
   RlsWatcher(const RlsWatcher&) = delete;
   RlsWatcher& operator=(const RlsWatcher&) = delete;

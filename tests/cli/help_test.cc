@@ -23,7 +23,7 @@ const std::vector<Subcommand>& subcommands() {
       {"bench",
        {"--backend", "--algorithm", "--limit", "--period", "--burst", "--concurrency", "--keys",
         "--duration", "--requests", "--batch", "--in-flight"}},
-      {"validate", {"FILE"}},
+      {"validate", {"FILE", "--rls"}},
   };
   return all;
 }

@@ -80,4 +80,28 @@ TEST(ValidateBinary, BadArgumentsExitTwoWithOneLine) {
   }
 }
 
+TEST(ValidateBinary, RlsRulesAreCheckedAsServeLoadsThem) {
+  const std::string good = write_config(
+      "domain: validate_rls\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: minute\n"
+      "      requests_per_unit: 10\n");
+  Outcome run = run_binary("validate --rls " + good);
+  std::remove(good.c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, good + ": ok (1 domain: validate_rls)\n");
+
+  const std::string bad = write_config(
+      "domain: validate_rls\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: minute\n"
+      "      requests_per_unit: 10\n      shadow: true\n");
+  run = run_binary("validate --rls " + bad);
+  std::remove(bad.c_str());
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.out, "");
+  EXPECT_TRUE(run.err.starts_with("spillway validate: " + bad +
+                                  ": line 7: descriptors[0].rate_limit.shadow: unknown field"))
+      << run.err;
+
+  run = run_binary("validate --rls " + good + " extra");
+  EXPECT_EQ(run.status, 2);
+}
+
 }  // namespace

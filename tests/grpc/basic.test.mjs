@@ -373,8 +373,10 @@ describe('bad input', () => {
 });
 
 describe('health', () => {
-  it('Check({service: ""}) → SERVING', async () => {
+  it('Check({service: ""}) and Check of the service\'s name → SERVING', async () => {
     const r = await rls().healthCheck('');
     assert.equal(r.status, 'SERVING');
+    const named = await rls().healthCheck('envoy.service.ratelimit.v3.RateLimitService');
+    assert.equal(named.status, 'SERVING');
   });
 });

@@ -3,7 +3,7 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, startRedis, unique } from './harness.mjs';
+import { startServer, startRedis, unique, waitFor } from './harness.mjs';
 
 const RULES = {
   'redis.yaml': `
@@ -101,7 +101,14 @@ describe('redis backend', () => {
     assert.equal(allowed.overall_code, 'OK');
     assert.ok(Date.now() - allowStarted < 2500);
 
-    // The server itself is still up: health and unknown domains answer.
-    assert.equal((await server.rls.healthCheck('')).status, 'SERVING');
+    // Health follows the backend, as GET /readyz does: NOT_SERVING while Redis is gone (for ""
+    // and for the service's name), though the listener still answers.
+    await waitFor(async () => (await server.rls.healthCheck('')).status === 'NOT_SERVING', {
+      what: 'health NOT_SERVING with Redis down',
+    });
+    assert.equal(
+      (await server.rls.healthCheck('envoy.service.ratelimit.v3.RateLimitService')).status,
+      'NOT_SERVING',
+    );
   });
 });

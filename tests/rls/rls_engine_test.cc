@@ -204,8 +204,8 @@ TEST(RlsEngine, ARequestLimitOverridesTheRule) {
       .domain = "e_basic",
       .descriptors = {desc({{"database", "users"}}, std::nullopt, two_per_second)}};
   RlsResponse first = f.ok(request);
-  EXPECT_EQ(first.statuses[0].current_limit, (CurrentLimit{"users_db", 2, Unit::kSecond}))
-      << "the request's limit, the rule's name";
+  EXPECT_EQ(first.statuses[0].current_limit, (CurrentLimit{"", 2, Unit::kSecond}))
+      << "the request's limit, no name (as envoyproxy/ratelimit)";
   EXPECT_EQ(first.statuses[0].limit_remaining, 1u);
   EXPECT_EQ(f.ok(request).overall_code, Code::kOk);
   EXPECT_EQ(f.ok(request).overall_code, Code::kOverLimit);
@@ -464,6 +464,147 @@ TEST(RlsEngine, DenialsFromTheOverLimitCacheAreCountedAsLocal) {
   EXPECT_EQ(engine.stats().get("e_basic", "narrow", Stat::kOverLimit), 2u);
   EXPECT_EQ(engine.stats().get("e_basic", "narrow", Stat::kLocalCache), 1u);
   EXPECT_EQ(store.hits(), 1u);
+}
+
+// A store that fails every peek (cost 0): Redis going away between a denial and the report.
+class PeeksFail final : public Store {
+ public:
+  explicit PeeksFail(Store& inner) : inner_(inner) {}
+  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost,
+                         std::optional<Micros> now) override {
+    ++calls;
+    if (cost == 0) return std::unexpected(Error{Errc::kUnavailable, "peek failed"});
+    return inner_.check(key, limit, cost, now);
+  }
+  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                              std::optional<Micros> now) override {
+    ++calls;
+    if (cost == 0) return std::unexpected(Error{Errc::kUnavailable, "peek failed"});
+    return inner_.check_all(checks, cost, now);
+  }
+  int calls = 0;
+
+ private:
+  Store& inner_;
+};
+
+constexpr std::string_view kReview = R"(domain: e_review
+descriptors:
+  - key: one
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: big
+    rate_limit: {unit: hour, requests_per_unit: 1000}
+  - key: shadowed
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1000, name: trial}
+  - key: shadow_small
+    shadow_mode: true
+    rate_limit: {unit: day, requests_per_unit: 1}
+  - key: free
+    rate_limit: {unlimited: true, name: free}
+  - key: replacer
+    rate_limit: {unit: hour, requests_per_unit: 5, replaces: [{name: free}]}
+)";
+
+TEST(RlsEngine, AFailedReportOnlyPeekKeepsTheDenial) {
+  auto clock = std::make_shared<ManualClock>(kStart);
+  MemoryStore memory(MemoryStoreOptions{.clock = clock});
+  PeeksFail store(memory);
+  RlsEngine engine(store, rules_of({kReview}), {.clock = clock});
+  const RlsRequest request{
+      .domain = "e_review",
+      .descriptors = {desc({{"one", "peek-fail"}}), desc({{"shadowed", "peek-fail"}})}};
+  int answers = 0;
+  engine.should_rate_limit(request, [&](Result<RlsResponse> r) {
+    ++answers;
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+    EXPECT_EQ(r->overall_code, Code::kOk);
+  });
+  engine.should_rate_limit(request, [&](Result<RlsResponse> r) {
+    ++answers;
+    ASSERT_TRUE(r.has_value()) << "the denial must stand: " << r.error().message;
+    EXPECT_EQ(r->overall_code, Code::kOverLimit);
+    EXPECT_EQ(r->statuses[0].code, Code::kOverLimit);
+    EXPECT_EQ(r->statuses[1].code, Code::kOk);
+    EXPECT_TRUE(r->statuses[1].current_limit.has_value());
+  });
+  EXPECT_EQ(answers, 2);
+}
+
+TEST(RlsEngine, ACacheDenialMakesNoBackendCallForTheOthers) {
+  auto clock = std::make_shared<ManualClock>(kStart);
+  MemoryStore memory(MemoryStoreOptions{.clock = clock});
+  OverLimitCache cache(std::make_unique<PeeksFail>(memory), 100, clock);
+  RlsEngine engine(cache, rules_of({kReview}), {.clock = clock});
+  const RlsRequest one{.domain = "e_review", .descriptors = {desc({{"one", "cached"}})}};
+  const RlsRequest both{.domain = "e_review",
+                        .descriptors = {desc({{"one", "cached"}}), desc({{"big", "cached"}}),
+                                        desc({{"shadowed", "cached"}})}};
+  std::optional<RlsResponse> last;
+  const auto run = [&](const RlsRequest& r) {
+    engine.should_rate_limit(r, [&](Result<RlsResponse> x) {
+      ASSERT_TRUE(x.has_value()) << x.error().message;
+      last = *x;
+    });
+  };
+  run(one);
+  run(one);  // denied by the backend: now cached
+  ASSERT_EQ(last->overall_code, Code::kOverLimit);
+  run(both);  // denied by the cache; peeking big and shadowed would fail (PeeksFail)
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->overall_code, Code::kOverLimit);
+  EXPECT_EQ(last->statuses[1].limit_remaining, 1000u) << "not consulted: reported as its limit";
+  EXPECT_EQ(engine.stats().get("e_review", "one", Stat::kLocalCache), 1u);
+}
+
+TEST(RlsEngine, HeadersShowTheDenyingLimitNotAShadowOne) {
+  Fixture f(rules_of({kReview}), {.response_headers = ResponseHeaders::kDraft});
+  // shadow_small (1/day) is over; one (1/hour) denies on the second request.
+  f.ok(
+      {.domain = "e_review", .descriptors = {desc({{"shadow_small", "h"}}), desc({{"one", "h"}})}});
+  RlsResponse r = f.ok(
+      {.domain = "e_review", .descriptors = {desc({{"shadow_small", "h"}}), desc({{"one", "h"}})}});
+  ASSERT_EQ(r.overall_code, Code::kOverLimit);
+  ASSERT_EQ(r.response_headers.size(), 3u);
+  EXPECT_EQ(r.response_headers[0], (std::pair<std::string, std::string>{"RateLimit-Limit", "1"}));
+  // Reset: the hour's window, not the shadow rule's day.
+  EXPECT_EQ(r.response_headers[2].second, std::to_string(kMicrosPerHour / kMicrosPerSecond));
+}
+
+TEST(RlsEngine, AnOverrideOfAShadowRuleIsEnforcedAndUnnamed) {
+  Fixture f(rules_of({kReview}));
+  const RlsRequest request{
+      .domain = "e_review",
+      .descriptors = {desc({{"shadowed", "ovr"}}, std::nullopt, LimitOverride{1, Unit::kHour})}};
+  RlsResponse first = f.ok(request);
+  EXPECT_EQ(first.overall_code, Code::kOk);
+  EXPECT_EQ(first.statuses[0].current_limit, (CurrentLimit{"", 1, Unit::kHour}));
+  EXPECT_EQ(f.ok(request).overall_code, Code::kOverLimit);
+}
+
+TEST(RlsEngine, AnUnlimitedRuleIsNeverReplaced) {
+  Fixture f(rules_of({kReview}));
+  RlsResponse r = f.ok(
+      {.domain = "e_review", .descriptors = {desc({{"free", "x"}}), desc({{"replacer", "x"}})}});
+  EXPECT_EQ(r.statuses[0].limit_remaining, kUnlimited);
+  EXPECT_EQ(r.statuses[1].limit_remaining, 4u);
+}
+
+TEST(RlsEngine, ALongKeyIsRefusedOnlyWhereACounterIsNeeded) {
+  Fixture f(rules_of({kReview}));
+  const std::string long_value(2000, 'v');
+  RlsResponse unmatched =
+      f.ok({.domain = "e_review", .descriptors = {desc({{"no_such_key", long_value}})}});
+  EXPECT_EQ(unmatched.overall_code, Code::kOk);
+  EXPECT_EQ(f.ok({.domain = "e_review", .descriptors = {desc({{"free", long_value}})}})
+                .statuses[0]
+                .limit_remaining,
+            kUnlimited);
+  Result<RlsResponse> counted =
+      f.call({.domain = "e_review", .descriptors = {desc({{"big", long_value}})}});
+  ASSERT_FALSE(counted.has_value());
+  EXPECT_EQ(counted.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(counted.error().message.find("descriptors[0]"), std::string::npos);
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ TEST(RlsWatcher, ReloadLoadsNewRulesAndABadFileKeepsTheOldOnes) {
   RlsEngine engine(store, std::make_shared<const RlsRules>(std::move(*initial)));
   Log log;
   int reloaded = 0;
-  RlsWatcher watcher(engine, dir, 0ms, log.sink(), [&] { ++reloaded; });
+  RlsWatcher watcher(engine, dir, rls_rules_fingerprint(dir), 0ms, log.sink(), [&] { ++reloaded; });
   EXPECT_EQ(limit_in_force(engine, "w_reload"), 5u);
 
   write_file(dir + "/rules.yaml", rules_yaml("w_reload", 7));
@@ -147,7 +147,7 @@ TEST(RlsWatcher, TheThreadReloadsOnAnEditAndCountsABadEditOnce) {
   RlsEngine engine(store, std::make_shared<const RlsRules>(load_rls_rules(dir).value()));
   Log log;
   std::atomic<int> reloaded{0};
-  RlsWatcher watcher(engine, dir, 5ms, log.sink(), [&] { ++reloaded; });
+  RlsWatcher watcher(engine, dir, rls_rules_fingerprint(dir), 5ms, log.sink(), [&] { ++reloaded; });
 
   replace_file(dir + "/rules.yaml", rules_yaml("w_edit", 30));
   EXPECT_TRUE(eventually([&] { return limit_in_force(engine, "w_edit") == 30u; }));
@@ -201,7 +201,7 @@ TEST(RlsWatcher, FollowsAConfigMapSymlinkSwapOnReload) {
   MemoryStore store;
   RlsEngine engine(store, std::make_shared<const RlsRules>(std::move(*initial)));
   Log log;
-  RlsWatcher watcher(engine, cm.dir, 0ms, log.sink(), nullptr);
+  RlsWatcher watcher(engine, cm.dir, rls_rules_fingerprint(cm.dir), 0ms, log.sink(), nullptr);
   EXPECT_EQ(limit_in_force(engine, "w_cm"), 4u);
 
   const std::string before = rls_rules_fingerprint(cm.dir);
@@ -220,7 +220,8 @@ TEST(RlsWatcher, TheThreadFollowsAConfigMapSymlinkSwap) {
   RlsEngine engine(store, std::make_shared<const RlsRules>(load_rls_rules(cm.dir).value()));
   Log log;
   std::atomic<int> reloaded{0};
-  RlsWatcher watcher(engine, cm.dir, 5ms, log.sink(), [&] { ++reloaded; });
+  RlsWatcher watcher(engine, cm.dir, rls_rules_fingerprint(cm.dir), 5ms, log.sink(),
+                     [&] { ++reloaded; });
 
   cm.version("..v2", rules_yaml("w_cm2", 44));
   cm.point_data_at("..v2");
@@ -247,7 +248,8 @@ TEST(RlsWatcher, NoChangeNoReload) {
   Log log;
   std::atomic<int> reloaded{0};
   {
-    RlsWatcher watcher(engine, dir, 2ms, log.sink(), [&] { ++reloaded; });
+    RlsWatcher watcher(engine, dir, rls_rules_fingerprint(dir), 2ms, log.sink(),
+                       [&] { ++reloaded; });
     std::this_thread::sleep_for(50ms);
   }
   EXPECT_EQ(reloaded.load(), 0);

@@ -1,0 +1,82 @@
+// backend.over_limit_cache through `spillway serve` on a real Redis, for the HTTP endpoints: once
+// a key is over its limit, repeated checks are denied without a Redis call (INFO commandstats
+// does not move) and /metrics counts the hits; a key not over its
+// limit still goes to Redis; SIGHUP (a reload) empties the cache.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "tests/support/http_client.h"
+#include "tests/support/process.h"
+#include "tests/support/redis_server.h"
+
+namespace spillway {
+namespace {
+
+using namespace std::chrono_literals;
+
+// EVALSHA + EVAL calls Redis has run so far.
+long script_calls(testing::RedisServer& redis) {
+  const std::string stats = redis.cli("INFO commandstats");
+  long total = 0;
+  for (const char* name : {"cmdstat_evalsha:calls=", "cmdstat_eval:calls="}) {
+    const std::size_t at = stats.find(name);
+    if (at != std::string::npos) total += std::stol(stats.substr(at + std::string(name).size()));
+  }
+  return total;
+}
+
+testing::HttpReply limit(std::uint16_t port, const std::string& key) {
+  return testing::http(port, "POST", "/v1/limit",
+                       R"({"key":")" + key + R"(","limit":3,"period":"1h","algorithm":"gcra"})");
+}
+
+TEST(ServeOverLimitCache, RepeatedDenialsAreAnsweredWithoutRedisUntilTheyExpire) {
+  testing::RedisServer redis;
+  const std::string config = "/tmp/spillway_olc_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(config) << "server:\n  access_log: off\nbackend:\n  url: " << redis.url()
+                        << "\n  timeout: 500ms\n  over_limit_cache: 100\n";
+  testing::ServeProcess serve({"--config", config},
+                              "/tmp/spillway_olc_" + std::to_string(::getpid()) + ".log");
+  ASSERT_TRUE(serve.ready()) << serve.log();
+
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(limit(serve.port(), "olc-user").status, 200);
+  const testing::HttpReply first_denial = limit(serve.port(), "olc-user");
+  ASSERT_EQ(first_denial.status, 429) << first_denial.body;
+  const long before = script_calls(redis);
+  for (int i = 0; i < 20; ++i) {
+    const testing::HttpReply reply = limit(serve.port(), "olc-user");
+    EXPECT_EQ(reply.status, 429) << reply.body;
+    EXPECT_NE(reply.body.find(R"("allowed":false)"), std::string::npos) << reply.body;
+  }
+  EXPECT_EQ(script_calls(redis), before) << "cached denials must not call Redis";
+  std::string metrics = testing::http(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("spillway_over_limit_cache_hits_total 20"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("spillway_over_limit_cache_entries 1"), std::string::npos) << metrics;
+
+  // Another key still goes to Redis.
+  ASSERT_EQ(limit(serve.port(), "olc-other").status, 200);
+  EXPECT_EQ(script_calls(redis), before + 1);
+
+  // A reload empties the cache: the next check of the denied key asks Redis again (and is denied).
+  ASSERT_EQ(::kill(serve.pid(), SIGHUP), 0);
+  bool reloaded = false;
+  for (int i = 0; i < 100 && !reloaded; ++i) {
+    std::this_thread::sleep_for(20ms);
+    reloaded = serve.log().find("reloaded") != std::string::npos;
+  }
+  ASSERT_TRUE(reloaded) << serve.log();
+  metrics = testing::http(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("spillway_over_limit_cache_entries 0"), std::string::npos) << metrics;
+  EXPECT_EQ(limit(serve.port(), "olc-user").status, 429);
+  EXPECT_EQ(script_calls(redis), before + 2);
+  EXPECT_EQ(serve.stop(SIGTERM), 0) << serve.log();
+  std::remove(config.c_str());
+}
+
+}  // namespace
+}  // namespace spillway
