@@ -244,26 +244,37 @@ void RlsEngine::run_enforced(const std::shared_ptr<Call>& call, std::size_t grou
     }
     return run_enforced(call, group + 1);
   }
+  // Records a group's decisions, then goes on with the next group.
+  const auto decided = [this, call, group](Result<Decisions> decisions) {
+    const std::vector<std::size_t>& checked = call->groups[group];
+    if (!decisions) {
+      call->fail(decisions.error());
+      return finish(call);
+    }
+    for (std::size_t k = 0; k < checked.size(); ++k) {
+      call->items[checked[k]].decision = (*decisions)[k];
+    }
+    for (const Decision& d : *decisions) {
+      if (d.allowed) continue;
+      call->denied = true;
+      if (d.local) call->denied_locally = true;
+    }
+    run_enforced(call, group + 1);
+  };
+  if (members.size() == 1) {
+    // One key: a single check decides the same, and single checks are batched with other calls'
+    // (one script call for many requests on Redis).
+    const Item& item = call->items[members.front()];
+    return store_.check_async(item.key, *item.limit, item.check_cost, std::nullopt,
+                              [decided](Result<Decision> decision) {
+                                if (!decision) return decided(std::unexpected(decision.error()));
+                                decided(Decisions{*decision});
+                              });
+  }
   std::vector<KeyedLimit> checks;
   checks.reserve(members.size());
   for (std::size_t i : members) checks.push_back({call->items[i].key, &*call->items[i].limit});
-  store_.check_all_async(checks, call->items[members.front()].check_cost, std::nullopt,
-                         [this, call, group](Result<Decisions> decisions) {
-                           const std::vector<std::size_t>& checked = call->groups[group];
-                           if (!decisions) {
-                             call->fail(decisions.error());
-                             return finish(call);
-                           }
-                           for (std::size_t k = 0; k < checked.size(); ++k) {
-                             call->items[checked[k]].decision = (*decisions)[k];
-                           }
-                           for (const Decision& d : *decisions) {
-                             if (d.allowed) continue;
-                             call->denied = true;
-                             if (d.local) call->denied_locally = true;
-                           }
-                           run_enforced(call, group + 1);
-                         });
+  store_.check_all_async(checks, call->items[members.front()].check_cost, std::nullopt, decided);
 }
 
 void RlsEngine::run_rest(const std::shared_ptr<Call>& call) {

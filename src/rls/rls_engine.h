@@ -15,7 +15,8 @@
 //     per cost, in order, stopping at the first denial), the same entries under two different
 //     limits (an override beside the rule), and a backend error in a later check_all; the
 //     groups checked before stay charged. A descriptor repeated with the same limit is checked
-//     once for the sum of its costs;
+//     once for the sum of its costs. A group of one key is a single check (the same decision;
+//     on Redis it is batched with other requests' checks);
 //   - once the request is denied, the other descriptors are only peeked to report their state
 //     (not at all when the over-limit cache denied it, to make no backend call), and an error
 //     of such a peek does not fail the call;
