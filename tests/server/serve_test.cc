@@ -118,10 +118,10 @@ TEST(Serve, BadArgumentsExitTwoAndBadConfigExitsOne) {
       WEXITSTATUS(std::system((binary + " serve --config /nonexistent.yaml 2>/dev/null").c_str())),
       1);
   // The gRPC listener: no rules is a usage error, rules that do not load stop the start.
-  EXPECT_EQ(WEXITSTATUS(std::system(
-                (binary + " serve --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 2>/dev/null")
-                    .c_str())),
-            2);
+  EXPECT_EQ(
+      WEXITSTATUS(std::system(
+          (binary + " serve --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 2>/dev/null").c_str())),
+      2);
   EXPECT_EQ(WEXITSTATUS(std::system((binary + " serve --listen 127.0.0.1:0 --grpc-listen "
                                               "127.0.0.1:0 --rls-config /nonexistent 2>/dev/null")
                                         .c_str())),
