@@ -67,6 +67,9 @@ class OverLimitCache final : public Store {
                                       Micros at);
   void remember(std::string_view key, const Limit& limit, std::int64_t cost, Micros sent,
                 const Decision& denial);
+  // remember() for each key of an all-or-nothing check and its decision.
+  void remember_all(std::span<const KeyedLimit> checks, std::int64_t cost, Micros sent,
+                    const Decisions& decisions);
 
   std::unique_ptr<Store> inner_;
   std::unique_ptr<Table> table_;

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "src/backends/owned_checks.h"
 #include "src/core/rate_limited_log.h"
 
 namespace spillway {
@@ -63,21 +64,7 @@ Result<Decisions> LocalFallbackStore::check_all(std::span<const KeyedLimit> chec
 void LocalFallbackStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
                                          std::optional<Micros> now, AllCallback done) {
   // Copies of the keys and limits: the caller's may be gone when the primary answers.
-  struct Owned {
-    std::vector<std::string> keys;
-    std::vector<Limit> limits;
-    std::vector<KeyedLimit> checks;
-  };
-  auto owned = std::make_shared<Owned>();
-  owned->keys.reserve(checks.size());
-  owned->limits.reserve(checks.size());
-  for (const KeyedLimit& c : checks) {
-    owned->keys.emplace_back(c.key);
-    owned->limits.push_back(*c.limit);
-  }
-  for (std::size_t i = 0; i < checks.size(); ++i) {
-    owned->checks.push_back({owned->keys[i], &owned->limits[i]});
-  }
+  auto owned = std::make_shared<const OwnedChecks>(checks);
   primary_->check_all_async(
       checks, cost, now,
       [this, owned, cost, now, done = std::move(done)](Result<Decisions> decisions) mutable {

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/backends/owned_checks.h"
+
 namespace spillway {
 
 // The remembered denials: an LRU list of entries and an index by key + limit. Guarded by one
@@ -29,6 +31,7 @@ class OverLimitCache::Table {
       const auto node = it->second;
       index_.erase(it);  // first: its key views the node's string
       lru_.erase(node);
+      size_.store(lru_.size(), std::memory_order_relaxed);
       return std::nullopt;
     }
     if (cost < denial.min_cost) return std::nullopt;
@@ -50,24 +53,25 @@ class OverLimitCache::Table {
       index_.erase(lru_.back().first);
       lru_.pop_back();
     }
+    size_.store(lru_.size(), std::memory_order_relaxed);
   }
 
   void clear() {
     std::lock_guard lock(mutex_);
     index_.clear();
     lru_.clear();
+    size_.store(0, std::memory_order_relaxed);
   }
 
-  std::size_t size() const {
-    std::lock_guard lock(mutex_);
-    return lru_.size();
-  }
+  // Without the lock: lets a check skip building its entry's id while the cache is empty.
+  std::size_t size() const { return size_.load(std::memory_order_relaxed); }
 
  private:
   const std::size_t max_entries_;
   mutable std::mutex mutex_;
   std::list<std::pair<std::string, Denial>> lru_;  // most recently used first
   std::unordered_map<std::string_view, std::list<std::pair<std::string, Denial>>::iterator> index_;
+  std::atomic<std::size_t> size_{0};  // lru_.size(), kept for size()
 };
 
 namespace {
@@ -100,7 +104,7 @@ OverLimitCache::~OverLimitCache() = default;
 
 std::optional<Decision> OverLimitCache::lookup(std::string_view key, const Limit& limit,
                                                std::int64_t cost, Micros at) {
-  if (cost <= 0) return std::nullopt;
+  if (cost <= 0 || table_->size() == 0) return std::nullopt;
   std::optional<Table::Denial> denial = table_->find(entry_id(key, limit), cost, at);
   if (!denial) return std::nullopt;
   // A cost above the limit never passes; any other cost above the cached one waits at least as
@@ -127,6 +131,14 @@ void OverLimitCache::remember(std::string_view key, const Limit& limit, std::int
     return;
   }
   table_->put(entry_id(key, limit), entry);
+}
+
+void OverLimitCache::remember_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                  Micros sent, const Decisions& decisions) {
+  if (decisions.size() != checks.size()) return;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    remember(checks[i].key, *checks[i].limit, cost, sent, decisions[i]);
+  }
 }
 
 Result<Decision> OverLimitCache::check(std::string_view key, const Limit& limit, std::int64_t cost,
@@ -187,11 +199,7 @@ Result<Decisions> OverLimitCache::check_all(std::span<const KeyedLimit> checks, 
   const Micros sent = time(now);
   if (std::optional<Decisions> cached = cached_all(checks, cost, sent)) return *cached;
   Result<Decisions> decisions = inner_->check_all(checks, cost, now);
-  if (decisions && decisions->size() == checks.size()) {
-    for (std::size_t i = 0; i < checks.size(); ++i) {
-      remember(checks[i].key, *checks[i].limit, cost, sent, (*decisions)[i]);
-    }
-  }
+  if (decisions) remember_all(checks, cost, sent, *decisions);
   return decisions;
 }
 
@@ -205,23 +213,11 @@ void OverLimitCache::check_all_async(std::span<const KeyedLimit> checks, std::in
     return done(std::move(*cached));
   }
   // Copies of the keys and limits: the caller's may be gone when the backend answers.
-  struct Owned {
-    std::vector<std::string> keys;
-    std::vector<Limit> limits;
-  };
-  auto owned = std::make_shared<Owned>();
-  for (const KeyedLimit& c : checks) {
-    owned->keys.emplace_back(c.key);
-    owned->limits.push_back(*c.limit);
-  }
+  auto owned = std::make_shared<const OwnedChecks>(checks);
   inner_->check_all_async(
       checks, cost, now,
       [this, owned, cost, sent, done = std::move(done)](Result<Decisions> decisions) {
-        if (decisions && decisions->size() == owned->keys.size()) {
-          for (std::size_t i = 0; i < owned->keys.size(); ++i) {
-            remember(owned->keys[i], owned->limits[i], cost, sent, (*decisions)[i]);
-          }
-        }
+        if (decisions) remember_all(owned->checks, cost, sent, *decisions);
         done(std::move(decisions));
       });
 }

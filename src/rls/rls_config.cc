@@ -26,10 +26,6 @@ using policy::Entry;
 using policy::fail;
 using policy::Fields;
 
-Result<void> invalid(std::string message) {
-  return std::unexpected(Error{Errc::kInvalidArgument, std::move(message)});
-}
-
 struct UnitInfo {
   Unit unit;
   std::string_view name;
@@ -327,9 +323,9 @@ Result<RlsRules> load_rls_rules(const std::string& path) {
       return std::unexpected(Error{Errc::kInvalidArgument, name + ": " + domain.error().message});
     }
     if (auto it = rules.domains.find(domain->domain); it != rules.domains.end()) {
-      Result<void> duplicate = invalid(name + ": domain " + quote_for_error(domain->domain) +
-                                       " is already defined in " + it->second.source);
-      return std::unexpected(duplicate.error());
+      return std::unexpected(
+          Error{Errc::kInvalidArgument, name + ": domain " + quote_for_error(domain->domain) +
+                                            " is already defined in " + it->second.source});
     }
     std::string key = domain->domain;
     rules.domains.emplace(std::move(key), std::move(*domain));

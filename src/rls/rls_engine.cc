@@ -125,7 +125,6 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
             ? static_cast<std::int64_t>(std::min<std::uint64_t>(*d.hits_addend, kMaxExact))
             : request_cost;
     item.cost = cost;
-    item.key = rls_key(request.domain, d.entries);
     if (d.limit && d.limit->unit != Unit::kUnknown) {
       // An override: the request's limit with the matched rule's algorithm; never shadow_mode and
       // no name (as envoyproxy/ratelimit: the caller asked for this limit to be enforced).
@@ -176,10 +175,12 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
   }
 
   for (std::size_t i = 0; i < call->items.size(); ++i) {
-    const Item& item = call->items[i];
-    // Only a descriptor that needs a counter needs a key the store takes.
-    if ((item.kind == Kind::kEnforced || item.kind == Kind::kShadow) &&
-        item.key.size() > kMaxKeyBytes) {
+    Item& item = call->items[i];
+    // Only a descriptor that needs a counter needs a key, and one the store takes.
+    if (item.kind == Kind::kEnforced || item.kind == Kind::kShadow) {
+      item.key = rls_key(request.domain, request.descriptors[i].entries);
+    }
+    if (item.key.size() > kMaxKeyBytes) {
       return call->done(invalid_argument(
           "descriptors[" + std::to_string(i) + "]: its entries make a key of " +
           std::to_string(item.key.size()) + " bytes, at most " + std::to_string(kMaxKeyBytes)));

@@ -33,17 +33,20 @@ void append_part(std::string& key, std::string_view part) {
 Match match_descriptor(const DomainRules& domain, std::span<const RlsEntry> entries) {
   const std::vector<DescriptorRule>* level = &domain.descriptors;
   std::string path;
-  bool detailed = false;
-  std::string detailed_path;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const DescriptorRule* rule = find_child(*level, entries[i]);
     if (rule == nullptr) return {};
     path += (i == 0 ? "" : ".") + rule->stat_name;
-    detailed_path += (i == 0 ? "" : ".") + entries[i].key + "_" + entries[i].value;
-    detailed = rule->detailed_metric;
     if (i + 1 == entries.size()) {
       if (!rule->rate_limit) return {};
-      return Match{rule, detailed ? detailed_path : path};
+      if (rule->detailed_metric) {
+        // Labelled with the request's own values instead of the rules'.
+        path.clear();
+        for (const RlsEntry& e : entries) {
+          path += (path.empty() ? "" : ".") + e.key + "_" + e.value;
+        }
+      }
+      return Match{rule, std::move(path)};
     }
     if (rule->descriptors.empty()) return {};
     level = &rule->descriptors;
