@@ -4,6 +4,7 @@
 #include <bit>
 #include <boost/container/small_vector.hpp>
 #include <condition_variable>
+#include <random>
 #include <thread>
 #include <tuple>
 #include <type_traits>
@@ -32,7 +33,8 @@ class MemoryStore::Impl {
  public:
   explicit Impl(const MemoryStoreOptions& options)
       : budget_(options.max_keys),
-        tables_(make_tables(shards(options), std::make_index_sequence<kAlgorithmCount>{})) {}
+        tables_(make_tables(shards(options), random_seed(),
+                            std::make_index_sequence<kAlgorithmCount>{})) {}
 
   Result<Decision> check(std::string_view key, const Limit& limit, Micros now, std::int64_t cost) {
     return with_table(limit.algorithm(), [&](auto& table) -> Result<Decision> {
@@ -46,21 +48,23 @@ class MemoryStore::Impl {
   // nothing.
   Result<Decisions> check_all(std::span<const KeyedLimit> checks, Micros now, std::int64_t cost) {
     struct Item {
-      memory::KeyView key;
+      memory::TableKey key;
       const Limit* limit;
     };
     // A policy checks a handful of keys: no allocation below eight.
     boost::container::small_vector<Item, 8> items;
-    boost::container::small_vector<std::mutex*, 8> mutexes;
+    boost::container::small_vector<memory::SpinLock*, 8> shard_locks;
     for (const KeyedLimit& c : checks) {
-      items.push_back({memory::make_key_view(c.key, *c.limit), c.limit});
-      mutexes.push_back(with_table(
-          c.limit->algorithm(), [&](auto& table) { return &table.mutex_for(items.back().key); }));
+      with_table(c.limit->algorithm(), [&](auto& table) {
+        items.push_back({table.key_of(c.key, *c.limit), c.limit});
+        shard_locks.push_back(&table.lock_for(items.back().key));
+        return 0;
+      });
     }
-    std::sort(mutexes.begin(), mutexes.end(), std::less<std::mutex*>());
-    mutexes.erase(std::unique(mutexes.begin(), mutexes.end()), mutexes.end());
-    boost::container::small_vector<std::unique_lock<std::mutex>, 8> locks;
-    for (std::mutex* m : mutexes) locks.emplace_back(*m);
+    std::sort(shard_locks.begin(), shard_locks.end(), std::less<memory::SpinLock*>());
+    shard_locks.erase(std::unique(shard_locks.begin(), shard_locks.end()), shard_locks.end());
+    boost::container::small_vector<std::unique_lock<memory::SpinLock>, 8> locks;
+    for (memory::SpinLock* m : shard_locks) locks.emplace_back(*m);
 
     Decisions decisions;
     decisions.reserve(items.size());
@@ -102,9 +106,15 @@ class MemoryStore::Impl {
     return std::bit_ceil(std::max<std::size_t>(1, options.shards));
   }
 
+  // The hash seed: random per store, so that nobody outside can predict which keys collide.
+  static std::uint64_t random_seed() {
+    std::random_device device;
+    return (std::uint64_t{device()} << 32) ^ device();
+  }
+
   template <std::size_t... I>
-  Tables make_tables(std::size_t shards, std::index_sequence<I...>) {
-    return Tables{std::tuple_element_t<I, Tables>(shards, budget_)...};
+  Tables make_tables(std::size_t shards, std::uint64_t seed, std::index_sequence<I...>) {
+    return Tables{std::tuple_element_t<I, Tables>(shards, budget_, seed)...};
   }
 
   // f(table of `algorithm`), with the table's own type; every f returns one type whatever the
