@@ -14,7 +14,7 @@ keys=10000
 scripts/setup.sh
 command -v node >/dev/null || { echo "compare_redis: node is required for rate-limiter-flexible"; exit 1; }
 cmake --preset release >/dev/null
-cmake --build --preset release --target spillway_cli >/dev/null
+cmake --build --preset release --target spillway_cli print_script >/dev/null
 (cd bench/node && npm install --silent --no-audit --no-fund >/dev/null)
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -24,9 +24,8 @@ redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$w
 trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$workdir"' EXIT
 until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
 
-# The exact script spillway sends (prelude + algorithm + batch), 100/s per key, burst 100.
-sha=$( (cat lua/prelude.lua lua/gcra.lua; echo "local decide = decide_gcra"; cat lua/batch.lua) |
-      redis-cli -p "$port" -x SCRIPT LOAD)
+# The exact script spillway sends (bench/print_script), 100/s per key, burst 100.
+sha=$(build/release/bench/print_script gcra | redis-cli -p "$port" -x SCRIPT LOAD)
 requests=$((seconds * 60000))
 rb=$(redis-benchmark -p "$port" -c $concurrency -n $requests -P 16 -r $keys --csv \
        EVALSHA "$sha" 1 'bench:{__rand_int__}' '' 0 100 1000000 100 1 10000 1 | tail -1 |

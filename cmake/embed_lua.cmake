@@ -1,7 +1,9 @@
 # Generates OUTPUT (a .cc file) holding the Redis scripts as strings, one per algorithm of the list
 # (include/spillway/algorithm_list.h, read as LIST_FILE) and the all-or-nothing script:
-#   script of algorithm a:  prelude.lua + <a>.lua + "local decide = decide_<a>" + batch.lua
-#   all-or-nothing script:  prelude.lua + every <a>.lua + the id table + all_or_nothing.lua
+#   script of algorithm a:  prelude.lua + batch.lua with <a>.lua (a block of statements) pasted
+#                           in place of its "-- @algorithm" line: no function per check
+#   all-or-nothing script:  prelude.lua + every <a>.lua wrapped in "local function decide_<a>"
+#                           + the id table + all_or_nothing.lua
 #   refund script:          refund.lua (undoes a reservation of the all-or-nothing script)
 # The id table maps each algorithm's number (its position in the list, as the C++ sends it) to
 # its decide function; static_asserts in the output check that the C++ list says the same.
@@ -23,13 +25,21 @@ foreach(name IN LISTS algorithms)
     message(FATAL_ERROR "algorithm ${name} has no script: lua/${name}.lua is missing")
   endif()
   file(READ ${LUA_DIR}/${name}.lua script)
-  if(NOT script MATCHES "local function decide_${name}\\(")
-    message(FATAL_ERROR "lua/${name}.lua must define local function decide_${name}(...)")
+  if(NOT script MATCHES "^  -- ${name}: ")
+    message(FATAL_ERROR "lua/${name}.lua must be a block that starts with '  -- ${name}: '")
   endif()
+  string(REPLACE "  -- @algorithm\n" "${script}" single "${batch}")
+  if(single STREQUAL batch)
+    message(FATAL_ERROR "lua/batch.lua has lost its '  -- @algorithm' line")
+  endif()
+  set(function "local function decide_${name}(key, limit, period, burst, limit_units, ")
+  string(APPEND function "period_units, cost, commit)\n  local allowed, remaining, retry_after, ")
+  string(APPEND function "reset_after\n${script}  return allowed, remaining, retry_after, ")
+  string(APPEND function "reset_after\nend\n")
   string(APPEND checks
          "static_assert(algorithm_name(kAlgorithms[${index}]) == \"${name}\", \"${name} moved\");\n")
-  string(APPEND scripts "    R\"spillway_lua(${prelude}${script}local decide = decide_${name}\n${batch})spillway_lua\",\n")
-  string(APPEND every_algorithm "${script}")
+  string(APPEND scripts "    R\"spillway_lua(${prelude}${single})spillway_lua\",\n")
+  string(APPEND every_algorithm "${function}")
   if(index GREATER 0)
     string(APPEND id_table ", ")
   endif()

@@ -1,54 +1,43 @@
 -- spillway: the head of every script. The loader (cmake/embed_lua.cmake) builds one script per
--- algorithm (prelude + <algorithm> + batch.lua) and the all-or-nothing script (prelude + every
--- algorithm + all_or_nothing.lua).
+-- algorithm (prelude + batch.lua with the algorithm's block pasted into its loop) and the
+-- all-or-nothing script (prelude + every algorithm's block, each wrapped in a function
+-- decide_<name>, + all_or_nothing.lua).
 --
 -- KEYS[i]  the state of check i
 -- ARGV     now (µs, or '' to use the server's TIME), ttl_floor (ms; 0 except in replay), then
 --          six values per check i: limit, period (µs), burst, limit_units, period_units, cost
--- Returns  five integers per check i: allowed (0/1), limit, remaining, retry_after (µs),
---          reset_after (µs)
+-- Returns  (single-algorithm scripts) one string: per check i, four little-endian doubles:
+--          allowed (0/1), remaining, retry_after (µs), reset_after (µs); the caller knows the
+--          limit. The all-or-nothing script replies with integers (lua/all_or_nothing.lua).
 -- The checks of one call are decided in order inside this one atomic script, each exactly as if
 -- it had been sent alone.
 --
--- Numbers are doubles. Every value stays below 2^53 (the C++ Limit enforces the bounds), so
--- +, - and * are exact, and fdiv corrects the rounded quotient to the exact floor.
--- Each algorithm defines decide_<name>(key, limit, period, burst, limit_units, period_units,
--- cost, commit), returning allowed (boolean), remaining, retry_after, reset_after; it writes the
--- key only when it admits cost > 0 and commit is true (false: a dry run).
+-- Numbers are doubles. Every value stays below 2^53 in magnitude (the C++ Limit enforces the
+-- bounds), so +, - and * are exact. A quotient is made exact in place, without a helper function
+-- (a script's chunk runs on every call, so each function it defines is a new closure per call):
+--   floor(a / b), b > 0:  local q = floor(a / b); if q * b > a then q = q - 1 end
+--   ceil(a / b), b > 0:   local q = -floor(-a / b); if q * b < a then q = q + 1 end
+-- Why one step is enough: the integer q* = floor(a / b) and q* + 1 are doubles, and rounding is
+-- monotonic, so the rounded quotient lies in [q*, q* + 1] and its floor is q* or q* + 1; q * b
+-- is then exact, or (above 2^53) still on the right side of a.
+--
+-- An algorithm's block (lua/<name>.lua) is statements, not a function, for the same reason: the
+-- single-algorithm scripts are the hot path. The block reads the locals key, limit, period,
+-- burst, limit_units, period_units, cost and commit; it sets allowed (boolean), remaining,
+-- retry_after and reset_after; it writes the key only when it admits cost > 0 and commit is true
+-- (false: a dry run), always with a TTL that ends when the key is idle again (never a key without
+-- one; at least ttl_floor ms; an already idle key is deleted). The numbers may arrive as ARGV
+-- strings: the block makes numbers of those it uses with `+ 0` (in Redis' Lua each conversion
+-- costs ~0.1 µs, and `+ 0` costs less than tonumber()).
 local floor, max = math.floor, math.max
 local pack, unpack = struct.pack, struct.unpack
 
-local function fdiv(a, b)
-  local q = floor(a / b)
-  local r = a - q * b
-  if r < 0 then
-    q = q - 1
-  elseif r >= b then
-    q = q + 1
-  end
-  return q
-end
-local function cdiv(a, b) return -fdiv(-a, b) end
-
 local NEVER = -1
-local now = tonumber(ARGV[1])
-if ARGV[1] == '' then
+local now = ARGV[1]
+if now == '' then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2]
+else
+  now = now + 0
 end
-local ttl_floor = tonumber(ARGV[2])
-
--- Milliseconds until idle_at, rounded up, at least ttl_floor.
-local function ttl_until(idle_at) return max(cdiv(idle_at - now, 1000), ttl_floor) end
-
--- A state is a few numbers packed as little-endian doubles (exact for our integers < 2^53);
--- GET returns nil when the key is absent (idle). The write always carries a TTL that ends when
--- the key is idle again: never a key without one.
-local function save_state(key, packed, idle_at)
-  local ttl = ttl_until(idle_at)
-  if ttl <= 0 then
-    redis.call('DEL', key)
-  else
-    redis.call('SET', key, packed, 'PX', ttl)
-  end
-end
+local ttl_floor = ARGV[2] + 0

@@ -1,61 +1,64 @@
--- sliding_log: mirrors src/core/sliding_log.cc. State: a sorted set, one member "at:cost" per
--- distinct admission time (score = at), so members never collide and equal times merge.
-local function int(x) return string.format('%.0f', x) end
+  -- sliding_log: mirrors src/core/sliding_log.cc. State: a sorted set, one member "at:cost" per
+  -- distinct admission time (score = at), so members never collide and equal times merge.
+  do
+    local limit, period, cost = limit + 0, period + 0, cost + 0
+    local function int(x) return string.format('%.0f', x) end
+    local function parse_entry(member)
+      local a, c = string.match(member, '^(%d+):(%d+)$')
+      return tonumber(a), tonumber(c)
+    end
 
-local function parse_entry(member)
-  local a, c = string.match(member, '^(%d+):(%d+)$')
-  return tonumber(a), tonumber(c)
-end
+    local newest = redis.call('ZRANGE', key, -1, -1)
+    local at = now
+    local newest_at, newest_cost = nil, 0
+    if newest[1] then
+      newest_at, newest_cost = parse_entry(newest[1])
+      at = max(now, newest_at)
+    end
 
-local function decide_sliding_log(key, limit, period, burst, limit_units, period_units, cost, commit)
-  local newest = redis.call('ZRANGE', key, -1, -1)
-  local at = now
-  local newest_at, newest_cost = nil, 0
-  if newest[1] then
-    newest_at, newest_cost = parse_entry(newest[1])
-    at = max(now, newest_at)
-  end
+    -- Live entries: at - P < t <= at, oldest first.
+    local live = redis.call('ZRANGEBYSCORE', key, '(' .. int(at - period), '+inf')
+    local used = 0
+    for _, member in ipairs(live) do
+      local _, c = parse_entry(member)
+      used = used + c
+    end
 
-  -- Live entries: at - P < t <= at, oldest first.
-  local live = redis.call('ZRANGEBYSCORE', key, '(' .. int(at - period), '+inf')
-  local used = 0
-  for _, member in ipairs(live) do
-    local _, c = parse_entry(member)
-    used = used + c
-  end
-
-  local allowed, retry_after = false, 0
-  if cost <= limit and used + cost <= limit then
-    allowed = true
-    if cost > 0 then
-      if commit then
-        redis.call('ZREMRANGEBYSCORE', key, '-inf', int(at - period))
-        if newest_at == at then
-          redis.call('ZREM', key, newest[1])
-          redis.call('ZADD', key, int(at), int(at) .. ':' .. int(newest_cost + cost))
-        else
-          redis.call('ZADD', key, int(at), int(at) .. ':' .. int(cost))
+    allowed, retry_after = false, 0
+    if cost <= limit and used + cost <= limit then
+      allowed = true
+      if cost > 0 then
+        if commit then
+          redis.call('ZREMRANGEBYSCORE', key, '-inf', int(at - period))
+          if newest_at == at then
+            redis.call('ZREM', key, newest[1])
+            redis.call('ZADD', key, int(at), int(at) .. ':' .. int(newest_cost + cost))
+          else
+            redis.call('ZADD', key, int(at), int(at) .. ':' .. int(cost))
+          end
+          local idle_in = at + period - now
+          local ttl = -floor(-idle_in / 1000)
+          if ttl * 1000 < idle_in then ttl = ttl + 1 end
+          redis.call('PEXPIRE', key, max(ttl, ttl_floor))
         end
-        redis.call('PEXPIRE', key, ttl_until(at + period))
+        used = used + cost
+        newest_at = at
       end
-      used = used + cost
-      newest_at = at
+    elseif cost > limit then
+      retry_after = NEVER
+    else
+      -- Admitted once enough of the oldest live entries have expired.
+      local excess = used + cost - limit
+      local i, t = 0, 0
+      while excess > 0 do
+        i = i + 1
+        local c
+        t, c = parse_entry(live[i])
+        excess = excess - c
+      end
+      retry_after = t + period - now
     end
-  elseif cost > limit then
-    retry_after = NEVER
-  else
-    -- Admitted once enough of the oldest live entries have expired.
-    local excess = used + cost - limit
-    local i, t = 0, 0
-    while excess > 0 do
-      i = i + 1
-      local c
-      t, c = parse_entry(live[i])
-      excess = excess - c
-    end
-    retry_after = t + period - now
+    reset_after = 0
+    if used > 0 then reset_after = newest_at + period - now end
+    remaining = limit - used
   end
-  local reset_after = 0
-  if used > 0 then reset_after = newest_at + period - now end
-  return allowed, limit - used, retry_after, reset_after
-end

@@ -1,57 +1,75 @@
--- sliding_window: mirrors src/core/sliding_window.cc. State: pack(last, previous, current).
-local function decide_sliding_window(key, limit, period, burst, limit_units, period_units, cost, commit)
-  local v = redis.call('GET', key)
-  local last, s_previous, s_current = 0, 0, 0
-  if v then last, s_previous, s_current = unpack('<ddd', v) end
-  local active = s_previous > 0 or s_current > 0
-  local at = now
-  if active then at = max(now, last) end
-  local window = fdiv(at, period)
-  local elapsed = at - window * period
+  -- sliding_window: mirrors src/core/sliding_window.cc. State: pack(last, previous, current).
+  do
+    local limit, period, cost = limit + 0, period + 0, cost + 0
+    local v = redis.call('GET', key)
+    local last, s_previous, s_current = 0, 0, 0
+    if v then last, s_previous, s_current = unpack('<ddd', v) end
+    local active = s_previous > 0 or s_current > 0
+    local at = now
+    if active then at = max(now, last) end
+    local window = floor(at / period)
+    if window * period > at then window = window - 1 end
+    local elapsed = at - window * period
 
-  local previous, current = 0, 0
-  if active then
-    local state_window = fdiv(last, period)
-    if state_window == window then
-      previous, current = s_previous, s_current
-    elseif state_window == window - 1 then
-      previous = s_current
+    local previous, current = 0, 0
+    if active then
+      local state_window = floor(last / period)
+      if state_window * period > last then state_window = state_window - 1 end
+      if state_window == window then
+        previous, current = s_previous, s_current
+      elseif state_window == window - 1 then
+        previous = s_current
+      end
+    end
+
+    allowed, retry_after = false, 0
+    if cost <= limit and
+        previous * (period - elapsed) + (current + cost) * period <= limit * period then
+      allowed = true
+      current = current + cost
+      if cost > 0 and commit then
+        local idle_in = (window + 2) * period - now
+        local ttl = -floor(-idle_in / 1000)
+        if ttl * 1000 < idle_in then ttl = ttl + 1 end
+        ttl = max(ttl, ttl_floor)
+        if ttl > 0 then
+          redis.call('SET', key, pack('<ddd', at, previous, current), 'PX', ttl)
+        else
+          redis.call('DEL', key)
+        end
+      end
+    elseif cost > limit then
+      retry_after = NEVER
+    else
+      -- The earliest time the cost fits (first_fit in the C++); a denial, so off the hot path.
+      local function floor_div(a, b)
+        local q = floor(a / b)
+        if q * b > a then q = q - 1 end
+        return q
+      end
+      local function first_fit()
+        local room = limit - current - cost
+        if room >= 0 and previous > 0 then
+          local slack = floor_div(room * period, previous)
+          if slack >= 1 then return window * period + period - slack end
+        end
+        local next = (window + 1) * period
+        if current == 0 then return next end
+        local next_slack = floor_div((limit - cost) * period, current)
+        if next_slack >= period then return next end
+        if next_slack >= 1 then return next + period - next_slack end
+        return next + period
+      end
+      retry_after = first_fit() - now
+    end
+    local weighted = previous * (period - elapsed)  -- previous window's share, ceil(/ period)
+    local share = -floor(-weighted / period)
+    if share * period < weighted then share = share + 1 end
+    remaining = max(0, limit - current - share)
+    reset_after = 0
+    if current > 0 then
+      reset_after = (window + 2) * period - now
+    elseif previous > 0 then
+      reset_after = (window + 1) * period - now
     end
   end
-
-  -- The earliest time the cost fits when it does not fit now (first_fit in the C++).
-  local function first_fit()
-    local room = limit - current - cost
-    if room >= 0 and previous > 0 then
-      local slack = fdiv(room * period, previous)
-      if slack >= 1 then return window * period + period - slack end
-    end
-    local next = (window + 1) * period
-    if current == 0 then return next end
-    local next_slack = fdiv((limit - cost) * period, current)
-    if next_slack >= period then return next end
-    if next_slack >= 1 then return next + period - next_slack end
-    return next + period
-  end
-
-  local allowed, retry_after = false, 0
-  if cost <= limit and previous * (period - elapsed) + (current + cost) * period <= limit * period then
-    allowed = true
-    current = current + cost
-    if cost > 0 and commit then
-      save_state(key, pack('<ddd', at, previous, current), (window + 2) * period)
-    end
-  elseif cost > limit then
-    retry_after = NEVER
-  else
-    retry_after = first_fit() - now
-  end
-  local remaining = max(0, limit - current - cdiv(previous * (period - elapsed), period))
-  local reset_after = 0
-  if current > 0 then
-    reset_after = (window + 2) * period - now
-  elseif previous > 0 then
-    reset_after = (window + 1) * period - now
-  end
-  return allowed, remaining, retry_after, reset_after
-end

@@ -1,33 +1,50 @@
--- token_bucket: mirrors src/core/token_bucket.cc. State: pack(units, last), tokens in units.
-local function decide_token_bucket(key, limit, period, burst, limit_units, period_units, cost, commit)
-  local per_token, per_micro = period_units, limit_units
-  local capacity = burst * per_token
-  local v = redis.call('GET', key)
+  -- token_bucket: mirrors src/core/token_bucket.cc. State: pack(units, last), tokens in units.
+  do
+    local burst, cost, per_token, per_micro = burst + 0, cost + 0, period_units + 0, limit_units + 0
+    local capacity = burst * per_token
+    local v = redis.call('GET', key)
 
-  local at, units = now, capacity
-  if v then
-    local s_units, last = unpack('<dd', v)
-    at = max(now, last)
-    local elapsed = at - last
-    if elapsed >= cdiv(capacity - s_units, per_micro) then
-      units = capacity
+    local at, units = now, capacity
+    if v then
+      local s_units, last = unpack('<dd', v)
+      at = max(now, last)
+      local elapsed = at - last
+      local missing = capacity - s_units  -- refilled after ceil(missing / per_micro) µs
+      local refill = -floor(-missing / per_micro)
+      if refill * per_micro < missing then refill = refill + 1 end
+      if elapsed >= refill then
+        units = capacity
+      else
+        units = s_units + elapsed * per_micro
+      end
+    end
+
+    allowed, retry_after = false, 0
+    if cost > burst then
+      retry_after = NEVER
+    elseif units >= cost * per_token then
+      allowed = true
+      units = units - cost * per_token
     else
-      units = s_units + elapsed * per_micro
+      local short = cost * per_token - units
+      local wait = -floor(-short / per_micro)
+      if wait * per_micro < short then wait = wait + 1 end
+      retry_after = at + wait - now
     end
-  end
-
-  local allowed, retry_after = false, 0
-  if cost > burst then
-    retry_after = NEVER
-  elseif units >= cost * per_token then
-    allowed = true
-    units = units - cost * per_token
-    if cost > 0 and commit then
-      save_state(key, pack('<dd', units, at), at + cdiv(capacity - units, per_micro))
+    local missing = capacity - units
+    local full_in = -floor(-missing / per_micro)
+    if full_in * per_micro < missing then full_in = full_in + 1 end
+    reset_after = at + full_in - now
+    if allowed and cost > 0 and commit then
+      local ttl = -floor(-reset_after / 1000)
+      if ttl * 1000 < reset_after then ttl = ttl + 1 end
+      ttl = max(ttl, ttl_floor)
+      if ttl > 0 then
+        redis.call('SET', key, pack('<dd', units, at), 'PX', ttl)
+      else
+        redis.call('DEL', key)
+      end
     end
-  else
-    retry_after = at + cdiv(cost * per_token - units, per_micro) - now
+    remaining = floor(units / per_token)
+    if remaining * per_token > units then remaining = remaining - 1 end
   end
-  local reset_after = at + cdiv(capacity - units, per_micro) - now
-  return allowed, fdiv(units, per_token), retry_after, reset_after
-end

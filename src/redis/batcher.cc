@@ -106,7 +106,8 @@ void Batcher::send(std::shared_ptr<std::vector<Pending>> batch) {
 
 void Batcher::finish(std::vector<Pending>& batch, Result<Reply> reply) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    batch[i].done(reply ? decision_at(*reply, i) : std::unexpected(reply.error()));
+    batch[i].done(reply ? packed_decision_at(*reply, i, batch[i].numbers[0])
+                        : std::unexpected(reply.error()));
   }
   // This call's in-flight place goes to what queued meanwhile, or back to the slot.
   dispatch(batch.front().slot, {}, {});

@@ -1,8 +1,13 @@
-// Reading the replies of spillway's scripts: five integers per decision (allowed 0/1, limit,
-// remaining, retry_after µs, reset_after µs). Pure functions; thread-safe.
+// Reading the replies of spillway's scripts. Pure functions; thread-safe.
+//   single-algorithm scripts (lua/batch.lua): one string, four little-endian doubles per decision
+//     (allowed 0/1, remaining, retry_after µs, reset_after µs); exact, every value is an integer
+//     below 2^53;
+//   the all-or-nothing script: five integers per decision (allowed 0/1, limit, remaining,
+//     retry_after µs, reset_after µs).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "spillway/decision.h"
 #include "spillway/error.h"
@@ -11,9 +16,13 @@
 namespace spillway::redis {
 
 inline constexpr std::size_t kFieldsPerDecision = 5;
+inline constexpr std::size_t kPackedBytesPerDecision = 4 * 8;
 
-// Decision i of a script reply. An error reply is Errc::kUnavailable naming it; a reply of
-// another shape is Errc::kInternal.
+// Decision i of an all-or-nothing reply. An error reply is Errc::kUnavailable naming it; a reply
+// of another shape is Errc::kInternal.
 Result<Decision> decision_at(const Reply& reply, std::size_t i);
+
+// Decision i of a single-algorithm script's reply, whose limit was `limit`. Errors as above.
+Result<Decision> packed_decision_at(const Reply& reply, std::size_t i, std::int64_t limit);
 
 }  // namespace spillway::redis

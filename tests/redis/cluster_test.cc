@@ -231,7 +231,7 @@ RC_GTEST_PROP(ReserveRefund, RefundRestoresExactlyWhenUntouchedAndElseKeepsTheCh
       }
       Result<redis::Reply> reply = client->call(args);
       RC_ASSERT(reply.has_value());
-      got = *redis::decision_at(*reply, 0);
+      got = *redis::packed_decision_at(*reply, 0, limit.limit());
     } else {  // a reservation: the all-or-nothing script in reserve mode, one key
       std::vector<std::string> args = script_args(redis::all_or_nothing_script_source(), 1);
       args.insert(args.end(),
