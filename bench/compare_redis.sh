@@ -4,11 +4,12 @@
 #   2. spillway bench, Redis backend, 50 checks in flight, one check per script call (--batch 1),
 #   3. the same with batching (checks waiting behind in-flight calls share one script call),
 #   4. rate-limiter-flexible (npm) RateLimiterRedis with ioredis auto-pipelining, 50 in flight.
-# Usage: bench/compare_redis.sh [SECONDS]   (prints a table; see docs/benchmarks.md)
+# Usage: bench/compare_redis.sh [SECONDS] [IN_FLIGHT]   (default 10 s, 50 in flight; prints a
+# table; see docs/benchmarks.md). redis-benchmark always runs 50 clients with pipeline 16.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
-concurrency=50
+concurrency=${2:-50}
 keys=10000
 
 scripts/setup.sh
@@ -27,7 +28,7 @@ until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
 # The exact script spillway sends (bench/print_script), 100/s per key, burst 100.
 sha=$(build/release/bench/print_script gcra | redis-cli -p "$port" -x SCRIPT LOAD)
 requests=$((seconds * 60000))
-rb=$(redis-benchmark -p "$port" -c $concurrency -n $requests -P 16 -r $keys --csv \
+rb=$(redis-benchmark -p "$port" -c 50 -n $requests -P 16 -r $keys --csv \
        EVALSHA "$sha" 1 'bench:{__rand_int__}' '' 0 100 1000000 100 1 10000 1 | tail -1 |
      cut -d, -f2 | tr -d '"')
 

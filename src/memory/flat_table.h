@@ -2,15 +2,17 @@
 // to an algorithm's state, built to keep a tracked key small (48 bytes per GCRA slot).
 //
 // Layout: an array of slots and, beside it, one control byte per slot (0: empty, else 0x80 | seven
-// bits of the hash), scanned sixteen at a time with SSE2. A slot holds the state, the time from
-// which it is idle (in units of kIdleUnit, rounded up) and the key: inline when it has at most
-// kInlineKey bytes, otherwise on the heap (its size and a pointer in the same bytes).
+// bits of the hash), scanned sixteen at a time with SSE2. A slot holds the state and the key:
+// inline when it has at most kInlineKey bytes, otherwise on the heap (its size and a pointer in
+// the same bytes). No idle time is stored: the owner derives it from the state and the limit that
+// the key's prefix names (core::idle_at), exactly.
 //
 // Probing is linear from the key's home position (the hash scaled to the capacity, which need not
-// be a power of two) and never wraps: kSlack slots after the last home absorb the runs that reach
-// the end. A key is always stored in the first empty slot at or after its home, and single keys
-// are never erased: dropping keys (sweep) rebuilds the table, so there are no tombstones and a
-// lookup stops at the first empty slot.
+// be a power of two) and never wraps: at least kSlack empty slots follow the last used one, and a
+// run that reaches the end makes the table rebuild with that room again (so an insert always
+// ends). A key is always stored in the first empty slot at or after its home, and single keys are
+// never erased: dropping keys (sweep) rebuilds the table, so there are no tombstones and a lookup
+// stops at the first empty slot.
 //
 // Growth: when 7/8 of the capacity is used, the table is rebuilt 12/7 times its size (so it is 58%
 // full right after), keeping every slot; retain() rebuilds it to fit what it keeps.
@@ -35,25 +37,9 @@
 #include <emmintrin.h>
 #endif
 
-#include "spillway/clock.h"
 #include "src/memory/table_key.h"
 
 namespace spillway::memory {
-
-// Idle times are stored in whole units of 2 s, rounded up: a key may be swept up to 2 s after it
-// became idle, never before. kNeverIdle (a time beyond the year 2242) is never swept.
-inline constexpr Micros kIdleUnit = 2'000'000;
-inline constexpr std::uint32_t kNeverIdle = std::numeric_limits<std::uint32_t>::max();
-
-inline std::uint32_t idle_units(Micros idle_at) {
-  if (idle_at <= 0) return 0;
-  const auto units = static_cast<std::uint64_t>((idle_at - 1) / kIdleUnit + 1);
-  return units >= kNeverIdle ? kNeverIdle : static_cast<std::uint32_t>(units);
-}
-
-inline bool idle_by(std::uint32_t units, Micros now) {
-  return units != kNeverIdle && static_cast<Micros>(units) * kIdleUnit <= now;
-}
 
 template <typename State>
 class FlatTable {
@@ -63,11 +49,16 @@ class FlatTable {
 
   struct Slot {
     State state;
-    std::uint32_t idle;  // idle_units() of the time from which the key is idle
     // key[0]: the key's size, or kOnHeap; then the key's bytes and zeros (a TableKey's image), or
     // (kOnHeap) the size as a uint32 and a char* to the bytes on the heap.
     char key[TableKey::kImageBytes];
   };
+
+  // The slot's stored key: the limit's varint prefix, then the user's bytes.
+  static std::string_view stored_key(const Slot& slot) {
+    if (slot.key[0] == kOnHeap) return {heap_bytes(slot), heap_size(slot)};
+    return {slot.key + 1, static_cast<std::size_t>(slot.key[0])};
+  }
 
   explicit FlatTable(std::uint64_t seed) : seed_(seed) {}
   ~FlatTable() { release(); }
@@ -95,14 +86,17 @@ class FlatTable {
   }
 
   // Stores a key that is not in the table (find returned nullptr), growing the table if needed.
-  Slot& insert(const TableKey& key, State state, std::uint32_t idle) {
-    if (size_ >= max_size_) rebuild(capacity_for(size_ + 1), [](const Slot&) { return true; });
+  Slot& insert(const TableKey& key, State state) {
+    constexpr auto keep_all = [](const Slot&) { return true; };
+    if (size_ >= max_size_) rebuild(capacity_for(size_ + 1), keep_all, size_);
     std::size_t at = first_empty(key.hash);
-    while (at == end_) {
-      rebuild(capacity_for(2 * (size_ + 1)), [](const Slot&) { return true; });
+    if (at == end_) {
+      // The key's run reaches the end: rebuild with kSlack empty slots after the last used one,
+      // where the run now ends.
+      rebuild(capacity_, keep_all, size_);
       at = first_empty(key.hash);
     }
-    Slot* slot = new (&slots_[at]) Slot{std::move(state), idle, {}};
+    Slot* slot = new (&slots_[at]) Slot{std::move(state), {}};
     write_key(*slot, key);
     ctrl_[at] = tag_of(key.hash);
     ++size_;
@@ -120,13 +114,10 @@ class FlatTable {
     if (kept == 0) {
       release();
     } else {
-      rebuild(capacity_for(kept), keep);
+      rebuild(capacity_for(kept), keep, kept);
     }
     return dropped;
   }
-
-  // Heap bytes held per slot of capacity (for the benchmarks' arithmetic).
-  static constexpr std::size_t kBytesPerSlot = sizeof(Slot) + 1;
 
  private:
   static constexpr std::size_t kGroup = 16;
@@ -149,8 +140,9 @@ class FlatTable {
     const std::uint8_t* bytes;
   };
 
+  // Bits 32..38: apart from the shard's (the low bits) and the home's (mostly the high bits).
   static std::uint8_t tag_of(std::uint64_t hash) {
-    return static_cast<std::uint8_t>(0x80 | ((hash >> 8) & 0x7F));
+    return static_cast<std::uint8_t>(0x80 | ((hash >> 32) & 0x7F));
   }
   // The hash's high bits scaled to [0, capacity): no power-of-two capacity needed.
   std::size_t home(std::uint64_t hash) const { return home_in(hash, capacity_); }
@@ -189,8 +181,8 @@ class FlatTable {
   }
   // The hash make_table_key gives the slot's key.
   std::uint64_t hash_of(const Slot& slot) const {
-    if (slot.key[0] == kOnHeap) return hash_stored_key(heap_bytes(slot), heap_size(slot), seed_);
-    return hash_stored_key(slot.key + 1, static_cast<std::size_t>(slot.key[0]), seed_);
+    const std::string_view key = stored_key(slot);
+    return hash_stored_key(key.data(), key.size(), seed_);
   }
   static void destroy(Slot& slot) {
     if (slot.key[0] == kOnHeap) delete[] heap_bytes(slot);
@@ -218,33 +210,32 @@ class FlatTable {
     void operator()(Slot* p) const { ::operator delete (p, std::align_val_t{alignof(Slot)}); }
   };
 
-  // Moves the slots that keep() accepts into new arrays of `capacity` homes (more if a run would
-  // not fit) and destroys the others.
+  // Moves the slots that keep() accepts into new arrays of `capacity` homes, followed by at least
+  // kSlack empty slots after the last one used, and destroys the others.
+  // `kept` is how many slots keep() accepts.
   template <typename Keep>
-  void rebuild(std::size_t capacity, Keep keep) {
-    // Place every kept key in the new control bytes first, so that a run reaching the end can be
-    // retried with a larger capacity before anything has moved.
-    std::vector<std::pair<std::size_t, std::size_t>> moves;  // (old index, new index)
-    std::size_t end = 0;
-    std::unique_ptr<std::uint8_t[]> ctrl;
-    for (bool placed = false; !placed; capacity *= 2) {
-      end = capacity + kSlack;
-      ctrl = std::make_unique<std::uint8_t[]>(end + kGroup);  // zeroed: all empty
-      moves.clear();
-      placed = true;
-      for (std::size_t i = 0; i < end_ && placed; ++i) {
-        if (ctrl_[i] == 0 || !keep(slots_[i])) continue;
-        const std::uint64_t hash = hash_of(slots_[i]);
-        std::size_t at = home_in(hash, capacity);
-        while (at < end && ctrl[at] != 0) ++at;
-        if (at == end) {
-          placed = false;
-          break;
-        }
-        ctrl[at] = tag_of(hash);
-        moves.emplace_back(i, at);
-      }
-      if (placed) break;
+  void rebuild(std::size_t capacity, Keep keep, std::size_t kept) {
+    // Place every kept key in new control bytes first, to learn how far the runs reach. No run
+    // can reach further than one slot per key past the last home.
+    const std::size_t room = capacity + kept + kSlack;
+    auto ctrl = std::make_unique<std::uint8_t[]>(room + kGroup);  // zeroed: all empty
+    std::vector<std::pair<std::size_t, std::size_t>> moves;       // (old index, new index)
+    moves.reserve(kept);
+    std::size_t last_used = 0;
+    for (std::size_t i = 0; i < end_; ++i) {
+      if (ctrl_[i] == 0 || !keep(slots_[i])) continue;
+      const std::uint64_t hash = hash_of(slots_[i]);
+      std::size_t at = home_in(hash, capacity);
+      while (ctrl[at] != 0) ++at;
+      ctrl[at] = tag_of(hash);
+      moves.emplace_back(i, at);
+      last_used = std::max(last_used, at);
+    }
+    const std::size_t end = std::max(capacity, last_used + 1) + kSlack;
+    if (end < room) {  // keep only what is used and the slack (the rest is all zero)
+      auto trimmed = std::make_unique<std::uint8_t[]>(end + kGroup);
+      std::memcpy(trimmed.get(), ctrl.get(), end);
+      ctrl = std::move(trimmed);
     }
     std::unique_ptr<Slot[], SlotsDeleter> slots(
         static_cast<Slot*>(::operator new (sizeof(Slot) * end, std::align_val_t{alignof(Slot)})));
@@ -252,7 +243,7 @@ class FlatTable {
     for (std::size_t i = 0; i < end_; ++i) {
       if (ctrl_[i] == 0) continue;
       if (next_move < moves.size() && moves[next_move].first == i) {
-        new (&slots.get()[moves[next_move].second]) Slot(std::move(slots_[i]));
+        new (&slots[moves[next_move].second]) Slot(std::move(slots_[i]));
         slots_[i].~Slot();  // the heap key (if any) now belongs to the moved slot
         ++next_move;
       } else {
@@ -278,7 +269,7 @@ class FlatTable {
   std::unique_ptr<std::uint8_t[]> ctrl_;  // end_ + kGroup bytes; the last kGroup stay empty
   std::unique_ptr<Slot[], SlotsDeleter> slots_;
   std::size_t capacity_ = 0;  // homes: a key's home is in [0, capacity_)
-  std::size_t end_ = 0;       // slots: capacity_ + kSlack
+  std::size_t end_ = 0;       // slots: at least kSlack past the last used one and past capacity_
   std::size_t size_ = 0;
   std::size_t max_size_ = 0;  // grow beyond this
 };

@@ -114,7 +114,7 @@ class MemoryStore::Impl {
 
   template <std::size_t... I>
   Tables make_tables(std::size_t shards, std::uint64_t seed, std::index_sequence<I...>) {
-    return Tables{std::tuple_element_t<I, Tables>(shards, budget_, seed)...};
+    return Tables{std::tuple_element_t<I, Tables>(kAlgorithms[I], shards, budget_, seed)...};
   }
 
   // f(table of `algorithm`), with the table's own type; every f returns one type whatever the

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -30,10 +32,10 @@ class ShardedTable {
   using Slot = typename FlatTable<State>::Slot;
 
  public:
-  // shards must be a power of two. `budget` bounds the keys of all tables together; `seed` is
-  // the store's hash seed.
-  ShardedTable(std::size_t shards, KeyBudget& budget, std::uint64_t seed)
-      : seed_(seed), shard_mask_(shards - 1), budget_(budget) {
+  // The table of `algorithm` (whose state is State). shards must be a power of two. `budget`
+  // bounds the keys of all tables together; `seed` is the store's hash seed.
+  ShardedTable(Algorithm algorithm, std::size_t shards, KeyBudget& budget, std::uint64_t seed)
+      : algorithm_(algorithm), seed_(seed), shard_mask_(shards - 1), budget_(budget) {
     shards_.reserve(shards);
     for (std::size_t i = 0; i < shards; ++i) shards_.push_back(std::make_unique<Shard>(seed));
   }
@@ -48,14 +50,15 @@ class ShardedTable {
     const TableKey key = key_of(user_key, limit);
     Shard& shard = shard_for(key);
     std::lock_guard hold(shard.lock);
-    if (Slot* slot = shard.table.find(key)) return decide_slot(*slot, limit, now, cost);
+    if (Slot* slot = shard.table.find(key)) return decide(slot->state, limit, now, cost);
     // A new key is remembered only if admitted; its place is reserved before it is stored, so
     // that a full store refuses it without having changed anything.
     State fresh{};
     const Decision decision = decide(fresh, limit, now, cost);
     if (!decision.allowed || cost == 0) return decision;
     if (!reserve_key(shard, now)) return std::unexpected(budget_.full_error());
-    insert_locked(shard, key, std::move(fresh), now + decision.reset_after, now);
+    shard.table.insert(key, std::move(fresh));
+    if (shard.table.size() >= shard.sweep_at) sweep_locked(shard, now);
     return decision;
   }
 
@@ -74,14 +77,15 @@ class ShardedTable {
   }
 
   // Under the key's shard lock: decides and records. A key that is new and admitted with
-  // cost > 0 takes a place the caller has already taken from the KeyBudget.
+  // cost > 0 takes a place the caller has already taken from the KeyBudget. It never sweeps: the
+  // caller's other keys, counted as tracked or new before, must stay as they were counted.
   Decision commit_locked(const TableKey& key, const Limit& limit, Micros now, std::int64_t cost) {
     Shard& shard = shard_for(key);
-    if (Slot* slot = shard.table.find(key)) return decide_slot(*slot, limit, now, cost);
+    if (Slot* slot = shard.table.find(key)) return decide(slot->state, limit, now, cost);
     State fresh{};
     const Decision decision = decide(fresh, limit, now, cost);
     if (!decision.allowed || cost == 0) return decision;  // nothing to remember
-    insert_locked(shard, key, std::move(fresh), now + decision.reset_after, now);
+    shard.table.insert(key, std::move(fresh));
     return decision;
   }
 
@@ -107,19 +111,8 @@ class ShardedTable {
 
   Shard& shard_for(const TableKey& key) {
     // The low bits pick the shard; the table takes its home from the high bits and its tag from
-    // bits 8..14, so the three do not overlap.
+    // bits 32..38.
     return *shards_[key.hash & shard_mask_];
-  }
-
-  static Decision decide_slot(Slot& slot, const Limit& limit, Micros now, std::int64_t cost) {
-    const Decision decision = decide(slot.state, limit, now, cost);
-    slot.idle = idle_units(now + decision.reset_after);
-    return decision;
-  }
-
-  void insert_locked(Shard& shard, const TableKey& key, State state, Micros idle_at, Micros now) {
-    shard.table.insert(key, std::move(state), idle_units(idle_at));
-    if (shard.table.size() >= shard.sweep_at) sweep_locked(shard, now);
   }
 
   // Takes a place for one new key in `locked` (a shard whose lock the caller holds); when none is
@@ -130,15 +123,47 @@ class ShardedTable {
     return budget_.take(1);
   }
 
-  // Drops idle keys; amortised O(1) per insert because sweep_at doubles with the live size.
+  // Drops the keys whose state is idle at `now` (core::idle_at under the limit the key's prefix
+  // names: exact, so a sweep never forgets a key early nor keeps one late); amortised O(1) per
+  // insert because sweep_at doubles with the live size.
   std::size_t sweep_locked(Shard& shard, Micros now) {
-    const std::size_t dropped =
-        shard.table.retain([now](const Slot& slot) { return !idle_by(slot.idle, now); });
+    LimitOfKey limits(algorithm_);
+    const std::size_t dropped = shard.table.retain([&](const Slot& slot) {
+      const Limit* limit = limits.of(FlatTable<State>::stored_key(slot));
+      return limit == nullptr || now < idle_at(slot.state, *limit);
+    });
     budget_.give_back(dropped);
     shard.sweep_at = std::max(kMinSweepSize, 2 * shard.table.size());
     return dropped;
   }
 
+  // The Limit a stored key's prefix names, remembered from one key to the next (a table holds
+  // keys of a handful of limits).
+  class LimitOfKey {
+   public:
+    explicit LimitOfKey(Algorithm algorithm) : algorithm_(algorithm) {}
+    const Limit* of(std::string_view stored) {
+      std::uint64_t numbers[3];
+      read_limit_numbers(stored.data(), stored.size(), numbers);
+      if (!limit_ || std::memcmp(numbers, numbers_, sizeof numbers) != 0) {
+        std::memcpy(numbers_, numbers, sizeof numbers);
+        const auto burst = static_cast<std::int64_t>(numbers[2]);
+        Result<Limit> made = Limit::make(
+            algorithm_, static_cast<std::int64_t>(numbers[0]), static_cast<Micros>(numbers[1]),
+            takes_burst(algorithm_) ? std::optional(burst) : std::nullopt);
+        limit_ =
+            made ? std::optional<Limit>(*made) : std::nullopt;  // never fails: it was made once
+      }
+      return limit_ ? &*limit_ : nullptr;
+    }
+
+   private:
+    const Algorithm algorithm_;
+    std::uint64_t numbers_[3] = {};
+    std::optional<Limit> limit_;
+  };
+
+  const Algorithm algorithm_;
   const std::uint64_t seed_;
   const std::uint64_t shard_mask_;
   std::vector<std::unique_ptr<Shard>> shards_;

@@ -4,7 +4,8 @@
 // the user's bytes. The varints are a prefix code, so no user key can imitate another limit's key:
 // two stored keys are equal exactly when the numbers and the user's bytes are. For 100 per second
 // and a 12-byte user key that is 1 + 3 + 1 + 12 = 17 bytes, short enough to live inline in a
-// table slot (src/memory/flat_table.h).
+// table slot (src/memory/flat_table.h). The prefix also gives the limit back to a sweep, which
+// needs it to tell whether the key's state is idle.
 //
 // The hash is seeded (one random seed per store), so that nobody can choose user keys that all
 // land in one probe run (hash flooding). It is a multiply-fold hash over 8-byte words: every input
@@ -54,7 +55,8 @@ inline std::uint64_t hash_bytes(const char* p, std::size_t n, std::uint64_t seed
   using namespace hash_detail;
   std::uint64_t h = seed ^ fold_mul(n ^ kA, kD);
   while (n > 16) {
-    h = fold_mul(load64(p) ^ kB ^ h, load64(p + 8) ^ kC);
+    // The seed is in both factors: no chosen block can zero one without knowing it.
+    h = fold_mul(load64(p) ^ kB ^ h, load64(p + 8) ^ kC ^ seed);
     p += 16;
     n -= 16;
   }
@@ -79,13 +81,13 @@ inline std::uint64_t hash_bytes(const char* p, std::size_t n, std::uint64_t seed
 // compare and hashing one is three multiplies. Longer keys keep the varint prefix and borrow the
 // user's bytes (valid while the caller's string is).
 struct TableKey {
-  static constexpr std::size_t kInlineKey = 19;  // bytes that fit in a slot's image
+  static constexpr std::size_t kInlineKey = 23;  // bytes that fit in a slot's image
   static constexpr std::size_t kImageBytes = 1 + kInlineKey;
   static constexpr std::size_t kMaxPrefix = 30;  // three varints of at most 10 bytes
 
   std::uint64_t hash;
   std::size_t size;  // bytes of the stored key: prefix + user
-  // size <= kInlineKey: the slot image (size, bytes, zeros up to 24 bytes for the hash).
+  // size <= kInlineKey: the slot image (size, bytes, zeros; kImageBytes of it are compared).
   // size > kInlineKey: the varint prefix, prefix_size bytes.
   alignas(8) std::array<char, 32> bytes;
   std::uint8_t prefix_size;
@@ -178,14 +180,21 @@ inline TableKey make_table_key(std::string_view user, const Limit& limit, std::u
   return key;
 }
 
-// The hash make_table_key gave the key stored as these `n` bytes (a long key as write_long
-// wrote it, or a short key's image without its size byte).
-inline std::uint64_t hash_stored_key(const char* stored, std::size_t n, std::uint64_t seed) {
+// The limit numbers (limit, period, burst) at the head of a stored key (prefix + user bytes);
+// returns the prefix's length.
+inline std::size_t read_limit_numbers(const char* stored, std::size_t n,
+                                      std::uint64_t (&numbers)[3]) {
   const char* end = stored + n;
-  std::uint64_t numbers[3];
   const char* p = stored;
   for (std::uint64_t& v : numbers) p += key_detail::get_varint(p, end, v);
-  return hash_bytes(p, static_cast<std::size_t>(end - p),
+  return static_cast<std::size_t>(p - stored);
+}
+
+// The hash make_table_key gave the key stored as these `n` bytes (prefix + user bytes).
+inline std::uint64_t hash_stored_key(const char* stored, std::size_t n, std::uint64_t seed) {
+  std::uint64_t numbers[3];
+  const std::size_t prefix = read_limit_numbers(stored, n, numbers);
+  return hash_bytes(stored + prefix, n - prefix,
                     key_detail::numbers_seed(seed, numbers[0], numbers[1], numbers[2]));
 }
 

@@ -1,12 +1,13 @@
 // The memory store's flat table and its key encoding (src/memory/flat_table.h, table_key.h):
 // keys of every length are found again across growth and sweeps, distinct limits never share a
-// key, the idle time is never rounded down, and the stored hash matches the lookup hash.
+// key, the stored hash matches the lookup hash, and the seed cannot be cancelled.
 #include "src/memory/flat_table.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 
 #include "src/core/gcra.h"
@@ -57,7 +58,7 @@ TEST(FlatTable, FindsEveryKeyAcrossGrowthAndRetainDropsExactlyTheOthers) {
     user.resize(user.size() + random() % 40, static_cast<char>('a' + i % 26));
     const TableKey key = make_table_key(user, limit, 7);
     ASSERT_EQ(table.find(key), nullptr) << user;
-    table.insert(key, core::GcraState{.tat_us = i, .tat_rem = 0, .last = 0}, 1);
+    table.insert(key, core::GcraState{.tat_us = i, .tat_rem = 0, .last = 0});
     expected[user] = i;
   }
   EXPECT_EQ(table.size(), expected.size());
@@ -95,7 +96,7 @@ TEST(FlatTable, StatesThatOwnMemoryMoveThroughRebuilds) {
     core::SlidingLogState state;
     state.entries.push_back({.at = i, .cost = 1});
     state.total = 1;
-    table.insert(make_table_key("log" + std::to_string(i), limit, 3), std::move(state), 1);
+    table.insert(make_table_key("log" + std::to_string(i), limit, 3), std::move(state));
   }
   table.retain([](const auto& slot) { return slot.state.entries.front().at < 500; });
   for (int i = 0; i < 1'000; ++i) {
@@ -107,20 +108,18 @@ TEST(FlatTable, StatesThatOwnMemoryMoveThroughRebuilds) {
   }
 }
 
-TEST(IdleUnits, NeverRoundDownAndSaturateToNever) {
-  EXPECT_EQ(idle_units(0), 0u);
-  EXPECT_EQ(idle_units(1), 1u);
-  EXPECT_EQ(idle_units(kIdleUnit), 1u);
-  EXPECT_EQ(idle_units(kIdleUnit + 1), 2u);
-  // idle_by(idle_units(t), now) holds exactly from the first unit boundary at or after t.
-  for (Micros t : {Micros{1}, Micros{1'999'999}, Micros{2'000'000}, Micros{3'600'000'000}}) {
-    const std::uint32_t u = idle_units(t);
-    EXPECT_FALSE(idle_by(u, t - 1)) << t;
-    EXPECT_TRUE(idle_by(u, static_cast<Micros>(u) * kIdleUnit)) << t;
-    EXPECT_FALSE(idle_by(u, static_cast<Micros>(u) * kIdleUnit - 1)) << t;
+TEST(TableKey, ChosenBlocksCannotCancelTheSeed) {
+  // Regression: a block whose second word equalled a public constant zeroed the multiply and
+  // with it the seed, so such keys collided under every seed. Now the seed is in both factors.
+  const char pattern[8] = {'\xF9', '\x79', '\x37', '\x9E', '\xB1', '\x67', '\x56', '\x16'};
+  std::set<std::uint64_t> hashes;
+  for (int i = 0; i < 1'000; ++i) {
+    std::string user = "k" + std::to_string(1'000'000 + i);  // 8 distinct bytes
+    user.append(pattern, 8);
+    user += 'z';
+    hashes.insert(hash_bytes(user.data(), user.size(), 42));
   }
-  EXPECT_EQ(idle_units(Micros{1} << 62), kNeverIdle);
-  EXPECT_FALSE(idle_by(kNeverIdle, Micros{1} << 62));
+  EXPECT_EQ(hashes.size(), 1'000u);
 }
 
 }  // namespace

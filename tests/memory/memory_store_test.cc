@@ -502,6 +502,25 @@ TEST(MemoryStore, SweepDropsOnlyIdleKeys) {
   EXPECT_EQ(store.sweep(10 * kHour), 0u);
 }
 
+TEST(MemoryStore, AFullStoreFreesAKeyTheMicrosecondItIsIdle) {
+  // One place, every algorithm: k1 holds it until its state is idle (1 per second: idle 1 s after
+  // its admission, 2 s for the sliding window); k2 is refused 1 µs before and admitted at that
+  // instant, because the sweep that makes room reads idleness from the state itself.
+  for (Algorithm a : kAll) {
+    MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 1, 1));
+    const Limit lim = make_limit(a, 1, kS);
+    ASSERT_TRUE(store.check("k1", lim, 1, 0).value().allowed) << algorithm_name(a);
+    const Micros idle = a == Algorithm::kSlidingWindow ? 2 * kS : kS;
+    const auto early = store.check("k2", lim, 1, idle - 1);
+    ASSERT_FALSE(early.has_value()) << algorithm_name(a);
+    EXPECT_EQ(early.error().code, Errc::kStoreFull);
+    const auto on_time = store.check("k2", lim, 1, idle);
+    ASSERT_TRUE(on_time.has_value()) << algorithm_name(a) << ": " << on_time.error().message;
+    EXPECT_TRUE(on_time->allowed);
+    EXPECT_EQ(store.size(), 1u);
+  }
+}
+
 TEST(MemoryStore, SweepAfterTrafficReturnsToEmpty) {
   MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 16));
   for (int k = 0; k < 200; ++k) {
