@@ -72,8 +72,10 @@ struct RedisStoreOptions {
   // Minimum TTL of a written key. 0 in production; replay sets it because its `now` is not the
   // server's clock, and a key must not expire by the wall clock in the middle of a trace.
   std::chrono::milliseconds ttl_floor{0};
-  int max_batch = 128;    // checks in one script call; 1 disables batching
-  int max_in_flight = 8;  // script calls in flight per algorithm (and slot) before checks batch
+  int max_batch = 128;  // checks in one script call; 1 disables batching
+  // Script calls in flight per algorithm (and slot) before checks batch; a full batch goes
+  // anyway. 2 measured best at 8 and 50 checks in flight, and as good at 400 (docs/benchmarks.md).
+  int max_in_flight = 2;
   // Cluster, check_all over several slots: a dry call per slot before reserving, so that a
   // request that some layer denies charges nothing and needs no refund (docs/benchmarks.md).
   bool cluster_dry_run_first = true;

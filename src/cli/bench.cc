@@ -177,10 +177,11 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
     return 2;
   }
   // --batch 1 sends every check as its own script call, all lanes pipelined; otherwise checks
-  // that wait behind --in-flight (default 8) calls in flight go together in the next call.
+  // that wait behind --in-flight (default: the store's, 2) calls in flight go together in the
+  // next call.
   const int in_flight = setup->in_flight > 0 ? setup->in_flight
                         : setup->batch == 1  ? setup->concurrency
-                                             : 8;
+                                             : RedisStoreOptions{}.max_in_flight;
   auto store = open_store(
       setup->backend,
       {.redis = {.pool_size = 2, .max_batch = setup->batch, .max_in_flight = in_flight}});

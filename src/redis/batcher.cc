@@ -42,7 +42,10 @@ void Batcher::submit(Pending check) {
     }
     SlotQueue& slot = slots_[check.slot];
     slot.queue.push_back(std::move(check));
-    if (slot.in_flight >= options_.max_in_flight) return;  // a returning call will take it
+    // Past max_in_flight calls, checks wait for a returning call to take them, unless a whole
+    // batch is waiting: a full batch gains nothing by waiting, so it goes at once.
+    const auto full = static_cast<std::size_t>(std::max(1, options_.max_batch));
+    if (slot.in_flight >= options_.max_in_flight && slot.queue.size() < full) return;
     batch = take_batch_locked(slot, expired);
   }
   dispatch(key, std::move(batch), std::move(expired));

@@ -1,6 +1,8 @@
 // Sends one algorithm's single checks to Redis (RedisStore::check): at once while fewer than
 // max_in_flight script calls are out, otherwise queued and sent together when a call returns, up
-// to max_batch checks in one call (each still decided exactly, in order, by lua/batch.lua).
+// to max_batch checks in one call (each still decided exactly, in order, by lua/batch.lua); a
+// queue that holds a whole batch sends it at once, whatever is in flight. So the batch size
+// follows the load: one check per call when alone, fuller calls as checks pile up.
 // A check's time (the store's timeout) runs from submit(): time spent queued counts, a check
 // whose time ran out in the queue is answered kTimeout without being sent, and a batch's call
 // has the earliest deadline of its checks.
