@@ -45,7 +45,7 @@ class MemoryStore::Impl {
   // All-or-nothing over several keys: every shard involved is locked (in address order, so two
   // requests can never wait on each other), every key is decided dry, and only if all admit are
   // they decided for real. New keys' places are taken from the budget first: a full store changes
-  // nothing.
+  // nothing (after sweeping these shards once to make room, as a single check does).
   Result<Decisions> check_all(std::span<const KeyedLimit> checks, Micros now, std::int64_t cost) {
     struct Item {
       memory::TableKey key;
@@ -66,17 +66,32 @@ class MemoryStore::Impl {
     boost::container::small_vector<std::unique_lock<memory::SpinLock>, 8> locks;
     for (memory::SpinLock* m : shard_locks) locks.emplace_back(*m);
 
+    // Sweeps come first (here, not while committing): a key counted as tracked must stay.
+    const auto sweep_shards = [&](bool force) {
+      for (const Item& item : items) {
+        with_table(item.limit->algorithm(), [&](auto& table) {
+          table.sweep_locked(item.key, now, force);
+          return 0;
+        });
+      }
+    };
     Decisions decisions;
-    decisions.reserve(items.size());
     std::size_t new_keys = 0;
-    for (const Item& item : items) {
-      with_table(item.limit->algorithm(), [&](auto& table) {
-        bool tracked = false;
-        decisions.push_back(table.peek_locked(item.key, *item.limit, now, cost, &tracked));
-        if (decisions.back().allowed && cost > 0 && !tracked) ++new_keys;
-        return 0;
-      });
-    }
+    const auto peek_all = [&] {
+      decisions.clear();
+      new_keys = 0;
+      for (const Item& item : items) {
+        with_table(item.limit->algorithm(), [&](auto& table) {
+          bool tracked = false;
+          decisions.push_back(table.peek_locked(item.key, *item.limit, now, cost, &tracked));
+          if (decisions.back().allowed && cost > 0 && !tracked) ++new_keys;
+          return 0;
+        });
+      }
+    };
+    sweep_shards(false);
+    decisions.reserve(items.size());
+    peek_all();
     if (!all_allowed(decisions)) {
       for (std::size_t i = 0; i < items.size(); ++i) {
         if (!decisions[i].allowed) continue;
@@ -86,7 +101,13 @@ class MemoryStore::Impl {
       }
       return decisions;
     }
-    if (new_keys > 0 && !budget_.take(new_keys)) return std::unexpected(budget_.full_error());
+    if (new_keys > 0 && !budget_.take(new_keys)) {
+      // Full: drop what is idle in these shards, count again (the decisions stay the same: an
+      // idle key decides as an absent one), and try once more.
+      sweep_shards(true);
+      peek_all();
+      if (new_keys > 0 && !budget_.take(new_keys)) return std::unexpected(budget_.full_error());
+    }
     for (std::size_t i = 0; i < items.size(); ++i) {
       decisions[i] = with_table(items[i].limit->algorithm(), [&](auto& table) {
         return table.commit_locked(items[i].key, *items[i].limit, now, cost);

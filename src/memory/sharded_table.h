@@ -89,6 +89,14 @@ class ShardedTable {
     return decision;
   }
 
+  // Under the key's shard lock: sweeps that shard if it has grown to its next sweep (or, with
+  // `force`, anyway). check_all calls it before deciding, so that what it counts as tracked or new
+  // stays so until it commits.
+  void sweep_locked(const TableKey& key, Micros now, bool force) {
+    Shard& shard = shard_for(key);
+    if (force || shard.table.size() >= shard.sweep_at) sweep_locked(shard, now);
+  }
+
   std::size_t sweep(Micros now) {
     std::size_t dropped = 0;
     for (auto& shard : shards_) {

@@ -44,8 +44,7 @@ void Batcher::submit(Pending check) {
     slot.queue.push_back(std::move(check));
     // Past max_in_flight calls, checks wait for a returning call to take them, unless a whole
     // batch is waiting: a full batch gains nothing by waiting, so it goes at once.
-    const auto full = static_cast<std::size_t>(std::max(1, options_.max_batch));
-    if (slot.in_flight >= options_.max_in_flight && slot.queue.size() < full) return;
+    if (slot.in_flight >= options_.max_in_flight && !front_batch_full(slot)) return;
     batch = take_batch_locked(slot, expired);
   }
   dispatch(key, std::move(batch), std::move(expired));
@@ -68,6 +67,19 @@ void Batcher::dispatch(std::uint16_t key, std::vector<Pending> batch,
     }
     batch = take_batch_locked(slot, expired);
   }
+}
+
+// Whether the next batch would be a full one (max_batch > 1 checks sharing one `now`). With
+// batching off (max_batch 1) nothing is "full": max_in_flight then bounds the calls out.
+bool Batcher::front_batch_full(const SlotQueue& slot) const {
+  const auto full = static_cast<std::size_t>(options_.max_batch);
+  if (full <= 1 || slot.queue.size() < full) return false;
+  std::size_t run = 0;
+  for (const Pending& p : slot.queue) {
+    if (p.now != slot.queue.front().now) return false;
+    if (++run == full) return true;
+  }
+  return false;
 }
 
 // The longest prefix of the slot's queue that shares one `now` (order per key is kept), capped.

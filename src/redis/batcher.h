@@ -1,8 +1,9 @@
 // Sends one algorithm's single checks to Redis (RedisStore::check): at once while fewer than
 // max_in_flight script calls are out, otherwise queued and sent together when a call returns, up
 // to max_batch checks in one call (each still decided exactly, in order, by lua/batch.lua); a
-// queue that holds a whole batch sends it at once, whatever is in flight. So the batch size
-// follows the load: one check per call when alone, fuller calls as checks pile up.
+// queue whose front holds a whole batch (max_batch > 1 checks with one `now`) sends it at once,
+// whatever is in flight. So the batch size follows the load: one check per call when alone,
+// fuller calls as checks pile up.
 // A check's time (the store's timeout) runs from submit(): time spent queued counts, a check
 // whose time ran out in the queue is answered kTimeout without being sent, and a batch's call
 // has the earliest deadline of its checks.
@@ -56,6 +57,7 @@ class Batcher {
     std::deque<Pending> queue;
     int in_flight = 0;
   };
+  bool front_batch_full(const SlotQueue& slot) const;
   // The next batch of the slot's queue (empty when none is left), and the checks whose time ran
   // out while they waited (`expired`, answered kTimeout by the caller outside the lock).
   std::vector<Pending> take_batch_locked(SlotQueue& slot, std::vector<Pending>& expired);

@@ -521,6 +521,25 @@ TEST(MemoryStore, AFullStoreFreesAKeyTheMicrosecondItIsIdle) {
   }
 }
 
+TEST(MemoryStore, CheckAllAloneMakesRoomFromIdleKeys) {
+  // Only layered checks, no background sweeper: a full store still frees the places of keys that
+  // are idle (before, check_all never swept and refused every new key for good).
+  MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 1, 2));
+  const Limit lim = make_limit(Algorithm::kGcra, 1, kS);
+  const auto first = store.check_all(
+      std::vector<KeyedLimit>{{.key = "a", .limit = &lim}, {.key = "b", .limit = &lim}}, 1, 0);
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  EXPECT_EQ(store.size(), 2u);
+  const std::vector<KeyedLimit> next{{.key = "c", .limit = &lim}, {.key = "d", .limit = &lim}};
+  const auto early = store.check_all(next, 1, kS - 1);  // a and b are not idle yet
+  ASSERT_FALSE(early.has_value());
+  EXPECT_EQ(early.error().code, Errc::kStoreFull);
+  const auto later = store.check_all(next, 1, kS);  // now they are
+  ASSERT_TRUE(later.has_value()) << later.error().message;
+  EXPECT_TRUE(all_allowed(*later));
+  EXPECT_EQ(store.size(), 2u);
+}
+
 TEST(MemoryStore, SweepAfterTrafficReturnsToEmpty) {
   MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 16));
   for (int k = 0; k < 200; ++k) {
