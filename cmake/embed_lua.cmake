@@ -1,8 +1,10 @@
 # Generates OUTPUT (a .cc file) holding the Redis scripts as strings, one per algorithm of the list
 # (include/spillway/algorithm_list.h, read as LIST_FILE) and the all-or-nothing script:
-#   script of algorithm a:  prelude.lua + batch.lua with <a>.lua (a block of statements) pasted
-#                           in place of its "-- @algorithm" line: no function per check
-#   all-or-nothing script:  prelude.lua + every <a>.lua wrapped in "local function decide_<a>"
+#   script of algorithm a:  prelude.lua + batch.lua with <a>.lua (a block of statements) and
+#                           write.lua pasted in place of its "-- @algorithm" line: no function
+#                           per check
+#   all-or-nothing script:  prelude.lua + every <a>.lua + write.lua wrapped in
+#                           "local function decide_<a>"
 #                           + the id table + all_or_nothing.lua
 #   refund script:          refund.lua (undoes a reservation of the all-or-nothing script)
 # The id table maps each algorithm's number (its position in the list, as the C++ sends it) to
@@ -12,6 +14,7 @@ spillway_read_algorithm_list(${LIST_FILE} algorithms)
 
 file(READ ${LUA_DIR}/prelude.lua prelude)
 file(READ ${LUA_DIR}/batch.lua batch)
+file(READ ${LUA_DIR}/write.lua write)
 file(READ ${LUA_DIR}/all_or_nothing.lua all_or_nothing)
 file(READ ${LUA_DIR}/refund.lua refund)
 
@@ -28,14 +31,14 @@ foreach(name IN LISTS algorithms)
   if(NOT script MATCHES "^  -- ${name}: ")
     message(FATAL_ERROR "lua/${name}.lua must be a block that starts with '  -- ${name}: '")
   endif()
-  string(REPLACE "  -- @algorithm\n" "${script}" single "${batch}")
+  string(REPLACE "  -- @algorithm\n" "${script}${write}" single "${batch}")
   if(single STREQUAL batch)
     message(FATAL_ERROR "lua/batch.lua has lost its '  -- @algorithm' line")
   endif()
   set(function "local function decide_${name}(key, limit, period, burst, limit_units, ")
   string(APPEND function "period_units, cost, commit)\n  local allowed, remaining, retry_after, ")
-  string(APPEND function "reset_after\n${script}  return allowed, remaining, retry_after, ")
-  string(APPEND function "reset_after\nend\n")
+  string(APPEND function "reset_after, state, idle_at\n${script}${write}")
+  string(APPEND function "  return allowed, remaining, retry_after, reset_after\nend\n")
   string(APPEND checks
          "static_assert(algorithm_name(kAlgorithms[${index}]) == \"${name}\", \"${name} moved\");\n")
   string(APPEND scripts "    R\"spillway_lua(${prelude}${single})spillway_lua\",\n")

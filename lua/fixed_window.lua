@@ -17,17 +17,7 @@
     if cost <= limit and used + cost <= limit then
       allowed = true
       used = used + cost
-      if cost > 0 and commit then
-        local idle_in = window_end - now
-        local ttl = -floor(-idle_in / 1000)
-        if ttl * 1000 < idle_in then ttl = ttl + 1 end
-        ttl = max(ttl, ttl_floor)
-        if ttl > 0 then
-          redis.call('SET', key, pack('<dd', window, used), 'PX', ttl)
-        else
-          redis.call('DEL', key)
-        end
-      end
+      if cost > 0 and commit then state, idle_at = pack('<dd', window, used), window_end end
     elseif cost > limit then
       retry_after = NEVER
     else

@@ -27,16 +27,8 @@
         x_rem = rem - carry * scale
         debt = debt + cost * interval
         if commit then
-          local idle_in = x_us - now  -- µs until idle: tat, rounded up
-          if x_rem > 0 then idle_in = idle_in + 1 end
-          local ttl = -floor(-idle_in / 1000)
-          if ttl * 1000 < idle_in then ttl = ttl + 1 end
-          ttl = max(ttl, ttl_floor)
-          if ttl > 0 then
-            redis.call('SET', key, pack('<ddd', x_us, x_rem, at), 'PX', ttl)
-          else
-            redis.call('DEL', key)
-          end
+          state, idle_at = pack('<ddd', x_us, x_rem, at), x_us  -- idle at tat, rounded up
+          if x_rem > 0 then idle_at = x_us + 1 end
         end
       end
     else

@@ -25,8 +25,8 @@
 -- single-algorithm scripts are the hot path. The block reads the locals key, limit, period,
 -- burst, limit_units, period_units, cost and commit; it sets allowed (boolean), remaining,
 -- retry_after and reset_after; it writes the key only when it admits cost > 0 and commit is true
--- (false: a dry run), always with a TTL that ends when the key is idle again (never a key without
--- one; at least ttl_floor ms; an already idle key is deleted). The numbers may arrive as ARGV
+-- (false: a dry run): it sets `state` (the packed value) and `idle_at` (µs), and lua/write.lua,
+-- pasted after it, writes them with the TTL. The numbers may arrive as ARGV
 -- strings: the block makes numbers of those it uses with `+ 0` (in Redis' Lua each conversion
 -- costs ~0.1 µs, and `+ 0` costs less than tonumber()).
 local floor, max = math.floor, math.max

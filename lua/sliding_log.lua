@@ -36,10 +36,7 @@
           else
             redis.call('ZADD', key, int(at), int(at) .. ':' .. int(cost))
           end
-          local idle_in = at + period - now
-          local ttl = -floor(-idle_in / 1000)
-          if ttl * 1000 < idle_in then ttl = ttl + 1 end
-          redis.call('PEXPIRE', key, max(ttl, ttl_floor))
+          idle_at = at + period  -- the sorted set is written: lua/write.lua sets its expiry
         end
         used = used + cost
         newest_at = at

@@ -28,15 +28,7 @@
       allowed = true
       current = current + cost
       if cost > 0 and commit then
-        local idle_in = (window + 2) * period - now
-        local ttl = -floor(-idle_in / 1000)
-        if ttl * 1000 < idle_in then ttl = ttl + 1 end
-        ttl = max(ttl, ttl_floor)
-        if ttl > 0 then
-          redis.call('SET', key, pack('<ddd', at, previous, current), 'PX', ttl)
-        else
-          redis.call('DEL', key)
-        end
+        state, idle_at = pack('<ddd', at, previous, current), (window + 2) * period
       end
     elseif cost > limit then
       retry_after = NEVER

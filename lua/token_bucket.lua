@@ -36,14 +36,7 @@
     if full_in * per_micro < missing then full_in = full_in + 1 end
     reset_after = at + full_in - now
     if allowed and cost > 0 and commit then
-      local ttl = -floor(-reset_after / 1000)
-      if ttl * 1000 < reset_after then ttl = ttl + 1 end
-      ttl = max(ttl, ttl_floor)
-      if ttl > 0 then
-        redis.call('SET', key, pack('<dd', units, at), 'PX', ttl)
-      else
-        redis.call('DEL', key)
-      end
+      state, idle_at = pack('<dd', units, at), at + full_in
     end
     remaining = floor(units / per_token)
     if remaining * per_token > units then remaining = remaining - 1 end
