@@ -641,7 +641,9 @@ class Client::Impl::Connection {
     for (Pending& entry : pending) {
       if (entry.kind == Kind::kUser) complete(entry.done, error(code, message));
     }
-    for (Waiting& entry : waiting) complete(entry.done, error(code, message));
+    // Calls queued during the first attempt were never written: never_sent() says so.
+    const std::string unsent = impl_.where_ + std::string(kNotConnected) + cause + ")";
+    for (Waiting& entry : waiting) complete(entry.done, error(Errc::kUnavailable, unsent));
 
     if (state_ == State::kDown) {
       // A random wait in [backoff/2, backoff]: clients that lost the server together do not all

@@ -204,7 +204,10 @@ class ClusterRouter::Impl {
                 Result<Reply> reply) {
     if (closing()) return finish(call, std::move(reply));
     if (!reply) {
-      if (reply.error().code == Errc::kTimeout) return finish(call, std::move(reply));
+      // A call that was written may have run before its connection died (and a script's write
+      // may have reached a replica that is promoted next): sending it again could charge twice,
+      // so its error is the answer. Only a call no connection took is tried elsewhere.
+      if (!never_sent(reply.error())) return finish(call, std::move(reply));
       call->last_error = reply.error().message;  // the node is down or unreachable
       ++retried_;
       refresh();

@@ -21,6 +21,7 @@
 #include "src/redis/script_reply.h"
 #include "src/redis/scripts.h"
 #include "src/redis/url.h"
+#include "tests/support/fault_proxy.h"
 #include "tests/support/key_audit.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_cluster.h"
@@ -297,7 +298,7 @@ INSTANTIATE_TEST_SUITE_P(DryRunFirst, ClusterCheckAll, ::testing::Bool());
 class Load {
  public:
   Load(RedisStore& store, const Limit& limit, std::vector<std::string> keys, int threads = 4)
-      : keys_(std::move(keys)), admitted_(keys_.size()) {
+      : keys_(std::move(keys)), admitted_(keys_.size()), failed_(keys_.size()) {
     for (int t = 0; t < threads; ++t) {
       workers_.emplace_back([this, &store, limit, t] {
         for (std::size_t i = static_cast<std::size_t>(t); !stop_; i += 7) {
@@ -310,6 +311,7 @@ class Load {
           longest_ = std::max(longest_, took);
           if (!d) {
             errors_.push_back(d.error().message);
+            ++failed_[k];
           } else if (d->allowed) {
             ++admitted_[k];
           }
@@ -341,6 +343,11 @@ class Load {
     }
     return false;
   }
+  // Per key, the checks that ended in an error (each may or may not have been charged).
+  std::vector<int> failed() {
+    std::lock_guard lock(mutex_);
+    return failed_;
+  }
   int total() {
     std::lock_guard lock(mutex_);
     int sum = 0;
@@ -362,6 +369,7 @@ class Load {
   std::mutex mutex_;
   std::vector<std::string> errors_;
   std::vector<int> admitted_;
+  std::vector<int> failed_;
   long checks_ = 0;
   std::chrono::steady_clock::duration longest_{};
   std::vector<std::jthread> workers_;
@@ -446,9 +454,10 @@ TEST(ClusterUnderLoad, ManualFailoverIsInvisibleAndAKilledPrimaryRecovers) {
   }
   // 2. kill -9 of a primary: errors only until a replica is promoted, each within the timeout,
   // then every check succeeds again without a restart. The keys allow 200 per day (gcra, burst
-  // 200), and the primary dies when about half of that is admitted, so writes are in flight:
-  // each key must still reach 200, and what a key admits beyond is what the dead primary had not
-  // yet replicated (asynchronous replication), measured and printed.
+  // 200), and the primary dies when about half of that is admitted, so writes are in flight.
+  // A check that failed may have been charged (its script ran, the answer was lost), but none is
+  // charged twice: admitted plus failed reaches 200 for every key. What a key admits beyond 200
+  // is what the dead primary had not yet replicated (asynchronous replication), printed.
   const int daily_limit = 200;
   const Limit daily = *Limit::make(Algorithm::kGcra, daily_limit, kMicrosPerDay);
   Load load(*store, daily, keys);
@@ -474,9 +483,12 @@ TEST(ClusterUnderLoad, ManualFailoverIsInvisibleAndAKilledPrimaryRecovers) {
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (std::chrono::steady_clock::now() < deadline) {
     const std::vector<int> admitted = load.admitted();
-    if (std::all_of(admitted.begin(), admitted.end(), [&](int n) { return n >= daily_limit; })) {
-      break;
+    const std::vector<int> failed = load.failed();
+    bool filled = true;
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      filled = filled && admitted[k] + failed[k] >= daily_limit;
     }
+    if (filled) break;
     std::this_thread::sleep_for(50ms);
   }
   std::this_thread::sleep_for(200ms);
@@ -485,7 +497,9 @@ TEST(ClusterUnderLoad, ManualFailoverIsInvisibleAndAKilledPrimaryRecovers) {
   EXPECT_LE(longest.count(), 2 * 1000 + 500) << "a check waited past its timeout";
   int over = 0;
   for (std::size_t k = 0; k < keys.size(); ++k) {
-    EXPECT_GE(load.admitted()[k], daily_limit) << keys[k];
+    EXPECT_GE(load.admitted()[k] + load.failed()[k], daily_limit)
+        << keys[k] << ": charged more than once (admitted " << load.admitted()[k] << ", failed "
+        << load.failed()[k] << ")";
     over += std::max(0, load.admitted()[k] - daily_limit);
   }
   std::printf(
@@ -495,6 +509,38 @@ TEST(ClusterUnderLoad, ManualFailoverIsInvisibleAndAKilledPrimaryRecovers) {
       static_cast<long long>(
           std::chrono::duration_cast<std::chrono::milliseconds>(recovered_after).count()),
       static_cast<long long>(longest.count()), over);
+}
+
+// A script that ran but whose answer was lost (the connection died before the reply, as when a
+// node is killed mid-call) is never sent again: the call fails, and the key was charged once.
+// One node that owns every slot announces a fault proxy's port, so all traffic crosses it.
+TEST(ClusterFaults, AScriptWhoseAnswerIsLostIsNeverSentAgain) {
+  testing::FaultProxy proxy;
+  RedisServer node(
+      "cluster-enabled yes\ncluster-config-file nodes.conf\n"
+      "cluster-announce-ip 127.0.0.1\ncluster-announce-port " +
+          std::to_string(proxy.port()) + "\n",
+      testing::cluster_port());
+  proxy.forward_to(node.port());
+  ASSERT_NE(node.cli("CLUSTER ADDSLOTSRANGE 0 16383").find("OK"), std::string::npos);
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return node.cli("CLUSTER INFO").find("cluster_state:ok") != std::string::npos; }));
+  auto store =
+      open_on("redis+cluster://127.0.0.1:" + std::to_string(proxy.port()), unique_prefix(), 1000ms);
+  ASSERT_NE(store, nullptr);
+  const Limit limit = *Limit::make(Algorithm::kGcra, 5, kMicrosPerDay);
+  ASSERT_TRUE(store->check("warm", limit, 1));  // the script is loaded, the connection up
+  proxy.cut_reply_to_next("EVALSHA");
+  Result<Decision> lost = store->check("k", limit, 1);
+  EXPECT_EQ(proxy.cuts(), 1);
+  EXPECT_FALSE(lost.has_value()) << "the call was sent again after its answer was lost";
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) {
+    Result<Decision> d = store->check("k", limit, 1);
+    ASSERT_TRUE(d) << d.error().message;
+    admitted += d->allowed ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, 4) << "5 per day, and the lost call was charged once";
 }
 
 TEST(ClusterKeys, EveryKeyOnEveryNodeHasATtl) {

@@ -29,7 +29,8 @@ bool can_bind(std::uint16_t port) {
   return ok;
 }
 
-// A port whose cluster bus port (+10000) is free too, both below 65536.
+}  // namespace
+
 std::uint16_t cluster_port() {
   static std::mt19937 random(
       static_cast<unsigned>(::getpid()) * 7919u +
@@ -40,6 +41,8 @@ std::uint16_t cluster_port() {
   }
   throw std::runtime_error("RedisCluster: no free port pair (port, port + 10000) found");
 }
+
+namespace {
 
 std::string trimmed(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {

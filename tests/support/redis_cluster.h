@@ -52,4 +52,8 @@ class RedisCluster {
 // first use and never stopped early: tests that kill or move nodes start their own.
 RedisCluster& shared_cluster();
 
+// A free loopback port whose cluster bus port (+10000) is free too, for a cluster node a test
+// starts by hand. Throws std::runtime_error if none is found.
+std::uint16_t cluster_port();
+
 }  // namespace spillway::testing
