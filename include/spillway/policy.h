@@ -42,10 +42,16 @@ struct EndpointSelector {
   friend bool operator==(const EndpointSelector&, const EndpointSelector&) = default;
 };
 
+// kShadow: the layer is checked and its would-be denials counted, but it never denies (the way
+// to roll out a new limit safely). It is charged only when it admits and the enforced layers
+// admitted the request, so its state evolves as if it were enforced.
+enum class LayerMode { kEnforce, kShadow };
+
 struct LayerSpec {
   std::string name;              // "edge", "gateway", "endpoint"; unique in a policy
   std::vector<std::string> key;  // attribute names forming the key, in order (e.g. {"ip"})
   Algorithm algorithm = Algorithm::kGcra;
+  LayerMode mode = LayerMode::kEnforce;
   // Exactly one of these three is set.
   std::optional<RateSpec> limit;
   std::optional<PlanSelector> by_plan;

@@ -5,6 +5,11 @@
 // decide() resolves the request's layers, runs them all-or-nothing through a Store, and combines
 // the answers (docs/SPEC.md §5): the top-level decision is the denying layer with the longest wait,
 // or, when admitted, the layer with the fewest remaining.
+// Shadow layers (LayerMode::kShadow) never take part in that: once the enforced layers admitted a
+// request, the shadow layers that apply are checked all-or-nothing among themselves in one more
+// store call (charged only if they all admit, as if enforced), and the ones that would deny are
+// named in shadow_denied. A denied request does not check them; a backend error of that second
+// call changes nothing in the answer (the shadow layers are then left out of it).
 #pragma once
 
 #include <functional>
@@ -21,7 +26,8 @@ namespace spillway::policy {
 struct LayerDecision {
   std::string name;
   Decision decision;
-  Micros period = 0;  // of the limit applied, for the RateLimit-Policy header
+  Micros period = 0;    // of the limit applied, for the RateLimit-Policy header
+  bool shadow = false;  // a shadow layer: reported, never denies
 };
 
 struct PolicyDecision {
@@ -29,7 +35,9 @@ struct PolicyDecision {
   std::optional<std::string> denied_by;  // layer name
   Decision top;                          // what the top-level fields and headers describe
   Micros top_period = 0;
-  std::vector<LayerDecision> layers;  // the layers that applied, in policy order
+  std::vector<LayerDecision> layers;       // the layers that applied: enforced, then shadow ones
+  bool shadow_checked = false;             // shadow layers applied and were checked
+  std::vector<std::string> shadow_denied;  // shadow layers that would have denied
 };
 
 class Policy {
@@ -63,6 +71,11 @@ class Policy {
   };
   explicit Policy(PolicySpec spec) : spec_(std::move(spec)) {}
   PolicyDecision combine(const std::vector<Check>& checks, const Decisions& decisions) const;
+  // Adds the shadow layers' answers (`decisions` aligned with `shadow`) to `out`.
+  void add_shadow(PolicyDecision& out, const std::vector<Check>& shadow,
+                  const Decisions& decisions) const;
+  // Moves the checks of shadow layers out of `checks` (which keeps the enforced ones, in order).
+  std::vector<Check> take_shadow(std::vector<Check>& checks) const;
   static std::vector<KeyedLimit> keyed_limits(const std::vector<Check>& checks);
 
   PolicySpec spec_;

@@ -313,7 +313,7 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
                       const std::vector<LayerSpec>& earlier) {
   expect_map(node, path, "a mapping with name, key and a limit");
   Fields fields(node, path,
-                {"name", "key", "algorithm", "limit", "burst", "by_plan", "by_endpoint"});
+                {"name", "key", "algorithm", "limit", "burst", "by_plan", "by_endpoint", "mode"});
   LayerSpec layer;
   const Entry& name = fields.require("name");
   layer.name = scalar(name.value, fields.path("name"), "a layer name");
@@ -339,6 +339,14 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
     context.algorithm = *parsed;
   }
   layer.algorithm = context.algorithm;
+  if (const Entry* mode = fields.find("mode")) {
+    const std::string text = scalar(mode->value, fields.path("mode"), "enforce or shadow");
+    if (text == "shadow") {
+      layer.mode = LayerMode::kShadow;
+    } else if (text != "enforce") {
+      fail(mode->value, fields.path("mode"), quote_for_error(text) + " must be enforce or shadow");
+    }
+  }
   if (const Entry* burst = fields.find("burst")) {
     const std::string burst_path = fields.path("burst");
     context.burst =

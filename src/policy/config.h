@@ -36,6 +36,7 @@
 //       algorithm: gcra
 //       limit: 1000/min
 //       burst: 1000               # optional
+//       mode: enforce             # or shadow: counts would-be denials, never denies
 //     - name: gateway
 //       key: [api_key]
 //       by_plan:

@@ -165,28 +165,72 @@ PolicyDecision Policy::combine(const std::vector<Check>& checks, const Decisions
   return out;
 }
 
+std::vector<Policy::Check> Policy::take_shadow(std::vector<Check>& checks) const {
+  std::vector<Check> shadow;
+  for (Check& check : checks) {
+    if (spec_.layers[check.layer].mode == LayerMode::kShadow) shadow.push_back(std::move(check));
+  }
+  std::erase_if(checks, [&](const Check& check) {
+    return spec_.layers[check.layer].mode == LayerMode::kShadow;
+  });
+  return shadow;
+}
+
+void Policy::add_shadow(PolicyDecision& out, const std::vector<Check>& shadow,
+                        const Decisions& decisions) const {
+  out.shadow_checked = true;
+  for (std::size_t i = 0; i < shadow.size(); ++i) {
+    const std::string& name = layer_name(shadow[i].layer);
+    out.layers.push_back({name, decisions[i], shadow[i].limit->period(), true});
+    if (!decisions[i].allowed) out.shadow_denied.push_back(name);
+  }
+}
+
 Result<PolicyDecision> Policy::decide(Store& store, const Attributes& attributes, std::int64_t cost,
                                       std::optional<Micros> now) const {
   auto checks = resolve(attributes);
   if (!checks) return std::unexpected(checks.error());
-  if (checks->empty()) return combine(*checks, {});
-  auto decisions = store.check_all(keyed_limits(*checks), cost, now);
-  if (!decisions) return std::unexpected(decisions.error());
-  return combine(*checks, *decisions);
+  const std::vector<Check> shadow = take_shadow(*checks);
+  Decisions decisions;
+  if (!checks->empty()) {
+    auto enforced = store.check_all(keyed_limits(*checks), cost, now);
+    if (!enforced) return std::unexpected(enforced.error());
+    decisions = std::move(*enforced);
+  }
+  PolicyDecision out = combine(*checks, decisions);
+  if (out.allowed && !shadow.empty()) {
+    auto would = store.check_all(keyed_limits(shadow), cost, now);
+    if (would) add_shadow(out, shadow, *would);
+  }
+  return out;
 }
 
 void Policy::decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
                           std::function<void(Result<PolicyDecision>)> done) const {
   auto checks = resolve(attributes);
   if (!checks) return done(std::unexpected(checks.error()));
-  if (checks->empty()) return done(combine(*checks, {}));
+  auto shadow = std::make_shared<std::vector<Check>>(take_shadow(*checks));
+  // Then the shadow layers, once the enforced ones admitted; their error changes nothing.
+  using Done = std::function<void(Result<PolicyDecision>)>;
+  auto then_shadow = [this, &store, cost, shadow](PolicyDecision out, Done finish) {
+    if (!out.allowed || shadow->empty()) return finish(std::move(out));
+    auto decided = std::make_shared<PolicyDecision>(std::move(out));
+    store.check_all_async(
+        keyed_limits(*shadow), cost, std::nullopt,
+        [this, shadow, decided, finish = std::move(finish)](Result<Decisions> would) {
+          if (would) add_shadow(*decided, *shadow, *would);
+          finish(std::move(*decided));
+        });
+  };
+  if (checks->empty()) return then_shadow(combine(*checks, {}), std::move(done));
   auto owned = std::make_shared<std::vector<Check>>(std::move(*checks));
-  // The caller keeps this Policy alive until `done` runs (the server holds a shared_ptr).
-  store.check_all_async(keyed_limits(*owned), cost, std::nullopt,
-                        [this, owned, done = std::move(done)](Result<Decisions> decisions) {
-                          if (!decisions) return done(std::unexpected(decisions.error()));
-                          done(combine(*owned, *decisions));
-                        });
+  // The caller keeps this Policy and the store alive until `done` runs (the server holds them).
+  store.check_all_async(
+      keyed_limits(*owned), cost, std::nullopt,
+      [this, owned, then_shadow, done = std::move(done)](Result<Decisions> decisions) mutable {
+        if (!decisions) return done(std::unexpected(decisions.error()));
+        then_shadow(combine(*owned, *decisions), std::move(done));
+      });
 }
 
 }  // namespace spillway::policy

@@ -30,14 +30,15 @@ std::string decision_json(const Decision& d) {
   return out;
 }
 
-// RateLimit-Policy / RateLimit (IETF httpapi draft: named policies with q, w; r, t), the
-// X-RateLimit-* trio of the top-level decision, and Retry-After when denied.
+// RateLimit-Policy / RateLimit (IETF httpapi draft: named policies with q, w; r, t) of the
+// enforced layers, the X-RateLimit-* trio of the top-level decision, and Retry-After when denied.
 void add_rate_headers(HttpResponse& response, const std::vector<LayerDecision>& layers,
                       const Decision& top) {
   response.headers.reserve(6);
-  if (!layers.empty()) {
+  if (!layers.empty() && !layers.front().shadow) {
     std::string policy, state;
     for (const LayerDecision& l : layers) {
+      if (l.shadow) break;  // shadow layers come last, and are not the client's limits
       if (!policy.empty()) {
         policy.append(", ");
         state.append(", ");
@@ -116,6 +117,14 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
     } else {
       body.append("null");
     }
+    if (d.shadow_checked) {
+      body.append(",\"shadow_denied\":[");
+      for (std::size_t i = 0; i < d.shadow_denied.size(); ++i) {
+        if (i > 0) body.push_back(',');
+        append_json_string(body, d.shadow_denied[i]);
+      }
+      body.push_back(']');
+    }
     body.append(",\"layers\":[");
     for (std::size_t i = 0; i < d.layers.size(); ++i) {
       if (i > 0) body.push_back(',');
@@ -123,9 +132,14 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
       append_decision_fields(body, d.layers[i].decision);
       body.append(",\"name\":");
       append_json_string(body, d.layers[i].name);
+      if (d.layers[i].shadow) body.append(",\"mode\":\"shadow\"");
       body.push_back('}');
     }
     body.append("]}");
+  } else if (!d.shadow_denied.empty()) {
+    std::string names;
+    for (const std::string& name : d.shadow_denied) names.append(names.empty() ? "" : ",") += name;
+    response.headers.emplace_back("X-Spillway-Shadow-Denied", std::move(names));
   }
   add_rate_headers(response, d.layers, top);
   return response;

@@ -59,10 +59,10 @@ Metrics::Shard& Metrics::local() {
   return *shard;
 }
 
-void Metrics::decision(std::string_view layer, bool allowed) {
+void Metrics::decision(std::string_view layer, bool allowed, bool shadow) {
   Shard& shard = local();
   const std::lock_guard lock(shard.mutex);
-  ++entry(shard.decisions, layer)[allowed ? 1 : 0];
+  ++entry(shard.decisions, layer)[allowed ? 1 : shadow ? 2 : 0];
 }
 
 void Metrics::request(std::string_view endpoint, int status, Micros latency) {
@@ -84,7 +84,7 @@ void Metrics::backend_error(std::string_view kind, bool allowed) {
 
 std::string Metrics::render() const {
   // Sum the shards first, then print in a stable order.
-  std::map<std::string, std::array<std::uint64_t, 2>> decisions;
+  std::map<std::string, std::array<std::uint64_t, 3>> decisions;
   std::map<std::pair<std::string, int>, std::uint64_t> requests;
   std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;
   std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
@@ -96,8 +96,7 @@ std::string Metrics::render() const {
       const std::lock_guard shard_lock(shard->mutex);
       for (const auto& [layer, counts] : shard->decisions) {
         auto& sum = decisions[layer];
-        sum[0] += counts[0];
-        sum[1] += counts[1];
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += counts[i];
       }
       for (const auto& [endpoint, by_status] : shard->requests) {
         for (const auto& [status, count] : by_status) requests[{endpoint, status}] += count;
@@ -114,10 +113,11 @@ std::string Metrics::render() const {
   out << "# HELP spillway_decisions_total Layer decisions by result.\n"
       << "# TYPE spillway_decisions_total counter\n";
   for (const auto& [layer, counts] : decisions) {
-    for (const bool allowed : {true, false}) {
-      if (counts[allowed ? 1 : 0] == 0) continue;
+    for (const std::size_t result : {1, 0, 2}) {
+      if (counts[result] == 0) continue;
+      static constexpr const char* kResults[] = {"denied", "allowed", "shadow_denied"};
       out << "spillway_decisions_total{layer=\"" << label(layer) << "\",result=\""
-          << (allowed ? "allowed" : "denied") << "\"} " << counts[allowed ? 1 : 0] << "\n";
+          << kResults[result] << "\"} " << counts[result] << "\n";
     }
   }
   out << "# HELP spillway_requests_total HTTP requests by endpoint and status.\n"

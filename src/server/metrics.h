@@ -26,7 +26,8 @@ class Metrics {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  void decision(std::string_view layer, bool allowed);
+  // A layer's decision; a shadow layer's denial counts as result="shadow_denied", not "denied".
+  void decision(std::string_view layer, bool allowed, bool shadow = false);
   void request(std::string_view endpoint, int status, Micros latency);
   // A backend error (kind: errc_name) and what on_error answered for it.
   void backend_error(std::string_view kind, bool allowed);
@@ -38,8 +39,8 @@ class Metrics {
   struct Shard {
     std::thread::id owner;
     std::mutex mutex;  // taken by its thread and by render(): in practice never contended
-    std::map<std::string, std::array<std::uint64_t, 2>, std::less<>>
-        decisions;                                                              // [denied, allowed]
+    std::map<std::string, std::array<std::uint64_t, 3>, std::less<>>
+        decisions;  // [denied, allowed, shadow_denied]
     std::map<std::string, std::map<int, std::uint64_t>, std::less<>> requests;  // endpoint, status
     std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;       // kind, allowed
     std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};

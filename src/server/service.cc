@@ -338,7 +338,9 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
     backend_failed(result.error(), allow);
     return policy_backend_error_response(allow, for_nginx, result.error());
   }
-  for (const LayerDecision& l : result->layers) metrics_.decision(l.name, l.decision.allowed);
+  for (const LayerDecision& l : result->layers) {
+    metrics_.decision(l.name, l.decision.allowed, l.shadow);
+  }
   return policy_decision_response(*result, for_nginx);
 }
 

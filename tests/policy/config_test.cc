@@ -495,3 +495,24 @@ TEST(ConfigRls, BadValuesNameTheField) {
 
 }  // namespace
 }  // namespace spillway::policy
+
+namespace spillway::policy {
+namespace {
+
+TEST(ConfigParse, LayerModeIsEnforceOrShadow) {
+  const std::string layer = "layers:\n  - name: edge\n    key: [ip]\n    limit: 10/min\n";
+  Result<Config> plain = parse_config(layer);
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->policy.layers[0].mode, LayerMode::kEnforce);
+  Result<Config> shadow = parse_config(layer + "    mode: shadow\n");
+  ASSERT_TRUE(shadow) << shadow.error().message;
+  EXPECT_EQ(shadow->policy.layers[0].mode, LayerMode::kShadow);
+  Result<Config> bad = parse_config(layer + "    mode: dry-run\n");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("line 5: layers[0].mode"), std::string::npos)
+      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("enforce or shadow"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace spillway::policy

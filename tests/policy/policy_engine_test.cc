@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
@@ -81,6 +82,87 @@ TEST_P(PolicyOnBackend, PlansChooseTheGatewayLimit) {
   }
   EXPECT_EQ(free_admitted, 60);
   EXPECT_EQ(pro_admitted, 600);
+}
+
+// A shadow layer beside an enforced one: 10 per minute enforced by ip, 3 per minute in shadow by
+// (ip, api_key). Of 20 requests in one instant the enforced layer admits exactly 10 and denies 10;
+// the shadow layer never denies, is checked on the 10 admitted ones only, would deny 7 of them,
+// and is charged only when it admits (its state is what enforcing it would have left), through
+// the synchronous and the asynchronous (server) paths alike.
+TEST_P(PolicyOnBackend, AShadowLayerNeverDeniesAndCountsEveryWouldBeDenial) {
+  PolicySpec spec;
+  spec.layers.push_back({.name = "edge", .key = {"ip"}, .limit = RateSpec{10, kMicrosPerMinute}});
+  spec.layers.push_back({.name = "trial",
+                         .key = {"ip", "api_key"},
+                         .mode = LayerMode::kShadow,
+                         .limit = RateSpec{3, kMicrosPerMinute}});
+  auto policy = Policy::make(spec);
+  ASSERT_TRUE(policy) << policy.error().message;
+  for (const bool async : {false, true}) {
+    auto store = make();
+    const Micros now = 7'000'000;
+    int admitted = 0, shadow_denied = 0, shadow_checked = 0;
+    for (int i = 0; i < 20; ++i) {
+      const Attributes attributes = {{"ip", "10.0.0.1"}, {"api_key", "k"}};
+      Result<PolicyDecision> d;
+      if (async) {
+        std::promise<Result<PolicyDecision>> promise;
+        (*policy)->decide_async(*store, attributes, 1,
+                                [&](Result<PolicyDecision> r) { promise.set_value(std::move(r)); });
+        d = promise.get_future().get();
+      } else {
+        d = (*policy)->decide(*store, attributes, 1, now);
+      }
+      ASSERT_TRUE(d) << d.error().message;
+      EXPECT_EQ(d->denied_by.value_or("edge"), "edge");
+      if (d->allowed) {
+        ++admitted;
+        ASSERT_TRUE(d->shadow_checked);
+        ASSERT_EQ(d->layers.size(), 2u);
+        EXPECT_TRUE(d->layers[1].shadow);
+        EXPECT_EQ(d->layers[1].decision.allowed, d->shadow_denied.empty());
+        ++shadow_checked;
+        shadow_denied += static_cast<int>(d->shadow_denied.size());
+      } else {
+        EXPECT_FALSE(d->shadow_checked) << "a denied request checks no shadow layer";
+        EXPECT_EQ(d->layers.size(), 1u);
+      }
+    }
+    EXPECT_EQ(admitted, 10) << (async ? "async" : "sync");
+    EXPECT_EQ(shadow_checked, 10);
+    // The async path reads the wall clock: its 20 requests take far less than the 20 s in which
+    // the shadow limit (3 per minute) would grant one more.
+    EXPECT_EQ(shadow_denied, 7) << (async ? "async" : "sync");
+    // The shadow key was charged 3 times, never more: a peek shows 0 remaining.
+    const std::vector<Policy::Check> checks =
+        *(*policy)->resolve({{"ip", "10.0.0.1"}, {"api_key", "k"}});
+    Result<Decision> peek =
+        store->check(checks[1].key, *checks[1].limit, 0, async ? std::nullopt : std::optional(now));
+    ASSERT_TRUE(peek);
+    EXPECT_EQ(peek->remaining, 0);
+  }
+}
+
+// A policy of shadow layers only denies nothing, and still reports what it would deny.
+TEST_P(PolicyOnBackend, OnlyShadowLayersAdmitEverything) {
+  PolicySpec spec;
+  spec.layers.push_back({.name = "trial",
+                         .key = {"ip"},
+                         .algorithm = Algorithm::kFixedWindow,
+                         .mode = LayerMode::kShadow,
+                         .limit = RateSpec{4, kMicrosPerMinute}});
+  auto policy = Policy::make(spec);
+  ASSERT_TRUE(policy);
+  auto store = make();
+  int would_deny = 0;
+  for (int i = 0; i < 12; ++i) {
+    Result<PolicyDecision> d = (*policy)->decide(*store, {{"ip", "10.0.0.2"}}, 1, 61'000'000);
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_TRUE(d->allowed);
+    EXPECT_FALSE(d->denied_by);
+    would_deny += static_cast<int>(d->shadow_denied.size());
+  }
+  EXPECT_EQ(would_deny, 8);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PolicyOnBackend,

@@ -153,6 +153,40 @@ TEST_P(Api, CheckRunsTheSeedPolicyAllOrNothing) {
       << other.header("ratelimit");
 }
 
+// A shadow layer in the served policy: never a 429 of its own, "shadow_denied" in the answer,
+// counted as result="shadow_denied" in /metrics, and not in the client's RateLimit headers.
+TEST_P(Api, AShadowLayerIsReportedAndCountedButNeverDenies) {
+  policy::Config config = policy::default_config();
+  policy::LayerSpec trial{.name = "trial",
+                          .key = {"api_key"},
+                          .mode = policy::LayerMode::kShadow,
+                          .limit = policy::RateSpec{2, kMicrosPerMinute}};
+  config.policy.layers.push_back(trial);
+  Running s = start(GetParam(), config);
+  const std::string profile = R"({"ip":"203.0.113.9","api_key":"k7","endpoint":"/profile"})";
+  for (int i = 0; i < 5; ++i) {
+    HttpReply r = http(s.port(), "POST", "/v1/check", profile);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find(i < 2 ? R"("shadow_denied":[])" : R"("shadow_denied":["trial"])"),
+              std::string::npos)
+        << i << ": " << r.body;
+    EXPECT_NE(r.body.find(R"("name":"trial","mode":"shadow")"), std::string::npos) << r.body;
+    EXPECT_EQ(r.header("ratelimit-policy").find("trial"), std::string::npos)
+        << r.header("ratelimit-policy");
+  }
+  HttpReply nginx =
+      http(s.port(), "GET", "/v1/auth", "", {{"X-Api-Key", "k7"}, {"X-Original-URI", "/profile"}});
+  EXPECT_EQ(nginx.status, 204);
+  EXPECT_EQ(nginx.header("x-spillway-shadow-denied"), "trial");
+  const std::string metrics = http(s.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find(R"(spillway_decisions_total{layer="trial",result="shadow_denied"} 4)"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find(R"(spillway_decisions_total{layer="trial",result="allowed"} 2)"),
+            std::string::npos);
+  EXPECT_EQ(metrics.find(R"(layer="trial",result="denied")"), std::string::npos);
+}
+
 TEST_P(Api, CheckRejectsBadAttributes) {
   Running s = start(GetParam());
   for (const std::string body :
