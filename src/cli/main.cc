@@ -7,6 +7,7 @@
 #include "src/cli/bench.h"
 #include "src/cli/replay.h"
 #include "src/cli/serve.h"
+#include "src/cli/simulate.h"
 #include "src/cli/validate.h"
 
 namespace {
@@ -29,6 +30,16 @@ constexpr Command kCommands[] = {
      "      run a CSV trace (t_us,key[,cost]) through one limiter; one decision per line\n",
      [](int argc, char** argv) {
        return spillway::cli::run_replay(argc, argv, 2, std::cin, std::cout, std::cerr);
+     }},
+    {"simulate",
+     "simulate (--trace FILE | --pattern NAME [--rate R] [--duration D] [--keys K] [--seed S])\n"
+     "        --limit L --period P [--burst B] [--algorithms a,b,...] [--out report.html]\n"
+     "        [--csv FILE] [--svg FILE] [--trace-out FILE]\n"
+     "      what each algorithm admits of the same traffic; patterns: steady, burst, ramp,\n"
+     "      diurnal, attack, many-tenants; prints algorithm,offered,admitted,denied,\n"
+     "      max_admitted_in_any_period\n",
+     [](int argc, char** argv) {
+       return spillway::cli::run_simulate(argc, argv, 2, std::cout, std::cerr);
      }},
     {"bench",
      "bench [--backend URL] [--algorithm NAME] [--limit L] [--period P] [--burst B]\n"

@@ -2,6 +2,7 @@
 //   core <- memory, redis <- backends (open_store) <- cli
 //   core <- policy <- server <- grpc <- cli
 //   core <- policy <- rls (Envoy's rules and engine) <- grpc
+//   core <- pages (the HTML pages and web assets) <- server, cli
 // A file may include headers of its own layer and of the layers below it, never one above: the
 // core knows no backend, and neither the policy nor the server knows a backend or open_store, so
 // a new backend or algorithm is added without touching them. Every #include of every file under
@@ -22,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Layer { kCore, kMemory, kRedis, kBackends, kPolicy, kRls, kServer, kGrpc, kCli };
+enum class Layer { kCore, kMemory, kRedis, kBackends, kPolicy, kRls, kPages, kServer, kGrpc, kCli };
 
 const char* layer_name(Layer layer) {
   switch (layer) {
@@ -38,6 +39,8 @@ const char* layer_name(Layer layer) {
       return "policy";
     case Layer::kRls:
       return "rls";
+    case Layer::kPages:
+      return "pages";
     case Layer::kServer:
       return "server";
     case Layer::kGrpc:
@@ -57,11 +60,12 @@ const std::map<Layer, std::set<Layer>>& allowed() {
       {Layer::kBackends, {Layer::kCore, Layer::kMemory, Layer::kRedis}},
       {Layer::kPolicy, {Layer::kCore}},
       {Layer::kRls, {Layer::kCore, Layer::kPolicy}},
-      {Layer::kServer, {Layer::kCore, Layer::kPolicy}},
+      {Layer::kPages, {Layer::kCore}},
+      {Layer::kServer, {Layer::kCore, Layer::kPolicy, Layer::kPages}},
       {Layer::kGrpc, {Layer::kCore, Layer::kPolicy, Layer::kRls, Layer::kServer}},
       {Layer::kCli,
        {Layer::kCore, Layer::kMemory, Layer::kRedis, Layer::kBackends, Layer::kPolicy, Layer::kRls,
-        Layer::kServer, Layer::kGrpc}},
+        Layer::kPages, Layer::kServer, Layer::kGrpc}},
   };
   return rules;
 }
@@ -90,8 +94,8 @@ std::optional<Layer> layer_of(std::string path) {
       {"src/core/", Layer::kCore},     {"src/memory/", Layer::kMemory},
       {"src/redis/", Layer::kRedis},   {"src/backends/", Layer::kBackends},
       {"src/policy/", Layer::kPolicy}, {"src/rls/", Layer::kRls},
-      {"src/server/", Layer::kServer}, {"src/grpc/", Layer::kGrpc},
-      {"src/cli/", Layer::kCli},
+      {"src/pages/", Layer::kPages},   {"src/server/", Layer::kServer},
+      {"src/grpc/", Layer::kGrpc},     {"src/cli/", Layer::kCli},
   };
   for (const auto& [dir, layer] : dirs) {
     if (path.starts_with(dir)) return layer;

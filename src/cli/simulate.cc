@@ -1,0 +1,202 @@
+#include "src/cli/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <ostream>
+
+#include "src/cli/args.h"
+#include "src/cli/replay.h"
+#include "src/cli/simulate_report.h"
+#include "src/cli/simulation.h"
+#include "src/cli/traffic_pattern.h"
+#include "src/core/text.h"
+
+namespace spillway::cli {
+namespace {
+
+struct Setup {
+  SimulationSettings settings;
+  std::optional<std::string> trace_file;
+  PatternOptions pattern;
+  std::optional<std::string> out, csv, svg, trace_out;
+};
+
+// "100", "100/s", "6000/min", "5/100ms": requests per second, > 0.
+Result<double> parse_per_second(const std::string& text) {
+  if (std::optional<std::int64_t> whole = parse_int(text); whole && *whole > 0) {
+    return static_cast<double>(*whole);
+  }
+  Result<Rate> rate = parse_rate(text);
+  if (!rate) return invalid_argument("--rate: " + rate.error().message);
+  return static_cast<double>(rate->limit) * 1e6 / static_cast<double>(rate->period);
+}
+
+Result<std::vector<Algorithm>> parse_algorithms(const std::string& text) {
+  std::vector<Algorithm> algorithms;
+  std::string_view rest = text;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view name = trim_back(trim_front(rest.substr(0, comma)), " \t");
+    Result<Algorithm> a = parse_algorithm(name);
+    if (!a) return invalid_argument("--algorithms: " + a.error().message);
+    if (std::find(algorithms.begin(), algorithms.end(), *a) != algorithms.end()) {
+      return invalid_argument("--algorithms: \"" + std::string(name) + "\" is listed twice");
+    }
+    algorithms.push_back(*a);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return algorithms;
+}
+
+Result<Setup> parse_setup(int argc, char** argv, int first) {
+  auto args = Args::parse(argc, argv, first,
+                          {"trace", "pattern", "rate", "duration", "keys", "seed", "limit",
+                           "period", "burst", "algorithms", "out", "csv", "svg", "trace-out"});
+  if (!args) return std::unexpected(args.error());
+  if (!args->positional().empty()) {
+    return invalid_argument("unexpected argument \"" + args->positional()[0] +
+                            "\" (the trace is given with --trace FILE)");
+  }
+  if (args->has("trace") == args->has("pattern")) {
+    return invalid_argument("give one of --trace FILE or --pattern NAME");
+  }
+  for (const char* required : {"limit", "period"}) {
+    if (!args->has(required)) {
+      return invalid_argument(std::string("--") + required + " is required");
+    }
+  }
+  Setup setup;
+  auto limit = args->get_int("limit", 1, kMaxExact);
+  if (!limit) return std::unexpected(limit.error());
+  setup.settings.limit = **limit;
+  auto period = parse_duration(*args->get("period"));
+  if (!period) return invalid_argument("--period: " + period.error().message);
+  setup.settings.period = *period;
+  auto burst = args->get_int("burst", 1, kMaxExact);
+  if (!burst) return std::unexpected(burst.error());
+  setup.settings.burst = *burst;
+  if (args->has("algorithms")) {
+    auto algorithms = parse_algorithms(*args->get("algorithms"));
+    if (!algorithms) return std::unexpected(algorithms.error());
+    setup.settings.algorithms = *algorithms;
+  } else {
+    setup.settings.algorithms.assign(kAlgorithms.begin(), kAlgorithms.end());
+  }
+  if (args->has("trace")) {
+    for (const char* only : {"rate", "duration", "keys", "seed", "trace-out"}) {
+      if (args->has(only)) {
+        return invalid_argument(std::string("--") + only + " applies to --pattern, not --trace");
+      }
+    }
+    setup.trace_file = *args->get("trace");
+  } else {
+    setup.pattern.name = *args->get("pattern");
+    if (args->has("rate")) {
+      auto rate = parse_per_second(*args->get("rate"));
+      if (!rate) return std::unexpected(rate.error());
+      setup.pattern.rate = *rate;
+    }
+    if (args->has("duration")) {
+      auto duration = parse_duration(*args->get("duration"));
+      if (!duration) return invalid_argument("--duration: " + duration.error().message);
+      setup.pattern.duration = *duration;
+    }
+    auto keys = args->get_int("keys", 1, 1'000'000);
+    if (!keys) return std::unexpected(keys.error());
+    if (*keys) setup.pattern.keys = static_cast<int>(**keys);
+    auto seed = args->get_int("seed", 0, std::numeric_limits<std::int64_t>::max());
+    if (!seed) return std::unexpected(seed.error());
+    if (*seed) setup.pattern.seed = static_cast<std::uint64_t>(**seed);
+    setup.pattern.limit_per_second = static_cast<double>(setup.settings.limit) * 1e6 /
+                                     static_cast<double>(setup.settings.period);
+  }
+  setup.out = args->get("out");
+  setup.csv = args->get("csv");
+  setup.svg = args->get("svg");
+  setup.trace_out = args->get("trace-out");
+  return setup;
+}
+
+// Reads a trace file as `spillway replay` does; errors name the line.
+Result<std::vector<TraceLine>> read_trace(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return invalid_argument("--trace: cannot open trace file \"" + path + "\"");
+  std::vector<TraceLine> trace;
+  std::string line;
+  for (std::size_t number = 1; std::getline(file, line); ++number) {
+    auto parsed = parse_trace_line(line);
+    if (!parsed) {
+      return std::unexpected(Error{
+          Errc::kInternal, "trace line " + std::to_string(number) + ": " + parsed.error().message});
+    }
+    if (*parsed) trace.push_back(std::move(**parsed));
+  }
+  return trace;
+}
+
+bool write_file(const std::string& path, const std::string& text, const char* option,
+                std::ostream& err) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  if (!file) {
+    err << "spillway simulate: " << option << ": cannot write \"" << path << "\"\n";
+    return false;
+  }
+  return true;
+}
+
+std::string describe(const Setup& setup, std::size_t requests) {
+  if (setup.trace_file) return "trace " + *setup.trace_file;
+  const PatternOptions& p = setup.pattern;
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%g", p.rate);
+  return "pattern " + p.name + ": " + rate + "/s for " + format_duration(p.duration) + ", " +
+         std::to_string(p.keys) + (p.keys == 1 ? " key" : " keys") + ", seed " +
+         std::to_string(p.seed) + " (" + std::to_string(requests) + " requests)";
+}
+
+}  // namespace
+
+int run_simulate(int argc, char** argv, int first, std::ostream& out, std::ostream& err) {
+  Result<Setup> setup = parse_setup(argc, argv, first);
+  if (!setup) {
+    err << "spillway simulate: " << setup.error().message << "\n";
+    return 2;
+  }
+  Result<std::vector<TraceLine>> trace =
+      setup->trace_file ? read_trace(*setup->trace_file) : generate_pattern(setup->pattern);
+  if (!trace) {
+    err << "spillway simulate: " << trace.error().message << "\n";
+    return trace.error().code == Errc::kInvalidArgument ? 2 : 1;
+  }
+  Result<Simulation> simulation = simulate(*trace, setup->settings);
+  if (!simulation) {
+    err << "spillway simulate: " << simulation.error().message << "\n";
+    return simulation.error().code == Errc::kInvalidArgument ? 2 : 1;
+  }
+  const std::string source = describe(*setup, trace->size());
+  if (setup->trace_out) {
+    std::string text = "# t_us,key,cost: " + source + "\n";
+    for (const TraceLine& r : *trace) {
+      text += std::to_string(r.at) + "," + r.key + "," + std::to_string(r.cost) + "\n";
+    }
+    if (!write_file(*setup->trace_out, text, "--trace-out", err)) return 1;
+  }
+  if (setup->out &&
+      !write_file(*setup->out, report_html(*simulation, setup->settings, source), "--out", err)) {
+    return 1;
+  }
+  if (setup->csv && !write_file(*setup->csv, series_csv(*simulation), "--csv", err)) return 1;
+  if (setup->svg && !write_file(*setup->svg, overview_svg(*simulation, source), "--svg", err)) {
+    return 1;
+  }
+  out << summary_csv(*simulation);
+  return 0;
+}
+
+}  // namespace spillway::cli

@@ -1,0 +1,14 @@
+// spillway simulate (docs/SPEC.md §4): offered traffic (a trace file or a generated pattern)
+// through each algorithm under one limit, side by side: a summary on stdout, and on request the
+// HTML report, the series as CSV, one SVG chart, and the generated trace itself.
+#pragma once
+
+#include <iosfwd>
+
+namespace spillway::cli {
+
+// argv[first..] are the simulate arguments. Returns the exit status: 0 ok, 1 a bad trace or a
+// file that cannot be written, 2 bad arguments (the message names the option).
+int run_simulate(int argc, char** argv, int first, std::ostream& out, std::ostream& err);
+
+}  // namespace spillway::cli

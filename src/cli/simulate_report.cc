@@ -1,0 +1,183 @@
+#include "src/cli/simulate_report.h"
+
+#include <cstdio>
+
+#include "spillway/duration.h"
+#include "src/pages/html.h"
+#include "src/pages/report_page.h"
+#include "src/pages/svg_chart.h"
+
+namespace spillway::cli {
+namespace {
+
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c",
+                                   "#9467bd", "#ff7f0e", "#8c564b"};
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+double seconds(Micros micros) { return static_cast<double>(micros) / 1e6; }
+
+// Requests per second in each bucket.
+std::string rate_array(const std::vector<std::int64_t>& counts, Micros bucket) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (i > 0) out += ',';
+    out += fixed(static_cast<double>(counts[i]) / seconds(bucket), 3);
+  }
+  return out + "]";
+}
+
+std::string limit_text(const Limit& limit) {
+  std::string text = std::to_string(limit.limit()) + " per " + format_duration(limit.period());
+  if (takes_burst(limit.algorithm())) text += ", burst " + std::to_string(limit.burst());
+  return text;
+}
+
+}  // namespace
+
+std::string summary_csv(const Simulation& simulation) {
+  std::string out = "algorithm,offered,admitted,denied,max_admitted_in_any_period\n";
+  for (const AlgorithmOutcome& o : simulation.outcomes) {
+    out.append(algorithm_name(o.algorithm)).append(",");
+    out += std::to_string(o.offered) + "," + std::to_string(o.admitted) + "," +
+           std::to_string(o.denied) + "," + std::to_string(o.max_admitted_in_any_period) + "\n";
+  }
+  return out;
+}
+
+std::string series_csv(const Simulation& simulation) {
+  std::string out = "bucket_start_s,bucket_s,algorithm,offered,admitted,denied\n";
+  for (const AlgorithmOutcome& o : simulation.outcomes) {
+    for (std::size_t i = 0; i < simulation.offered_series.size(); ++i) {
+      out += fixed(seconds(static_cast<Micros>(i) * simulation.bucket), 3) + "," +
+             fixed(seconds(simulation.bucket), 3) + ",";
+      out.append(algorithm_name(o.algorithm)).append(",");
+      out += std::to_string(simulation.offered_series[i]) + "," +
+             std::to_string(o.admitted_series[i]) + "," + std::to_string(o.denied_series[i]) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string report_html(const Simulation& simulation, const SimulationSettings& settings,
+                        std::string_view source) {
+  using pages::html_escape;
+  const std::string limit = std::to_string(settings.limit) + " per " +
+                            format_duration(settings.period) +
+                            (settings.burst ? ", burst " + std::to_string(*settings.burst) : "");
+  std::string body = "<h1>What each algorithm admits</h1>\n<p class=\"lead\">" +
+                     html_escape(source) + ". Limit " + html_escape(limit) +
+                     " per key, on spillway's in-process store with the traffic's own time "
+                     "(the decisions of <code>spillway replay</code>).</p>\n";
+  body +=
+      "<h2>Summary</h2>\n<table id=\"summary\">\n<thead><tr><th>algorithm</th><th>limit</th>"
+      "<th>offered</th><th>admitted</th><th>denied</th><th>admitted %</th>"
+      "<th title=\"the most one key got in any window of one period\">max in any period"
+      "</th><th title=\"the most one key got within one period of its first request\">"
+      "burst at start</th><th title=\"Jain's index of the keys' admission ratios\">"
+      "fairness</th></tr></thead>\n<tbody>\n";
+  std::string notes;
+  for (const AlgorithmOutcome& o : simulation.outcomes) {
+    const std::string name(algorithm_name(o.algorithm));
+    const double share =
+        o.offered > 0 ? 100.0 * static_cast<double>(o.admitted) / static_cast<double>(o.offered)
+                      : 0;
+    body += "<tr data-algorithm=\"" + name + "\"><td>" + name + "</td><td>" +
+            html_escape(limit_text(o.limit)) + "</td><td data-field=\"offered\">" +
+            std::to_string(o.offered) + "</td><td data-field=\"admitted\">" +
+            std::to_string(o.admitted) + "</td><td data-field=\"denied\">" +
+            std::to_string(o.denied) + "</td><td data-field=\"admitted_percent\">" +
+            fixed(share, 1) + "</td><td data-field=\"max_admitted_in_any_period\">" +
+            std::to_string(o.max_admitted_in_any_period) +
+            "</td><td data-field=\"burst_at_start\">" + std::to_string(o.burst_at_start) +
+            "</td><td data-field=\"fairness\">" + fixed(o.fairness, 3) + "</td></tr>\n";
+    if (o.max_admitted_in_any_period > o.limit.limit()) {
+      notes += "<li class=\"warn\" data-exceeds=\"" + name + "\">" + name + " let one key have " +
+               std::to_string(o.max_admitted_in_any_period) + " within one period of " +
+               format_duration(settings.period) + " (limit " + std::to_string(o.limit.limit()) +
+               ")" +
+               (o.algorithm == Algorithm::kFixedWindow
+                    ? ": the window edge doubling, the end of one window and the start of the "
+                      "next back to back."
+                : takes_burst(o.algorithm)
+                    ? ": a full bucket (the burst) plus what refills within the period."
+                    : ": its estimate of the previous window's share is below what it admitted "
+                      "there.") +
+               "</li>\n";
+    }
+  }
+  body += "</tbody>\n</table>\n";
+  if (!notes.empty()) body += "<ul>\n" + notes + "</ul>\n";
+  body += "<h2>Over time</h2>\n<div class=\"chart\" data-chart=\"overview\"></div>\n";
+  body += "<div class=\"charts\">\n";
+  for (const AlgorithmOutcome& o : simulation.outcomes) {
+    body += "<div class=\"chart\" data-chart=\"algorithm-";
+    body.append(algorithm_name(o.algorithm)).append("\"></div>\n");
+  }
+  body +=
+      "</div>\n<h2>How long denied requests are told to wait</h2>\n"
+      "<div class=\"chart\" data-chart=\"retry-after\"></div>\n";
+  body += "<p class=\"note\">Rates are requests per second in buckets of " +
+          format_duration(simulation.bucket) +
+          ". Made by <code>spillway simulate</code>; this file needs no network.</p>\n";
+
+  // The data the page's script draws.
+  std::string json = "{\"bucket_s\":" + fixed(seconds(simulation.bucket), 6) + ",\"t\":[";
+  for (std::size_t i = 0; i < simulation.offered_series.size(); ++i) {
+    if (i > 0) json += ',';
+    json += fixed(seconds(static_cast<Micros>(i) * simulation.bucket), 3);
+  }
+  json += "],\"offered\":" + rate_array(simulation.offered_series, simulation.bucket);
+  json += ",\"retry_buckets\":[";
+  for (std::size_t i = 0; i < kRetryBuckets.size(); ++i) {
+    json += (i > 0 ? ",\"" : "\"") + std::string(kRetryBuckets[i]) + "\"";
+  }
+  json += "],\"algorithms\":[";
+  for (std::size_t a = 0; a < simulation.outcomes.size(); ++a) {
+    const AlgorithmOutcome& o = simulation.outcomes[a];
+    if (a > 0) json += ',';
+    json += "{\"name\":\"";
+    json.append(algorithm_name(o.algorithm)).append("\",\"admitted_rate\":");
+    json += rate_array(o.admitted_series, simulation.bucket) +
+            ",\"denied_rate\":" + rate_array(o.denied_series, simulation.bucket) +
+            ",\"retry_histogram\":[";
+    for (std::size_t i = 0; i < o.retry_histogram.size(); ++i) {
+      json += (i > 0 ? "," : "") + std::to_string(o.retry_histogram[i]);
+    }
+    json += "]}";
+  }
+  json += "]}";
+  return pages::report_html("spillway simulate: " + std::string(source), body, json);
+}
+
+std::string overview_svg(const Simulation& simulation, std::string_view source) {
+  pages::SvgChart chart{.title = "Admitted per second — " + std::string(source),
+                        .x_label = "seconds",
+                        .y_label = "requests / s"};
+  const double width = seconds(simulation.bucket);
+  for (std::size_t i = 0; i < simulation.offered_series.size(); ++i) {
+    chart.x.push_back(static_cast<double>(i) * width);
+  }
+  const auto rates = [&](const std::vector<std::int64_t>& counts) {
+    std::vector<double> y;
+    for (std::int64_t c : counts) y.push_back(static_cast<double>(c) / width);
+    return y;
+  };
+  chart.series.push_back({.label = "offered",
+                          .color = "#888888",
+                          .y = rates(simulation.offered_series),
+                          .dashed = true});
+  for (std::size_t a = 0; a < simulation.outcomes.size(); ++a) {
+    const AlgorithmOutcome& o = simulation.outcomes[a];
+    chart.series.push_back({.label = std::string(algorithm_name(o.algorithm)),
+                            .color = kColors[a % std::size(kColors)],
+                            .y = rates(o.admitted_series)});
+  }
+  return pages::line_chart_svg(chart);
+}
+
+}  // namespace spillway::cli

@@ -1,0 +1,117 @@
+#include "src/cli/simulation.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+
+#include "spillway/clock.h"
+#include "spillway/open_store.h"
+
+namespace spillway::cli {
+namespace {
+
+std::size_t retry_bucket(Micros retry_after) {
+  if (retry_after < 0) return kRetryBuckets.size() - 1;  // never
+  Micros bound = kMicrosPerMilli;
+  for (std::size_t i = 0; i + 2 < kRetryBuckets.size(); ++i, bound *= 10) {
+    if (retry_after < bound) return i;
+  }
+  return kRetryBuckets.size() - 2;
+}
+
+// What one key went through, for the per-key figures.
+struct KeyLog {
+  std::int64_t offered = 0, admitted = 0;
+  Micros first = -1;                                   // its first request's time
+  std::int64_t in_first_period = 0;                    // cost admitted within period of `first`
+  std::deque<std::pair<Micros, std::int64_t>> window;  // admitted (time, cost) in the window
+  std::int64_t window_cost = 0;
+};
+
+}  // namespace
+
+Micros series_bucket(Micros span) {
+  for (Micros magnitude = kMicrosPerMilli;; magnitude *= 10) {
+    for (Micros factor : {1, 2, 5}) {
+      if (span / (factor * magnitude) <= 240) return factor * magnitude;
+    }
+  }
+}
+
+Result<Simulation> simulate(std::span<const TraceLine> trace, const SimulationSettings& settings) {
+  Simulation out;
+  if (!trace.empty()) {
+    out.start = trace.front().at;
+    for (const TraceLine& r : trace) out.start = std::min(out.start, r.at);
+  }
+  Micros end = out.start;
+  for (const TraceLine& r : trace) end = std::max(end, r.at);
+  out.bucket = series_bucket(end - out.start);
+  const std::size_t buckets = static_cast<std::size_t>((end - out.start) / out.bucket) + 1;
+  out.offered_series.assign(buckets, 0);
+  for (const TraceLine& r : trace)
+    ++out.offered_series[static_cast<std::size_t>((r.at - out.start) / out.bucket)];
+
+  for (Algorithm algorithm : settings.algorithms) {
+    const std::optional<std::int64_t> burst =
+        takes_burst(algorithm) ? settings.burst : std::optional<std::int64_t>();
+    Result<Limit> limit = Limit::make(algorithm, settings.limit, settings.period, burst);
+    if (!limit) {
+      return invalid_argument(
+          "--limit/--period/--burst: " + std::string(algorithm_name(algorithm)) + ": " +
+          limit.error().message);
+    }
+    // The store `spillway replay --backend memory` makes: a manual clock, no background sweep,
+    // every check at the request's own time.
+    Result<std::unique_ptr<Store>> store =
+        open_store("memory", {.memory = {.clock = std::make_shared<ManualClock>(),
+                                         .sweep_interval = std::chrono::milliseconds(0)}});
+    if (!store) return std::unexpected(store.error());
+    AlgorithmOutcome outcome{.algorithm = algorithm, .limit = *limit};
+    outcome.admitted_series.assign(buckets, 0);
+    outcome.denied_series.assign(buckets, 0);
+    std::map<std::string, KeyLog, std::less<>> keys;
+    for (const TraceLine& r : trace) {
+      Result<Decision> d = (*store)->check(r.key, *limit, r.cost, r.at);
+      if (!d) return std::unexpected(d.error());
+      const auto bucket = static_cast<std::size_t>((r.at - out.start) / out.bucket);
+      KeyLog& key = keys[r.key];
+      ++outcome.offered;
+      ++key.offered;
+      if (key.first < 0) key.first = r.at;
+      if (d->allowed) {
+        ++outcome.admitted;
+        ++outcome.admitted_series[bucket];
+        ++key.admitted;
+        if (r.at - key.first < settings.period) {
+          key.in_first_period += r.cost;
+          outcome.burst_at_start = std::max(outcome.burst_at_start, key.in_first_period);
+        }
+        // The window (r.at − period, r.at]: drop what fell out, add this request.
+        while (!key.window.empty() && key.window.front().first <= r.at - settings.period) {
+          key.window_cost -= key.window.front().second;
+          key.window.pop_front();
+        }
+        key.window.emplace_back(r.at, r.cost);
+        key.window_cost += r.cost;
+        outcome.max_admitted_in_any_period =
+            std::max(outcome.max_admitted_in_any_period, key.window_cost);
+      } else {
+        ++outcome.denied;
+        ++outcome.denied_series[bucket];
+        ++outcome.retry_histogram[retry_bucket(d->retry_after)];
+      }
+    }
+    double sum = 0, squares = 0;
+    for (const auto& [name, key] : keys) {
+      const double ratio = static_cast<double>(key.admitted) / static_cast<double>(key.offered);
+      sum += ratio;
+      squares += ratio * ratio;
+    }
+    outcome.fairness = squares > 0 ? sum * sum / (static_cast<double>(keys.size()) * squares) : 1.0;
+    out.outcomes.push_back(std::move(outcome));
+  }
+  return out;
+}
+
+}  // namespace spillway::cli

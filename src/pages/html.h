@@ -1,0 +1,20 @@
+// Escaping for text put into HTML: element text and attribute values, and JSON put inside a
+// <script> element. Pure functions; no allocation beyond the returned string.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace spillway::pages {
+
+// &, <, >, " and ' as character references: safe as element text and in a quoted attribute.
+std::string html_escape(std::string_view text);
+
+// JSON text made safe inside <script>…</script>: every "</" becomes "<\/" (the same JSON value),
+// so no string inside can close the element.
+std::string script_safe_json(std::string_view json);
+
+// `text` as a JSON string literal, quotes included (control characters as \u00XX).
+std::string json_string(std::string_view text);
+
+}  // namespace spillway::pages
