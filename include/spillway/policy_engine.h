@@ -33,6 +33,7 @@ struct LayerDecision {
 struct PolicyDecision {
   bool allowed = true;
   std::optional<std::string> denied_by;  // layer name
+  std::string denied_key;                // the denying layer's key (empty when admitted)
   Decision top;                          // what the top-level fields and headers describe
   Micros top_period = 0;
   std::vector<LayerDecision> layers;       // the layers that applied: enforced, then shadow ones

@@ -40,9 +40,28 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   if (node.IsNull()) return;
   expect_map(node, "server",
              "a mapping of listen, threads, trusted_proxies, ipv6_prefix, access_log");
-  Fields fields(
-      node, "server",
-      {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen"});
+  Fields fields(node, "server",
+                {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
+                 "dashboard", "dashboard_keys"});
+  if (const Entry* dashboard = fields.find("dashboard")) {
+    const std::string path = fields.path("dashboard");
+    const std::string text = scalar(dashboard->value, path, "on or off");
+    if (text == "on" || text == "true") {
+      server.dashboard = true;
+    } else if (text == "off" || text == "false") {
+      server.dashboard = false;
+    } else {
+      fail(dashboard->value, path, quote_for_error(text) + " must be on or off");
+    }
+  }
+  if (const Entry* keys = fields.find("dashboard_keys")) {
+    const std::string path = fields.path("dashboard_keys");
+    const std::string text = scalar(keys->value, path, "masked or clear");
+    if (text != "masked" && text != "clear") {
+      fail(keys->value, path, quote_for_error(text) + " must be masked or clear");
+    }
+    server.dashboard_mask_keys = text == "masked";
+  }
   if (const Entry* grpc = fields.find("grpc_listen")) {
     const std::string path = fields.path("grpc_listen");
     const std::string text = scalar(grpc->value, path, "host:port");

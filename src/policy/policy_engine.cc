@@ -158,7 +158,10 @@ PolicyDecision Policy::combine(const std::vector<Check>& checks, const Decisions
   if (top) {
     out.top = decisions[*top];
     out.top_period = checks[*top].limit->period();
-    if (!out.allowed) out.denied_by = out.layers[*top].name;
+    if (!out.allowed) {
+      out.denied_by = out.layers[*top].name;
+      out.denied_key = checks[*top].key;
+    }
   } else {
     out.top = Decision{.allowed = true};  // no layer applied
   }

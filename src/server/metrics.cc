@@ -82,33 +82,56 @@ void Metrics::backend_error(std::string_view kind, bool allowed) {
   ++shard.backend_errors[{std::string(kind), allowed}];
 }
 
+void Metrics::outcome(bool allowed) {
+  Shard& shard = local();
+  const std::lock_guard lock(shard.mutex);
+  ++shard.outcomes[allowed ? 1 : 0];
+}
+
+Metrics::Snapshot Metrics::snapshot() const {
+  Snapshot sum;
+  const std::lock_guard lock(shards_mutex_);
+  for (const auto& shard : shards_) {
+    const std::lock_guard shard_lock(shard->mutex);
+    for (const auto& [layer, counts] : shard->decisions) {
+      auto& total = sum.decisions[layer];
+      for (std::size_t i = 0; i < total.size(); ++i) total[i] += counts[i];
+    }
+    sum.outcomes[0] += shard->outcomes[0];
+    sum.outcomes[1] += shard->outcomes[1];
+    for (const auto& [endpoint, by_status] : shard->requests) {
+      for (const auto& [status, count] : by_status) sum.requests[{endpoint, status}] += count;
+    }
+    for (const auto& [kind, count] : shard->backend_errors) sum.backend_errors[kind] += count;
+    for (std::size_t i = 0; i < sum.latency_buckets.size(); ++i) {
+      sum.latency_buckets[i] += shard->latency_buckets[i];
+    }
+    sum.latency_count += shard->latency_count;
+    sum.latency_sum_seconds += shard->latency_sum_seconds;
+  }
+  return sum;
+}
+
+Micros Metrics::Snapshot::latency_quantile(double q) const {
+  if (latency_count == 0) return 0;
+  const double rank = q * static_cast<double>(latency_count);
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+    cumulative += latency_buckets[i];
+    if (static_cast<double>(cumulative) >= rank) return kBuckets[i];
+  }
+  return -1;
+}
+
 std::string Metrics::render() const {
   // Sum the shards first, then print in a stable order.
-  std::map<std::string, std::array<std::uint64_t, 3>> decisions;
-  std::map<std::pair<std::string, int>, std::uint64_t> requests;
-  std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;
-  std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
-  std::uint64_t latency_count = 0;
-  double latency_sum_seconds = 0;
-  {
-    const std::lock_guard lock(shards_mutex_);
-    for (const auto& shard : shards_) {
-      const std::lock_guard shard_lock(shard->mutex);
-      for (const auto& [layer, counts] : shard->decisions) {
-        auto& sum = decisions[layer];
-        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += counts[i];
-      }
-      for (const auto& [endpoint, by_status] : shard->requests) {
-        for (const auto& [status, count] : by_status) requests[{endpoint, status}] += count;
-      }
-      for (const auto& [kind, count] : shard->backend_errors) backend_errors[kind] += count;
-      for (std::size_t i = 0; i < latency_buckets.size(); ++i) {
-        latency_buckets[i] += shard->latency_buckets[i];
-      }
-      latency_count += shard->latency_count;
-      latency_sum_seconds += shard->latency_sum_seconds;
-    }
-  }
+  const Snapshot sum = snapshot();
+  const auto& decisions = sum.decisions;
+  const auto& requests = sum.requests;
+  const auto& backend_errors = sum.backend_errors;
+  const auto& latency_buckets = sum.latency_buckets;
+  const std::uint64_t latency_count = sum.latency_count;
+  const double latency_sum_seconds = sum.latency_sum_seconds;
   std::ostringstream out;
   out << "# HELP spillway_decisions_total Layer decisions by result.\n"
       << "# TYPE spillway_decisions_total counter\n";

@@ -28,19 +28,38 @@ class Metrics {
 
   // A layer's decision; a shadow layer's denial counts as result="shadow_denied", not "denied".
   void decision(std::string_view layer, bool allowed, bool shadow = false);
+  // A request's answer: admitted or denied (a decision, not an error).
+  void outcome(bool allowed);
   void request(std::string_view endpoint, int status, Micros latency);
   // A backend error (kind: errc_name) and what on_error answered for it.
   void backend_error(std::string_view kind, bool allowed);
   std::string render() const;
 
- private:
+  // Upper bounds (µs) of the latency histogram's buckets; one more bucket holds the rest.
   static constexpr std::array<Micros, 12> kBuckets{25,   50,   100,   250,   500,    1000,
                                                    2500, 5000, 10000, 25000, 100000, 1000000};
+  // Every counter summed over the threads' shards at one moment (for /v1/stats and render()).
+  struct Snapshot {
+    std::map<std::string, std::array<std::uint64_t, 3>> decisions;  // [denied, allowed, shadow]
+    std::array<std::uint64_t, 2> outcomes{};                        // [denied, allowed]
+    std::map<std::pair<std::string, int>, std::uint64_t> requests;  // endpoint, status
+    std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;  // kind, allowed
+    std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
+    std::uint64_t latency_count = 0;
+    double latency_sum_seconds = 0;
+    // The latency below which a fraction q of requests answered, as a bucket's upper bound in
+    // µs (the histogram's resolution); -1 beyond the last bound, 0 with no request yet.
+    Micros latency_quantile(double q) const;
+  };
+  Snapshot snapshot() const;
+
+ private:
   struct Shard {
     std::thread::id owner;
     std::mutex mutex;  // taken by its thread and by render(): in practice never contended
     std::map<std::string, std::array<std::uint64_t, 3>, std::less<>>
-        decisions;  // [denied, allowed, shadow_denied]
+        decisions;                            // [denied, allowed, shadow_denied]
+    std::array<std::uint64_t, 2> outcomes{};  // [denied, allowed]
     std::map<std::string, std::map<int, std::uint64_t>, std::less<>> requests;  // endpoint, status
     std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;       // kind, allowed
     std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};

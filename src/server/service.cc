@@ -5,8 +5,10 @@
 #include <boost/json.hpp>
 #include <chrono>
 
+#include "src/pages/dashboard_page.h"
 #include "src/policy/keys.h"
 #include "src/server/decision_response.h"
+#include "src/server/stats.h"
 
 namespace spillway::server {
 namespace json = boost::json;
@@ -63,7 +65,7 @@ Result<std::string> normalize_ip(std::string_view text_ip, int ipv6_prefix) {
 
 }  // namespace
 
-Result<std::shared_ptr<const Service::Settings>> Service::build(const policy::Config& config) {
+Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& config) {
   auto built = Policy::make(config.policy);
   if (!built) return std::unexpected(built.error());
   auto settings = std::make_shared<Settings>();
@@ -71,7 +73,15 @@ Result<std::shared_ptr<const Service::Settings>> Service::build(const policy::Co
   settings->trusted_proxies = config.server.trusted_proxies;
   settings->ipv6_prefix = config.server.ipv6_prefix;
   settings->on_error = config.backend.on_error;
-  return std::shared_ptr<const Settings>(std::move(settings));
+  settings->dashboard = config.server.dashboard;
+  settings->mask_keys = config.server.dashboard_mask_keys;
+  const std::size_t scheme = config.backend.url.find("://");
+  settings->backend_kind =
+      scheme == std::string::npos ? config.backend.url : config.backend.url.substr(0, scheme);
+  settings->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  return settings;
 }
 
 namespace {
@@ -96,6 +106,7 @@ Result<void> Service::reload(const policy::Config& config) {
   auto settings = build(config);
   if (!settings) return std::unexpected(settings.error());
   std::lock_guard lock(settings_mutex_);
+  (*settings)->version = settings_->version + 1;
   settings_ = *settings;
   settings_version_.fetch_add(1, std::memory_order_release);
   store_->clear_caches();  // limits may have changed: forget remembered denials
@@ -132,6 +143,7 @@ void Service::handle(HttpRequest request, Responder respond) {
       {"/v1/check", "POST", &Service::check},    {"/v1/limit", "POST", &Service::limit},
       {"/v1/auth", "GET, HEAD", &Service::auth}, {"/metrics", "GET", &Service::metrics_text},
       {"/healthz", "GET", &Service::healthz},    {"/readyz", "GET", &Service::readyz},
+      {"/v1/stats", "GET", &Service::stats},     {"/dashboard", "GET", &Service::dashboard},
   };
   const std::string_view path = path_of(request.target);
   const Route* route = nullptr;
@@ -185,6 +197,43 @@ void Service::readyz(const HttpRequest&, const Reply& reply) {
                            : R"({"status":"not ready","error":"backend unreachable","backend":")";
   body.append(store_->status()).append(R"(","on_error":")").append(on_error).append("\"}");
   reply({.status = ready ? 200 : 503, .body = std::move(body)});
+}
+
+void Service::stats(const HttpRequest&, const Reply& reply) {
+  const std::shared_ptr<const Settings> current = settings();
+  const Metrics::Snapshot snapshot = metrics_.snapshot();
+  StatsView view{.metrics = &snapshot,
+                 .top_denied = top_denied_.top(10),
+                 .mask_keys = current->mask_keys,
+                 .backend_kind = current->backend_kind,
+                 .backend_status = store_->status(),
+                 .backend_up = store_->ready(),
+                 .config_version = current->version,
+                 .config_loaded_at = iso8601_utc(current->loaded_at),
+                 .layers = {},
+                 .uptime_s = std::chrono::duration<double>(Clock::now() - started_).count(),
+                 .version = SPILLWAY_VERSION};
+  for (const policy::LayerSpec& layer : current->policy->spec().layers) {
+    view.layers.emplace_back(layer.name,
+                             layer.mode == policy::LayerMode::kShadow ? "shadow" : "enforce");
+  }
+  HttpResponse response{.body = stats_json(view)};
+  response.headers.emplace_back("Cache-Control", "no-store");
+  reply(std::move(response));
+}
+
+void Service::dashboard(const HttpRequest&, const Reply& reply) {
+  if (!settings()->dashboard) {
+    return reply(error_response(404, "no such endpoint: /dashboard (server.dashboard is off)"));
+  }
+  HttpResponse response{.body = std::string(pages::dashboard_html()),
+                        .content_type = "text/html; charset=utf-8"};
+  // The page inlines everything and fetches only /v1/stats from here.
+  response.headers.emplace_back("Content-Security-Policy",
+                                "default-src 'none'; script-src 'unsafe-inline'; "
+                                "style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
+  response.headers.emplace_back("Cache-Control", "no-store");
+  reply(std::move(response));
 }
 
 void Service::backend_failed(const Error& error, bool allowed) {
@@ -242,15 +291,18 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   if (!made) return reply(error_response(400, made.error().message));
   const auto on_error = settings()->on_error;
   if (synchronous_) {
-    return reply(limit_response(*made, on_error, store_->check(*stored_key, *made, cost)));
+    return reply(
+        limit_response(*made, on_error, *stored_key, store_->check(*stored_key, *made, cost)));
   }
-  store_->check_async(*stored_key, *made, cost, std::nullopt,
-                      [this, limit = *made, on_error, reply](Result<Decision> decision) {
-                        reply(limit_response(limit, on_error, decision));
-                      });
+  store_->check_async(
+      *stored_key, *made, cost, std::nullopt,
+      [this, limit = *made, on_error, key = *stored_key, reply](Result<Decision> decision) {
+        reply(limit_response(limit, on_error, key, decision));
+      });
 }
 
 HttpResponse Service::limit_response(const Limit& limit, policy::OnError on_error,
+                                     const std::string& stored_key,
                                      const Result<Decision>& decision) {
   if (!decision) {
     if (decision.error().code == Errc::kInvalidArgument) {
@@ -262,6 +314,8 @@ HttpResponse Service::limit_response(const Limit& limit, policy::OnError on_erro
     return limit_backend_error_response(limit, allow, decision.error());
   }
   metrics_.decision("limit", decision->allowed);
+  metrics_.outcome(decision->allowed);
+  if (!decision->allowed) top_denied_.add(stored_key);
   return limit_decision_response(*decision, limit.period());
 }
 
@@ -341,6 +395,8 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
   for (const LayerDecision& l : result->layers) {
     metrics_.decision(l.name, l.decision.allowed, l.shadow);
   }
+  metrics_.outcome(result->allowed);
+  if (!result->allowed) top_denied_.add(result->denied_key);
   return policy_decision_response(*result, for_nginx);
 }
 

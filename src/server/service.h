@@ -1,6 +1,7 @@
 // What spillway's HTTP endpoints mean (docs/SPEC.md §5): POST /v1/limit, POST /v1/check, GET
-// /v1/auth, GET /metrics, GET /healthz, GET /readyz. Bad input gets a 4xx whose JSON names the
-// problem and changes no limiter state; backend errors follow `on_error`.
+// /v1/auth, GET /metrics, GET /healthz, GET /readyz, GET /v1/stats and GET /dashboard. Bad input
+// gets a 4xx whose JSON names the problem and changes no limiter state; backend errors follow
+// `on_error`.
 //
 // Thread safety: handle() may run on many threads at once. reload() swaps the policy atomically;
 // requests already running finish on the policy they started with.
@@ -19,6 +20,7 @@
 #include "src/policy/config.h"
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
+#include "src/server/top_keys.h"
 
 namespace spillway::server {
 
@@ -50,6 +52,11 @@ class Service {
     std::vector<policy::Cidr> trusted_proxies;
     int ipv6_prefix = 64;
     policy::OnError on_error = policy::OnError::kDeny;
+    bool dashboard = true;
+    bool mask_keys = true;
+    std::string backend_kind;    // the backend URL's scheme, "memory" for the in-process store
+    std::int64_t loaded_at = 0;  // when this config was loaded, Unix seconds
+    std::uint64_t version = 0;   // 0 for the first config, +1 per reload
   };
   // One request's way out: counts the answer in the metrics, then sends it. Copied only by the
   // asynchronous (Redis) paths.
@@ -61,7 +68,7 @@ class Service {
     void operator()(HttpResponse response) const;
   };
 
-  static Result<std::shared_ptr<const Settings>> build(const policy::Config& config);
+  static Result<std::shared_ptr<Settings>> build(const policy::Config& config);
   // The current settings, through a per-thread cache (valid until this thread calls it again).
   const std::shared_ptr<const Settings>& settings() const;
 
@@ -79,13 +86,15 @@ class Service {
   void metrics_text(const HttpRequest& request, const Reply& reply);
   void healthz(const HttpRequest& request, const Reply& reply);
   void readyz(const HttpRequest& request, const Reply& reply);
+  void stats(const HttpRequest& request, const Reply& reply);
+  void dashboard(const HttpRequest& request, const Reply& reply);
   void run_policy(const std::shared_ptr<const Settings>& settings,
                   const policy::Attributes& attributes, std::int64_t cost, bool for_nginx,
                   const Reply& reply);
   // Counts a backend error and what on_error answered, and logs it (at most a line a second).
   void backend_failed(const Error& error, bool allowed);
   HttpResponse limit_response(const Limit& limit, policy::OnError on_error,
-                              const Result<Decision>& decision);
+                              const std::string& stored_key, const Result<Decision>& decision);
   HttpResponse policy_response(const Settings& settings, bool for_nginx,
                                const Result<policy::PolicyDecision>& result);
 
@@ -98,6 +107,8 @@ class Service {
   std::shared_ptr<const Settings> settings_;
   std::atomic<std::uint64_t> settings_version_{0};
   Metrics metrics_;
+  TopKeys top_denied_;  // the most denied keys, for /v1/stats
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   RateLimitedLog error_log_;  // backend errors, one line a second at most
   std::mutex metrics_sources_mutex_;
   std::vector<std::function<void(std::string&)>> metrics_sources_;

@@ -516,3 +516,28 @@ TEST(ConfigParse, LayerModeIsEnforceOrShadow) {
 
 }  // namespace
 }  // namespace spillway::policy
+
+namespace spillway::policy {
+namespace {
+
+TEST(ConfigParse, DashboardSwitchAndKeyMasking) {
+  Result<Config> plain = parse_config("server:\n  listen: 127.0.0.1:9000\n");
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_TRUE(plain->server.dashboard);
+  EXPECT_TRUE(plain->server.dashboard_mask_keys);
+  Result<Config> set = parse_config("server:\n  dashboard: off\n  dashboard_keys: clear\n");
+  ASSERT_TRUE(set) << set.error().message;
+  EXPECT_FALSE(set->server.dashboard);
+  EXPECT_FALSE(set->server.dashboard_mask_keys);
+  Result<Config> bad = parse_config("server:\n  dashboard: maybe\n");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("line 2: server.dashboard"), std::string::npos)
+      << bad.error().message;
+  Result<Config> bad_keys = parse_config("server:\n  dashboard_keys: hidden\n");
+  ASSERT_FALSE(bad_keys);
+  EXPECT_NE(bad_keys.error().message.find("server.dashboard_keys"), std::string::npos);
+  EXPECT_NE(bad_keys.error().message.find("masked or clear"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace spillway::policy

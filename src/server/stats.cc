@@ -1,0 +1,128 @@
+#include "src/server/stats.h"
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <ctime>
+#include <optional>
+
+#include "src/policy/keys.h"
+
+namespace spillway::server {
+namespace json = boost::json;
+namespace {
+
+std::string masked(std::string_view value) {
+  std::uint32_t hash = 2166136261u;  // FNV-1a
+  for (unsigned char c : value) hash = (hash ^ c) * 16777619u;
+  std::string out;
+  const std::size_t keep = std::min<std::size_t>(3, (value.size() + 3) / 4);
+  for (std::size_t i = 0; i < keep && static_cast<unsigned char>(value[i]) >= 0x20 &&
+                          static_cast<unsigned char>(value[i]) < 0x7f;
+       ++i) {
+    out += value[i];
+  }
+  char tail[16];
+  std::snprintf(tail, sizeof tail, "***#%04x", (hash ^ (hash >> 16)) & 0xffff);
+  return out + tail;
+}
+
+// The values of "<layer>:<len>:<value>[:<len>:<value>…]" after the layer; nullopt if malformed.
+std::optional<std::vector<std::string_view>> values_of(std::string_view rest) {
+  std::vector<std::string_view> values;
+  while (!rest.empty()) {
+    if (rest.front() != ':') return std::nullopt;
+    rest.remove_prefix(1);
+    const std::size_t colon = rest.find(':');
+    if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+    std::size_t length = 0;
+    for (char c : rest.substr(0, colon)) {
+      if (c < '0' || c > '9' || length > rest.size()) return std::nullopt;
+      length = length * 10 + static_cast<std::size_t>(c - '0');
+    }
+    rest.remove_prefix(colon + 1);
+    if (length > rest.size()) return std::nullopt;
+    values.push_back(rest.substr(0, length));
+    rest.remove_prefix(length);
+  }
+  return values;
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> display_key(std::string_view stored, bool mask) {
+  const auto show = [mask](std::string_view value) {
+    return mask ? masked(value) : std::string(value);
+  };
+  if (stored.starts_with(policy::kLimitEndpointPrefix)) {
+    return {"limit", show(stored.substr(policy::kLimitEndpointPrefix.size()))};
+  }
+  const std::size_t colon = stored.find(':');
+  const std::string layer(stored.substr(0, colon));
+  const auto values =
+      colon == std::string_view::npos ? std::nullopt : values_of(stored.substr(colon));
+  if (!values) return {layer, show(stored)};
+  std::string shown;
+  for (std::string_view value : *values) {
+    if (!shown.empty()) shown += " | ";
+    shown += show(value);
+  }
+  return {layer, shown};
+}
+
+std::string iso8601_utc(std::int64_t unix_seconds) {
+  const std::time_t time = static_cast<std::time_t>(unix_seconds);
+  std::tm utc{};
+  gmtime_r(&time, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::string stats_json(const StatsView& view) {
+  const Metrics::Snapshot& m = *view.metrics;
+  json::object out;
+  out["version"] = view.version;
+  out["uptime_s"] = view.uptime_s;
+  out["total_decisions"] = m.outcomes[0] + m.outcomes[1];
+  out["allowed_decisions"] = m.outcomes[1];
+  out["denied_decisions"] = m.outcomes[0];
+  json::array decisions;
+  for (const auto& [layer, counts] : m.decisions) {
+    decisions.push_back(json::object{{"layer", layer},
+                                     {"allowed", counts[1]},
+                                     {"denied", counts[0]},
+                                     {"shadow_denied", counts[2]}});
+  }
+  out["decisions"] = std::move(decisions);
+  json::array top;
+  for (const TopKeys::Entry& entry : view.top_denied) {
+    auto [layer, key] = display_key(entry.key, view.mask_keys);
+    top.push_back(json::object{
+        {"layer", layer}, {"key", key}, {"count", entry.count}, {"error", entry.error}});
+  }
+  out["top_denied"] = std::move(top);
+  out["top_denied_masked"] = view.mask_keys;
+  std::uint64_t errors = 0;
+  for (const auto& [kind, count] : m.backend_errors) errors += count;
+  const auto millis = [](Micros micros) {
+    return micros < 0 ? json::value(nullptr) : json::value(static_cast<double>(micros) / 1000);
+  };
+  out["backend"] = json::object{
+      {"kind", view.backend_kind},
+      {"status", view.backend_status},
+      {"up", view.backend_up},
+      {"errors", errors},
+      {"latency_ms", json::object{{"p50", millis(m.latency_quantile(0.5))},
+                                  {"p99", millis(m.latency_quantile(0.99))}}},
+  };
+  json::array layers;
+  for (const auto& [name, mode] : view.layers) {
+    layers.push_back(json::object{{"name", name}, {"mode", mode}});
+  }
+  out["config"] = json::object{{"version", view.config_version},
+                               {"loaded_at", view.config_loaded_at},
+                               {"layers", std::move(layers)}};
+  return json::serialize(out);
+}
+
+}  // namespace spillway::server

@@ -1,0 +1,41 @@
+// The most denied keys, in bounded memory: the space-saving algorithm (Metwally, Agrawal and
+// El Abbadi, 2005) over `capacity` counters. A key that is not tracked takes the place of the
+// least counted one and inherits its count as its possible over-count (`error`), so for every
+// reported key: count − error ≤ its true number of denials ≤ count, and every key denied more
+// than total / capacity times is reported.
+//
+// Thread safety: add() and top() from any thread (one mutex; add() costs a hash lookup, and a
+// scan of the counters when a new key replaces one). Memory: `capacity` keys and counters.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace spillway::server {
+
+class TopKeys {
+ public:
+  explicit TopKeys(std::size_t capacity = 64) : capacity_(capacity) {}
+
+  struct Entry {
+    std::string key;
+    std::uint64_t count = 0;  // an upper bound of the key's denials
+    std::uint64_t error = 0;  // how much of `count` may belong to keys it replaced
+  };
+
+  void add(std::string_view key);
+  // The `n` highest counts, highest first (ties by key).
+  std::vector<Entry> top(std::size_t n) const;
+
+ private:
+  const std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::vector<Entry> entries_;
+  std::unordered_map<std::string, std::size_t> index_;  // key -> position in entries_
+};
+
+}  // namespace spillway::server
