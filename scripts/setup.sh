@@ -10,6 +10,8 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   redis-server redis-sentinel redis-tools nginx-light wrk clang-format
+  dpkg-dev file curl systemd  # tests/package/deb_test.sh: cpack's dpkg-shlibdeps, the test's tools
+  chromium
   "$@"
 )
 
@@ -36,4 +38,16 @@ cd "$(dirname "$0")/.."
 if [ ! -d tests/grpc/node_modules/@grpc/grpc-js ] || [ ! -d tests/grpc/node_modules/@grpc/proto-loader ]; then
   echo "setup: npm ci in tests/grpc"
   (cd tests/grpc && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+# The charting library compiled into spillway's pages (uPlot, MIT; version pinned in
+# third_party/uplot/package-lock.json): the build embeds its dist/ files.
+if [ ! -f third_party/uplot/node_modules/uplot/dist/uPlot.iife.min.js ]; then
+  echo "setup: npm ci in third_party/uplot"
+  (cd third_party/uplot && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+# The browser tests drive Debian's chromium with playwright-core (version pinned in
+# tests/browser/package-lock.json; it downloads no browser of its own).
+if [ ! -d tests/browser/node_modules/playwright-core ]; then
+  echo "setup: npm ci in tests/browser"
+  (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
