@@ -107,6 +107,7 @@ Result<void> Service::reload(const policy::Config& config) {
   if (!settings) return std::unexpected(settings.error());
   std::lock_guard lock(settings_mutex_);
   (*settings)->version = settings_->version + 1;
+  (*settings)->backend_kind = settings_->backend_kind;  // the store changes only at a restart
   settings_ = *settings;
   settings_version_.fetch_add(1, std::memory_order_release);
   store_->clear_caches();  // limits may have changed: forget remembered denials

@@ -11,12 +11,14 @@
   let seriesKeys = [];   // "layer|outcome" of each series after x
   const columns = [[]];  // x (seconds since the page opened), then one array per series
 
+  // The series worth drawing: allowed and denied for enforced layers (and "limit", POST
+  // /v1/limit's), allowed and shadow_denied for shadow layers, once a layer has decided.
   function seriesOf(stats) {
+    const shadow = new Set(stats.config.layers.filter((l) => l.mode === 'shadow').map((l) => l.name));
     const keys = [];
     for (const d of stats.decisions) {
-      for (const outcome of ['allowed', 'denied', 'shadow_denied']) {
-        if (d[outcome] > 0 || (previous && outcome !== 'shadow_denied')) keys.push(d.layer + '|' + outcome);
-      }
+      const outcomes = shadow.has(d.layer) ? ['allowed', 'shadow_denied'] : ['allowed', 'denied'];
+      for (const outcome of outcomes) keys.push(d.layer + '|' + outcome);
     }
     return keys;
   }
