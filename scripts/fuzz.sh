@@ -22,7 +22,8 @@ scripts/setup.sh clang-16 libfuzzer-16-dev
 
 echo "== build: fuzz"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$(nproc)" --target request_fuzz config_fuzz url_fuzz rls_fuzz
+cmake --build --preset fuzz -j "$(nproc)" --target request_fuzz config_fuzz url_fuzz rls_fuzz \
+  trace_fuzz
 
 artifacts=build/fuzz/artifacts
 mkdir -p "$artifacts"
@@ -31,7 +32,7 @@ trap 'rm -rf "$work"' EXIT
 export UBSAN_OPTIONS=print_stacktrace=1
 
 failed=0
-for target in request config url rls; do
+for target in request config url rls trace; do
   corpus=$work/$target
   log=$work/$target.log
   mkdir -p "$corpus"

@@ -22,7 +22,9 @@ std::size_t retry_bucket(Micros retry_after) {
 // What one key went through, for the per-key figures.
 struct KeyLog {
   std::int64_t offered = 0, admitted = 0;
-  Micros first = -1;                                   // its first request's time
+  Micros first = -1;   // its first request's time
+  Micros latest = -1;  // its latest admission's time: the store's time for the key (its state
+                       // never goes back, so an earlier time in the trace counts as this one)
   std::int64_t in_first_period = 0;                    // cost admitted within period of `first`
   std::deque<std::pair<Micros, std::int64_t>> window;  // admitted (time, cost) in the window
   std::int64_t window_cost = 0;
@@ -80,19 +82,21 @@ Result<Simulation> simulate(std::span<const TraceLine> trace, const SimulationSe
       ++key.offered;
       if (key.first < 0) key.first = r.at;
       if (d->allowed) {
+        key.latest = std::max(key.latest, r.at);
+        const Micros at = key.latest;
         ++outcome.admitted;
         ++outcome.admitted_series[bucket];
         ++key.admitted;
-        if (r.at - key.first < settings.period) {
+        if (at - key.first < settings.period) {
           key.in_first_period += r.cost;
           outcome.burst_at_start = std::max(outcome.burst_at_start, key.in_first_period);
         }
-        // The window (r.at − period, r.at]: drop what fell out, add this request.
-        while (!key.window.empty() && key.window.front().first <= r.at - settings.period) {
+        // The window (at − period, at]: drop what fell out, add this request.
+        while (!key.window.empty() && key.window.front().first <= at - settings.period) {
           key.window_cost -= key.window.front().second;
           key.window.pop_front();
         }
-        key.window.emplace_back(r.at, r.cost);
+        key.window.emplace_back(at, r.cost);
         key.window_cost += r.cost;
         outcome.max_admitted_in_any_period =
             std::max(outcome.max_admitted_in_any_period, key.window_cost);

@@ -24,7 +24,7 @@ async function main() {
   try {
     // 1. simulate on the example trace: the SVG as is, and the report's first screen.
     const report = path.join(dir, 'report.html');
-    const run = await runBinary(['simulate', '--trace', trace, '--limit', '10', '--period', '10s',
+    const run = await runBinary(['simulate', '--trace', path.relative(process.cwd(), trace), '--limit', '10', '--period', '10s',
       '--out', report, '--svg', path.join(ARTIFACTS, 'simulate-api-spikes.svg')]);
     if (run.code !== 0) throw new Error(`simulate failed: ${run.stderr}`);
     process.stdout.write(run.stdout);
