@@ -31,6 +31,12 @@ install(FILES ${SPILLWAY_PACKAGING_DIR}/spillway.service
         PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
         COMPONENT deb EXCLUDE_FROM_ALL)
 
+# uPlot (MIT) is compiled into the binary's pages: its licence ships with the package.
+install(FILES ${PROJECT_SOURCE_DIR}/third_party/uplot/node_modules/uplot/LICENSE
+        DESTINATION /usr/share/doc/spillway RENAME uPlot.LICENSE
+        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+        COMPONENT deb EXCLUDE_FROM_ALL)
+
 # conffiles: dpkg keeps an administrator's edits of these across upgrades and deletes them on
 # purge only.
 set(SPILLWAY_DEB_CONFFILES ${PROJECT_BINARY_DIR}/packaging/conffiles)
@@ -78,6 +84,8 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "${SPILLWAY_PACKAGE_HOMEPAGE}")
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# ExecReload= of the unit runs /bin/kill (procps: priority important, not essential).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "procps")
 # Building a program against the library: the CMake package finds OpenSSL, and the static
 # libraries link hiredis by name.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libssl-dev, libhiredis-dev")

@@ -43,8 +43,8 @@ struct EndpointSelector {
 };
 
 // kShadow: the layer is checked and its would-be denials counted, but it never denies (the way
-// to roll out a new limit safely). It is charged only when it admits and the enforced layers
-// admitted the request, so its state evolves as if it were enforced.
+// to roll out a new limit safely). It is checked on its own once the enforced layers admitted
+// the request, and charged when it admits: its state is what enforcing it alone would leave.
 enum class LayerMode { kEnforce, kShadow };
 
 struct LayerSpec {

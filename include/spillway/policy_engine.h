@@ -6,10 +6,11 @@
 // the answers (docs/SPEC.md §5): the top-level decision is the denying layer with the longest wait,
 // or, when admitted, the layer with the fewest remaining.
 // Shadow layers (LayerMode::kShadow) never take part in that: once the enforced layers admitted a
-// request, the shadow layers that apply are checked all-or-nothing among themselves in one more
-// store call (charged only if they all admit, as if enforced), and the ones that would deny are
-// named in shadow_denied. A denied request does not check them; a backend error of that second
-// call changes nothing in the answer (the shadow layers are then left out of it).
+// request, each shadow layer that applies is checked on its own (charged when it admits, as if
+// it alone were added to the enforced ones), and the ones that would deny are named in
+// shadow_denied. A denied request does not check them. A shadow layer whose attributes are
+// missing does not apply; a backend error of a shadow check changes nothing in the answer but
+// shadow_error (the layer is left out of `layers`).
 #pragma once
 
 #include <functional>
@@ -39,6 +40,7 @@ struct PolicyDecision {
   std::vector<LayerDecision> layers;       // the layers that applied: enforced, then shadow ones
   bool shadow_checked = false;             // shadow layers applied and were checked
   std::vector<std::string> shadow_denied;  // shadow layers that would have denied
+  std::optional<Error> shadow_error;       // the first error of a shadow layer's check
 };
 
 class Policy {
@@ -74,7 +76,7 @@ class Policy {
   PolicyDecision combine(const std::vector<Check>& checks, const Decisions& decisions) const;
   // Adds the shadow layers' answers (`decisions` aligned with `shadow`) to `out`.
   void add_shadow(PolicyDecision& out, const std::vector<Check>& shadow,
-                  const Decisions& decisions) const;
+                  const std::vector<Result<Decision>>& decisions) const;
   // Moves the checks of shadow layers out of `checks` (which keeps the enforced ones, in order).
   std::vector<Check> take_shadow(std::vector<Check>& checks) const;
   static std::vector<KeyedLimit> keyed_limits(const std::vector<Check>& checks);

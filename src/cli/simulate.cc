@@ -7,6 +7,7 @@
 #include <limits>
 #include <ostream>
 
+#include "spillway/store.h"
 #include "src/cli/args.h"
 #include "src/cli/replay.h"
 #include "src/cli/simulate_report.h"
@@ -103,6 +104,9 @@ Result<Setup> parse_setup(int argc, char** argv, int first) {
     if (args->has("duration")) {
       auto duration = parse_duration(*args->get("duration"));
       if (!duration) return invalid_argument("--duration: " + duration.error().message);
+      if (*duration > kMaxNow) {
+        return invalid_argument("--duration: at most 2^52 µs (about 142 years)");
+      }
       setup.pattern.duration = *duration;
     }
     auto keys = args->get_int("keys", 1, 1'000'000);
@@ -133,7 +137,14 @@ Result<std::vector<TraceLine>> read_trace(const std::string& path) {
       return std::unexpected(Error{
           Errc::kInternal, "trace line " + std::to_string(number) + ": " + parsed.error().message});
     }
-    if (*parsed) trace.push_back(std::move(**parsed));
+    if (!*parsed) continue;
+    // What the store would refuse (a key over its length bound, a cost past 2^52), named by line.
+    if (Result<void> valid = validate_check((*parsed)->key, (*parsed)->cost, (*parsed)->at);
+        !valid) {
+      return std::unexpected(Error{
+          Errc::kInternal, "trace line " + std::to_string(number) + ": " + valid.error().message});
+    }
+    trace.push_back(std::move(**parsed));
   }
   return trace;
 }

@@ -1,8 +1,8 @@
 #include "src/cli/simulation.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
+#include <vector>
 
 #include "spillway/clock.h"
 #include "spillway/open_store.h"
@@ -22,13 +22,24 @@ std::size_t retry_bucket(Micros retry_after) {
 // What one key went through, for the per-key figures.
 struct KeyLog {
   std::int64_t offered = 0, admitted = 0;
-  Micros first = -1;   // its first request's time
-  Micros latest = -1;  // its latest admission's time: the store's time for the key (its state
-                       // never goes back, so an earlier time in the trace counts as this one)
-  std::int64_t in_first_period = 0;                    // cost admitted within period of `first`
-  std::deque<std::pair<Micros, std::int64_t>> window;  // admitted (time, cost) in the window
-  std::int64_t window_cost = 0;
+  Micros first = kMaxNow;                            // its earliest request's time
+  std::vector<std::pair<Micros, std::int64_t>> log;  // its admissions: (trace time, cost)
 };
+
+// The most cost of `log` (sorted by time) within one window (t − period, t], and within
+// [first, first + period).
+std::pair<std::int64_t, std::int64_t> window_figures(
+    const std::vector<std::pair<Micros, std::int64_t>>& log, Micros period, Micros first) {
+  std::int64_t most = 0, in_window = 0, at_start = 0;
+  std::size_t oldest = 0;
+  for (const auto& [at, cost] : log) {
+    in_window += cost;
+    while (log[oldest].first <= at - period) in_window -= log[oldest++].second;
+    most = std::max(most, in_window);
+    if (at - first < period) at_start += cost;
+  }
+  return {most, at_start};
+}
 
 }  // namespace
 
@@ -80,34 +91,26 @@ Result<Simulation> simulate(std::span<const TraceLine> trace, const SimulationSe
       KeyLog& key = keys[r.key];
       ++outcome.offered;
       ++key.offered;
-      if (key.first < 0) key.first = r.at;
+      key.first = std::min(key.first, r.at);
       if (d->allowed) {
-        key.latest = std::max(key.latest, r.at);
-        const Micros at = key.latest;
         ++outcome.admitted;
         ++outcome.admitted_series[bucket];
         ++key.admitted;
-        if (at - key.first < settings.period) {
-          key.in_first_period += r.cost;
-          outcome.burst_at_start = std::max(outcome.burst_at_start, key.in_first_period);
-        }
-        // The window (at − period, at]: drop what fell out, add this request.
-        while (!key.window.empty() && key.window.front().first <= at - settings.period) {
-          key.window_cost -= key.window.front().second;
-          key.window.pop_front();
-        }
-        key.window.emplace_back(at, r.cost);
-        key.window_cost += r.cost;
-        outcome.max_admitted_in_any_period =
-            std::max(outcome.max_admitted_in_any_period, key.window_cost);
+        key.log.emplace_back(r.at, r.cost);
       } else {
         ++outcome.denied;
         ++outcome.denied_series[bucket];
         ++outcome.retry_histogram[retry_bucket(d->retry_after)];
       }
     }
+    // Windows on the trace's time axis: a trace out of order is measured as if sorted.
     double sum = 0, squares = 0;
-    for (const auto& [name, key] : keys) {
+    for (auto& [name, key] : keys) {
+      std::stable_sort(key.log.begin(), key.log.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      const auto [most, at_start] = window_figures(key.log, settings.period, key.first);
+      outcome.max_admitted_in_any_period = std::max(outcome.max_admitted_in_any_period, most);
+      outcome.burst_at_start = std::max(outcome.burst_at_start, at_start);
       const double ratio = static_cast<double>(key.admitted) / static_cast<double>(key.offered);
       sum += ratio;
       squares += ratio * ratio;

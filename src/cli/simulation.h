@@ -37,10 +37,11 @@ struct AlgorithmOutcome {
   Algorithm algorithm;
   Limit limit;  // as run (burst applied where the algorithm takes one)
   std::int64_t offered = 0, admitted = 0, denied = 0;
-  // The most cost admitted to one key within any window (t − period, t]: above the limit only
-  // where an algorithm lets a key exceed it (fixed_window across a window edge, a burst above L).
+  // The most cost admitted to one key within any window (t − period, t] of the trace's time
+  // (a trace out of order is measured as if sorted): above the limit only where an algorithm
+  // lets a key exceed it (fixed_window across a window edge, a burst above L).
   std::int64_t max_admitted_in_any_period = 0;
-  // The most cost admitted to one key within `period` of that key's first request.
+  // The most cost admitted to one key within `period` of that key's earliest request.
   std::int64_t burst_at_start = 0;
   // Jain's index of the keys' admission ratios (admitted / offered): 1 when every key gets the
   // same share of what it asks, 1/n when one key gets everything.

@@ -8,6 +8,7 @@ namespace spillway::pages::assets {
 
 extern const std::string_view kUplotJs;          // uPlot (MIT, third_party/uplot), minified
 extern const std::string_view kUplotCss;         // uPlot's stylesheet
+extern const std::string_view kUplotLicense;     // uPlot's MIT licence text, shipped with it
 extern const std::string_view k_pages_css;       // src/pages/web/pages.css
 extern const std::string_view k_report_js;       // src/pages/web/report.js
 extern const std::string_view k_dashboard_html;  // src/pages/web/dashboard.html

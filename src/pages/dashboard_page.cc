@@ -18,6 +18,7 @@ void fill(std::string& page, std::string_view marker, std::string_view text) {
 std::string_view dashboard_html() {
   static const std::string page = [] {
     std::string html(assets::k_dashboard_html);
+    fill(html, "@uplot_license", assets::kUplotLicense);
     fill(html, "/*@uplot_css*/", assets::kUplotCss);
     fill(html, "/*@pages_css*/", assets::k_pages_css);
     fill(html, "/*@uplot_js*/", assets::kUplotJs);

@@ -10,6 +10,10 @@ namespace spillway::pages {
 // &, <, >, " and ' as character references: safe as element text and in a quoted attribute.
 std::string html_escape(std::string_view text);
 
+// html_escape, and what XML also refuses taken out: control characters other than tab, LF and
+// CR are dropped, and bytes that are not UTF-8 become U+FFFD. For text in an SVG document.
+std::string xml_text(std::string_view text);
+
 // JSON text made safe inside <script>…</script>: every "</" becomes "<\/" (the same JSON value),
 // so no string inside can close the element.
 std::string script_safe_json(std::string_view json);

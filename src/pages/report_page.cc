@@ -9,7 +9,10 @@ std::string report_html(std::string_view title, std::string_view body_html,
                         std::string_view data_json) {
   std::string page;
   page.reserve(assets::kUplotJs.size() + body_html.size() + data_json.size() + 8192);
-  page += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
+  page += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  page += "<!-- The charts are drawn by uPlot, inlined below under its licence:\n";
+  page += assets::kUplotLicense;
+  page += "-->\n<title>";
   page += html_escape(title);
   page += "</title>\n<style>";
   page += assets::kUplotCss;

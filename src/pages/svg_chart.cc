@@ -55,7 +55,7 @@ std::string line_chart_svg(const SvgChart& chart) {
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n"
                     "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
   svg += "<text x=\"" + number(left) + "\" y=\"22\" font-size=\"15\" font-weight=\"600\">" +
-         html_escape(chart.title) + "</text>\n";
+         xml_text(chart.title) + "</text>\n";
   // Grid and y ticks.
   for (double y = 0; y <= y1 + y_step / 2; y += y_step) {
     svg += "<line x1=\"" + number(left) + "\" x2=\"" + number(left + plot_w) + "\" y1=\"" +
@@ -71,9 +71,9 @@ std::string line_chart_svg(const SvgChart& chart) {
   svg += "<line x1=\"" + number(left) + "\" x2=\"" + number(left + plot_w) + "\" y1=\"" +
          number(top + plot_h) + "\" y2=\"" + number(top + plot_h) + "\" stroke=\"#444\"/>\n";
   svg += "<text x=\"" + number(left + plot_w / 2) + "\" y=\"" + number(top + plot_h + 34) +
-         "\" text-anchor=\"middle\">" + html_escape(chart.x_label) + "</text>\n";
+         "\" text-anchor=\"middle\">" + xml_text(chart.x_label) + "</text>\n";
   svg += "<text transform=\"translate(14 " + number(top + plot_h / 2) +
-         ") rotate(-90)\" text-anchor=\"middle\">" + html_escape(chart.y_label) + "</text>\n";
+         ") rotate(-90)\" text-anchor=\"middle\">" + xml_text(chart.y_label) + "</text>\n";
   // The series, then the legend under the x label.
   double legend_x = left;
   for (const SvgSeries& s : chart.series) {
@@ -82,15 +82,15 @@ std::string line_chart_svg(const SvgChart& chart) {
     for (std::size_t i = 0; i < n; ++i) {
       points += number(px(chart.x[i])) + "," + number(py(std::max(0.0, s.y[i]))) + " ";
     }
-    svg += "<polyline fill=\"none\" stroke=\"" + html_escape(s.color) + "\" stroke-width=\"1.5\"" +
+    svg += "<polyline fill=\"none\" stroke=\"" + xml_text(s.color) + "\" stroke-width=\"1.5\"" +
            (s.dashed ? " stroke-dasharray=\"4 4\"" : "") + " points=\"" + points + "\"/>\n";
     const double legend_y = chart.height - 8;
     svg += "<line x1=\"" + number(legend_x) + "\" x2=\"" + number(legend_x + 18) + "\" y1=\"" +
            number(legend_y - 4) + "\" y2=\"" + number(legend_y - 4) + "\" stroke=\"" +
-           html_escape(s.color) + "\" stroke-width=\"2\"" +
+           xml_text(s.color) + "\" stroke-width=\"2\"" +
            (s.dashed ? " stroke-dasharray=\"4 4\"" : "") + "/>\n";
     svg += "<text x=\"" + number(legend_x + 22) + "\" y=\"" + number(legend_y) + "\">" +
-           html_escape(s.label) + "</text>\n";
+           xml_text(s.label) + "</text>\n";
     legend_x += 30 + 7.0 * static_cast<double>(s.label.size());
   }
   svg += "</svg>\n";

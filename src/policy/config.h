@@ -9,7 +9,7 @@
 //     ipv6_prefix: 64
 //     access_log: on              # or off
 //     grpc_listen: 127.0.0.1:8081 # Envoy's rate limit service (gRPC); off when absent
-//     dashboard: on               # or off: GET /dashboard (GET /v1/stats stays)
+//     dashboard: on               # or off: GET /dashboard and GET /v1/stats
 //     dashboard_keys: masked      # or clear: the top denied keys in /v1/stats and the page
 //   backend:
 //     url: memory                 # or redis://host:port/db, rediss://, redis+cluster://,
@@ -72,7 +72,7 @@ struct ServerConfig {
   int ipv6_prefix = 64;
   bool access_log = true;           // one line per request on stderr
   std::string grpc_listen;          // Envoy's rate limit service over gRPC; "" = off
-  bool dashboard = true;            // GET /dashboard (the page; GET /v1/stats is always served)
+  bool dashboard = true;            // GET /dashboard and its data, GET /v1/stats
   bool dashboard_mask_keys = true;  // top denied keys in /v1/stats: masked, or in clear
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };

@@ -1,6 +1,7 @@
 #include "spillway/policy_engine.h"
 
 #include <limits>
+#include <mutex>
 #include <set>
 
 #include "src/policy/keys.h"
@@ -102,9 +103,13 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
     const LayerSpec& layer = spec_.layers[i];
     const BuiltLayer& built = built_[i];
     const Limit* limit = built.fixed ? &*built.fixed : nullptr;
+    // A shadow layer must never turn a request away: when its attributes are missing or make
+    // too long a key, it does not apply (as an unlisted endpoint does not).
+    const bool shadow = layer.mode == LayerMode::kShadow;
     if (layer.by_plan) {
       const std::string* value = find_attribute(attributes, layer.by_plan->attribute);
       if (value == nullptr || value->empty()) {
+        if (shadow) continue;
         return missing_attribute(layer.by_plan->attribute, layer.name);
       }
       auto assigned = layer.by_plan->assignments.find(*value);
@@ -122,14 +127,19 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
     std::string key;
     key.reserve(layer.name.size() + 32);
     key.append(layer.name);
+    bool complete = true;
     for (const std::string& name : layer.key) {
       const std::string* value = find_attribute(attributes, name);
       if (value == nullptr || value->empty()) {
-        return missing_attribute(name, layer.name);
+        if (!shadow) return missing_attribute(name, layer.name);
+        complete = false;
+        break;
       }
       append_key_part(key, *value);
     }
+    if (!complete) continue;
     if (Result<void> fits = check_layer_key(key, layer.name); !fits) {
+      if (shadow) continue;
       return std::unexpected(fits.error());
     }
     checks.push_back({i, std::move(key), limit});
@@ -180,12 +190,16 @@ std::vector<Policy::Check> Policy::take_shadow(std::vector<Check>& checks) const
 }
 
 void Policy::add_shadow(PolicyDecision& out, const std::vector<Check>& shadow,
-                        const Decisions& decisions) const {
+                        const std::vector<Result<Decision>>& decisions) const {
   out.shadow_checked = true;
   for (std::size_t i = 0; i < shadow.size(); ++i) {
+    if (!decisions[i]) {
+      if (!out.shadow_error) out.shadow_error = decisions[i].error();
+      continue;
+    }
     const std::string& name = layer_name(shadow[i].layer);
-    out.layers.push_back({name, decisions[i], shadow[i].limit->period(), true});
-    if (!decisions[i].allowed) out.shadow_denied.push_back(name);
+    out.layers.push_back({name, *decisions[i], shadow[i].limit->period(), true});
+    if (!decisions[i]->allowed) out.shadow_denied.push_back(name);
   }
 }
 
@@ -202,8 +216,10 @@ Result<PolicyDecision> Policy::decide(Store& store, const Attributes& attributes
   }
   PolicyDecision out = combine(*checks, decisions);
   if (out.allowed && !shadow.empty()) {
-    auto would = store.check_all(keyed_limits(shadow), cost, now);
-    if (would) add_shadow(out, shadow, *would);
+    std::vector<Result<Decision>> would;
+    for (const Check& check : shadow)
+      would.push_back(store.check(check.key, *check.limit, cost, now));
+    add_shadow(out, shadow, would);
   }
   return out;
 }
@@ -213,17 +229,36 @@ void Policy::decide_async(Store& store, const Attributes& attributes, std::int64
   auto checks = resolve(attributes);
   if (!checks) return done(std::unexpected(checks.error()));
   auto shadow = std::make_shared<std::vector<Check>>(take_shadow(*checks));
-  // Then the shadow layers, once the enforced ones admitted; their error changes nothing.
+  // Then the shadow layers, once the enforced ones admitted: each checked on its own, all at
+  // once; the last answer finishes the request. Their errors change nothing but shadow_error.
   using Done = std::function<void(Result<PolicyDecision>)>;
   auto then_shadow = [this, &store, cost, shadow](PolicyDecision out, Done finish) {
     if (!out.allowed || shadow->empty()) return finish(std::move(out));
-    auto decided = std::make_shared<PolicyDecision>(std::move(out));
-    store.check_all_async(
-        keyed_limits(*shadow), cost, std::nullopt,
-        [this, shadow, decided, finish = std::move(finish)](Result<Decisions> would) {
-          if (would) add_shadow(*decided, *shadow, *would);
-          finish(std::move(*decided));
-        });
+    struct Pending {
+      PolicyDecision decided;
+      Done finish;
+      std::mutex mutex;
+      std::vector<Result<Decision>> would;
+      std::size_t left;
+    };
+    auto pending = std::make_shared<Pending>();
+    pending->decided = std::move(out);
+    pending->finish = std::move(finish);
+    pending->would.assign(shadow->size(), std::unexpected(Error{Errc::kInternal, "unanswered"}));
+    pending->left = shadow->size();
+    for (std::size_t i = 0; i < shadow->size(); ++i) {
+      const Check& check = (*shadow)[i];
+      store.check_async(check.key, *check.limit, cost, std::nullopt,
+                        [this, shadow, pending, i](Result<Decision> would) {
+                          {
+                            std::lock_guard lock(pending->mutex);
+                            pending->would[i] = std::move(would);
+                            if (--pending->left > 0) return;
+                          }
+                          add_shadow(pending->decided, *shadow, pending->would);
+                          pending->finish(std::move(pending->decided));
+                        });
+    }
   };
   if (checks->empty()) return then_shadow(combine(*checks, {}), std::move(done));
   auto owned = std::make_shared<std::vector<Check>>(std::move(*checks));

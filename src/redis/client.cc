@@ -643,7 +643,7 @@ class Client::Impl::Connection {
     }
     // Calls queued during the first attempt were never written: never_sent() says so.
     const std::string unsent = impl_.where_ + std::string(kNotConnected) + cause + ")";
-    for (Waiting& entry : waiting) complete(entry.done, error(Errc::kUnavailable, unsent));
+    for (Waiting& entry : waiting) complete(entry.done, error(code, unsent));
 
     if (state_ == State::kDown) {
       // A random wait in [backoff/2, backoff]: clients that lost the server together do not all
@@ -787,7 +787,8 @@ void Client::call_async_asking(const std::vector<std::string>& args, Deadline de
 bool Client::connected() const { return impl_->connected(); }
 
 bool never_sent(const Error& error) {
-  return error.code == Errc::kUnavailable && error.message.find(kNotConnected) != std::string::npos;
+  return (error.code == Errc::kUnavailable || error.code == Errc::kTimeout) &&
+         error.message.find(kNotConnected) != std::string::npos;
 }
 
 }  // namespace spillway::redis

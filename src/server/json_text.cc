@@ -3,10 +3,9 @@
 #include <cstddef>
 
 namespace spillway::server {
-namespace {
 
-// `text` with every byte that is not part of valid UTF-8 written as "\xNN", so that a message
-// quoting client bytes (a path, a header) is still valid JSON text once serialized.
+// Every byte that is not part of valid UTF-8 becomes "\xNN", so that a message quoting client
+// bytes (a path, a header) is still valid JSON text once serialized.
 std::string utf8_or_escaped(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -49,8 +48,6 @@ std::string utf8_or_escaped(std::string_view text) {
   }
   return out;
 }
-
-}  // namespace
 
 void append_json_string(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";

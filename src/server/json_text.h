@@ -11,6 +11,9 @@ namespace spillway::server {
 // other bytes as they are (the caller makes sure they are UTF-8).
 void append_json_string(std::string& out, std::string_view text);
 
+// `text` with every byte that is not part of valid UTF-8 written as the text \xNN.
+std::string utf8_or_escaped(std::string_view text);
+
 // {"error":"<message>"}; bytes of the message that are not valid UTF-8 (a message may quote
 // the client's path or headers) are written as the text \xNN, so the body is always valid JSON.
 std::string error_body(std::string_view message);

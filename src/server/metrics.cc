@@ -74,6 +74,10 @@ void Metrics::request(std::string_view endpoint, int status, Micros latency) {
   ++shard.latency_buckets[bucket];
   ++shard.latency_count;
   shard.latency_sum_seconds += static_cast<double>(latency) / 1e6;
+  if (endpoint == "/v1/check" || endpoint == "/v1/auth" || endpoint == "/v1/limit") {
+    ++shard.decision_latency_buckets[bucket];
+    ++shard.decision_latency_count;
+  }
 }
 
 void Metrics::backend_error(std::string_view kind, bool allowed) {
@@ -105,22 +109,38 @@ Metrics::Snapshot Metrics::snapshot() const {
     for (const auto& [kind, count] : shard->backend_errors) sum.backend_errors[kind] += count;
     for (std::size_t i = 0; i < sum.latency_buckets.size(); ++i) {
       sum.latency_buckets[i] += shard->latency_buckets[i];
+      sum.decision_latency_buckets[i] += shard->decision_latency_buckets[i];
     }
+    sum.decision_latency_count += shard->decision_latency_count;
     sum.latency_count += shard->latency_count;
     sum.latency_sum_seconds += shard->latency_sum_seconds;
   }
   return sum;
 }
 
-Micros Metrics::Snapshot::latency_quantile(double q) const {
-  if (latency_count == 0) return 0;
-  const double rank = q * static_cast<double>(latency_count);
+namespace {
+
+// The upper bound of the bucket that holds the q-quantile; 0 for no sample, -1 past the last.
+template <typename Buckets>
+Micros quantile(const Buckets& buckets, std::uint64_t count, double q) {
+  if (count == 0) return 0;
+  const double rank = q * static_cast<double>(count);
   std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-    cumulative += latency_buckets[i];
-    if (static_cast<double>(cumulative) >= rank) return kBuckets[i];
+  for (std::size_t i = 0; i < Metrics::kBuckets.size(); ++i) {
+    cumulative += buckets[i];
+    if (static_cast<double>(cumulative) >= rank) return Metrics::kBuckets[i];
   }
   return -1;
+}
+
+}  // namespace
+
+Micros Metrics::Snapshot::latency_quantile(double q) const {
+  return quantile(latency_buckets, latency_count, q);
+}
+
+Micros Metrics::Snapshot::decision_latency_quantile(double q) const {
+  return quantile(decision_latency_buckets, decision_latency_count, q);
 }
 
 std::string Metrics::render() const {

@@ -47,9 +47,13 @@ class Metrics {
     std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
     std::uint64_t latency_count = 0;
     double latency_sum_seconds = 0;
+    // The same histogram for the decision endpoints only (/v1/check, /v1/auth, /v1/limit).
+    std::array<std::uint64_t, kBuckets.size() + 1> decision_latency_buckets{};
+    std::uint64_t decision_latency_count = 0;
     // The latency below which a fraction q of requests answered, as a bucket's upper bound in
     // µs (the histogram's resolution); -1 beyond the last bound, 0 with no request yet.
     Micros latency_quantile(double q) const;
+    Micros decision_latency_quantile(double q) const;
   };
   Snapshot snapshot() const;
 
@@ -65,6 +69,8 @@ class Metrics {
     std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
     std::uint64_t latency_count = 0;
     double latency_sum_seconds = 0;
+    std::array<std::uint64_t, kBuckets.size() + 1> decision_latency_buckets{};
+    std::uint64_t decision_latency_count = 0;
   };
   Shard& local();
 

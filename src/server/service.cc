@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 #include <chrono>
+#include <random>
 
 #include "src/pages/dashboard_page.h"
 #include "src/policy/keys.h"
@@ -91,7 +92,9 @@ std::atomic<std::uint64_t> next_service_id{1};
 Service::Service(std::unique_ptr<Store> store)
     : store_(std::move(store)),
       synchronous_(store_->decides_inline()),
-      id_(next_service_id.fetch_add(1, std::memory_order_relaxed)) {}
+      id_(next_service_id.fetch_add(1, std::memory_order_relaxed)),
+      mask_salt_((static_cast<std::uint64_t>(std::random_device()()) << 32) ^
+                 std::random_device()()) {}
 
 Result<std::unique_ptr<Service>> Service::make(const policy::Config& config,
                                                std::unique_ptr<Store> store) {
@@ -202,10 +205,14 @@ void Service::readyz(const HttpRequest&, const Reply& reply) {
 
 void Service::stats(const HttpRequest&, const Reply& reply) {
   const std::shared_ptr<const Settings> current = settings();
+  if (!current->dashboard) {
+    return reply(error_response(404, "no such endpoint: /v1/stats (server.dashboard is off)"));
+  }
   const Metrics::Snapshot snapshot = metrics_.snapshot();
   StatsView view{.metrics = &snapshot,
                  .top_denied = top_denied_.top(10),
                  .mask_keys = current->mask_keys,
+                 .mask_salt = mask_salt_,
                  .backend_kind = current->backend_kind,
                  .backend_status = store_->status(),
                  .backend_up = store_->ready(),
@@ -398,6 +405,16 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
   }
   metrics_.outcome(result->allowed);
   if (!result->allowed) top_denied_.add(result->denied_key);
+  // A shadow layer's backend error changed nothing in the answer: counted and logged only.
+  if (result->shadow_error) {
+    const Error& error = *result->shadow_error;
+    metrics_.backend_error(errc_name(error.code), true);
+    std::string line = "spillway: backend error (";
+    line.append(errc_name(error.code))
+        .append(") in a shadow layer's check: ")
+        .append(error.message);
+    error_log_.write(line.append("; the answer did not depend on it"));
+  }
   return policy_decision_response(*result, for_nginx);
 }
 

@@ -107,7 +107,8 @@ class Service {
   std::shared_ptr<const Settings> settings_;
   std::atomic<std::uint64_t> settings_version_{0};
   Metrics metrics_;
-  TopKeys top_denied_;  // the most denied keys, for /v1/stats
+  TopKeys top_denied_;             // the most denied keys, for /v1/stats
+  const std::uint64_t mask_salt_;  // random: masked keys in /v1/stats hash with it
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   RateLimitedLog error_log_;  // backend errors, one line a second at most
   std::mutex metrics_sources_mutex_;

@@ -6,23 +6,29 @@
 #include <optional>
 
 #include "src/policy/keys.h"
+#include "src/server/json_text.h"
 
 namespace spillway::server {
 namespace json = boost::json;
 namespace {
 
-std::string masked(std::string_view value) {
-  std::uint32_t hash = 2166136261u;  // FNV-1a
-  for (unsigned char c : value) hash = (hash ^ c) * 16777619u;
+std::string masked(std::string_view value, std::uint64_t salt) {
+  // FNV-1a over the salt, then the value: without the salt (random per process) a masked value
+  // cannot be found by hashing guesses.
+  std::uint64_t hash = 14695981039346656037ull;
+  for (int i = 0; i < 8; ++i) hash = (hash ^ ((salt >> (8 * i)) & 0xff)) * 1099511628211ull;
+  for (unsigned char c : value) hash = (hash ^ c) * 1099511628211ull;
+  hash ^= hash >> 32;
   std::string out;
-  const std::size_t keep = std::min<std::size_t>(3, (value.size() + 3) / 4);
+  const std::size_t keep = std::min<std::size_t>(3, value.size() / 4);
   for (std::size_t i = 0; i < keep && static_cast<unsigned char>(value[i]) >= 0x20 &&
                           static_cast<unsigned char>(value[i]) < 0x7f;
        ++i) {
     out += value[i];
   }
   char tail[16];
-  std::snprintf(tail, sizeof tail, "***#%04x", (hash ^ (hash >> 16)) & 0xffff);
+  std::snprintf(tail, sizeof tail, "***#%04x",
+                static_cast<unsigned>((hash ^ (hash >> 16)) & 0xffff));
   return out + tail;
 }
 
@@ -49,9 +55,11 @@ std::optional<std::vector<std::string_view>> values_of(std::string_view rest) {
 
 }  // namespace
 
-std::pair<std::string, std::string> display_key(std::string_view stored, bool mask) {
-  const auto show = [mask](std::string_view value) {
-    return mask ? masked(value) : std::string(value);
+std::pair<std::string, std::string> display_key(std::string_view stored, bool mask,
+                                                std::uint64_t salt) {
+  // In clear, a value's bytes that are not UTF-8 are written as \xNN: the JSON stays valid.
+  const auto show = [mask, salt](std::string_view value) {
+    return mask ? masked(value, salt) : utf8_or_escaped(value);
   };
   if (stored.starts_with(policy::kLimitEndpointPrefix)) {
     return {"limit", show(stored.substr(policy::kLimitEndpointPrefix.size()))};
@@ -96,7 +104,7 @@ std::string stats_json(const StatsView& view) {
   out["decisions"] = std::move(decisions);
   json::array top;
   for (const TopKeys::Entry& entry : view.top_denied) {
-    auto [layer, key] = display_key(entry.key, view.mask_keys);
+    auto [layer, key] = display_key(entry.key, view.mask_keys, view.mask_salt);
     top.push_back(json::object{
         {"layer", layer}, {"key", key}, {"count", entry.count}, {"error", entry.error}});
   }
@@ -112,8 +120,8 @@ std::string stats_json(const StatsView& view) {
       {"status", view.backend_status},
       {"up", view.backend_up},
       {"errors", errors},
-      {"latency_ms", json::object{{"p50", millis(m.latency_quantile(0.5))},
-                                  {"p99", millis(m.latency_quantile(0.99))}}},
+      {"latency_ms", json::object{{"p50", millis(m.decision_latency_quantile(0.5))},
+                                  {"p99", millis(m.decision_latency_quantile(0.99))}}},
   };
   json::array layers;
   for (const auto& [name, mode] : view.layers) {

@@ -19,6 +19,7 @@ struct StatsView {
   const Metrics::Snapshot* metrics = nullptr;
   std::vector<TopKeys::Entry> top_denied;
   bool mask_keys = true;
+  std::uint64_t mask_salt = 0;       // random per process: masked values hash with it
   std::string_view backend_kind;     // "memory", "redis", "redis+cluster", …
   std::string_view backend_status;   // Store::status()
   bool backend_up = true;            // Store::ready()
@@ -32,9 +33,12 @@ struct StatsView {
 std::string stats_json(const StatsView& view);
 
 // A stored key as people read it: its layer ("limit" for POST /v1/limit) and its values joined
-// by " | "; masked, each value keeps at most its first quarter (3 ASCII characters at most),
-// then "***" and 4 hex digits of a hash of the whole value (so distinct keys stay distinct).
-std::pair<std::string, std::string> display_key(std::string_view stored_key, bool mask);
+// by " | ". Masked, each value keeps its first quarter, rounded down (3 printable ASCII
+// characters at most: nothing of a value under 4 bytes), then "***#" and 4 hex digits of a hash
+// of `salt` and the value (distinct keys stay distinct on the page; guesses cannot be checked
+// without the salt). In clear, bytes that are not UTF-8 are written as \xNN.
+std::pair<std::string, std::string> display_key(std::string_view stored_key, bool mask,
+                                                std::uint64_t salt = 0);
 
 // "2026-12-01T16:40:00Z"
 std::string iso8601_utc(std::int64_t unix_seconds);

@@ -15,6 +15,7 @@
 #include "src/cli/simulate_report.h"
 #include "src/cli/simulation.h"
 #include "src/cli/traffic_pattern.h"
+#include "src/pages/html.h"
 #include "tests/support/process.h"
 
 namespace spillway::cli {
@@ -177,6 +178,22 @@ TEST(Simulation, FixedWindowEdgeDoublingIsMeasuredAndOthersHoldTheLimit) {
   EXPECT_EQ(page.find("data-exceeds=\"sliding_log\""), std::string::npos);
 }
 
+// A trace out of order is measured on its own time axis, as if sorted: 19 s, 11 s, 21 s, 22 s
+// (all admitted by a fixed window of 2 per 10 s) hold at most 3 in one 10 s: 19, 21 and 22.
+TEST(Simulation, AnUnorderedTraceIsMeasuredAsIfSorted) {
+  std::vector<TraceLine> trace;
+  for (Micros at : {19, 11, 21, 22}) {
+    trace.push_back({.at = at * kMicrosPerSecond, .key = "k", .cost = 1});
+  }
+  auto result = simulate(
+      trace,
+      {.limit = 2, .period = 10 * kMicrosPerSecond, .algorithms = {Algorithm::kFixedWindow}});
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->outcomes[0].admitted, 4);
+  EXPECT_EQ(result->outcomes[0].max_admitted_in_any_period, 3);
+  EXPECT_EQ(result->outcomes[0].burst_at_start, 2) << "11 s and 19 s are within 10 s of 11 s";
+}
+
 TEST(Simulation, FairnessIsJainsIndexOfAdmissionRatios) {
   // Key a asks 10 and gets 2; key b asks 2 and gets 2: ratios 0.2 and 1.
   std::vector<TraceLine> trace;
@@ -198,7 +215,8 @@ TEST(Simulation, SeriesBucketsAreRoundAndFew) {
   }
 }
 
-// The binary's counts are replay's, line by line, for every pattern and every algorithm.
+// The binary's counts are replay's (offered, and admitted counted from replay's lines), for
+// every pattern and every algorithm.
 TEST(SimulateBinary, CountsEqualReplayOnTheSameTraceForEveryPatternAndAlgorithm) {
   for (std::string_view name : pattern_names()) {
     const std::string trace = temp_path("trace.csv");
@@ -295,6 +313,8 @@ TEST(SimulateBinary, BadOptionsExitTwoNamingTheOption) {
            Case{"--pattern steady --rate 0 --limit 5 --period 1s", "--rate"},
            Case{"--pattern steady --rate lots --limit 5 --period 1s", "--rate"},
            Case{"--pattern steady --duration forever --limit 5 --period 1s", "--duration"},
+           Case{"--pattern steady --rate 1/1d --duration 60000d --limit 5 --period 1s",
+                "--duration"},
            Case{"--pattern steady --keys 0 --limit 5 --period 1s", "--keys"},
            Case{"--pattern steady --seed -1 --limit 5 --period 1s", "--seed"},
            Case{"--pattern steady --limit 0 --period 1s", "--limit"},
@@ -312,6 +332,14 @@ TEST(SimulateBinary, BadOptionsExitTwoNamingTheOption) {
     EXPECT_NE(run.err.find(c.mentions), std::string::npos) << c.args << ": " << run.err;
     EXPECT_TRUE(run.out.empty()) << c.args;
   }
+  // A line the store would refuse (a key over 1024 bytes) is a bad trace too (exit 1).
+  const std::string long_key = temp_path("long.csv");
+  std::ofstream(long_key) << "0,a\n1," << std::string(1100, 'k') << "\n";
+  testing::BinaryRun refused =
+      testing::run_binary("simulate --trace " + long_key + " --limit 1 --period 1s");
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("trace line 2"), std::string::npos) << refused.err;
+  std::remove(long_key.c_str());
   // A bad line in a trace file is a bad trace (exit 1), named by its line.
   const std::string bad = temp_path("bad.csv");
   std::ofstream(bad) << "0,a\n5,\n";
@@ -324,3 +352,16 @@ TEST(SimulateBinary, BadOptionsExitTwoNamingTheOption) {
 
 }  // namespace
 }  // namespace spillway::cli
+
+namespace spillway::pages {
+namespace {
+
+TEST(XmlText, EscapesMarkupAndDropsWhatXmlRefuses) {
+  EXPECT_EQ(xml_text("a\x01<b>&\"c'\t\n"), "a&lt;b&gt;&amp;&quot;c&#39;\t\n");
+  EXPECT_EQ(xml_text("bad \xff byte"), "bad \xEF\xBF\xBD byte");
+  EXPECT_EQ(xml_text("\xe2\x82\xac ok"), "\xe2\x82\xac ok");                    // €, valid UTF-8
+  EXPECT_EQ(xml_text("\xe0\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
+}
+
+}  // namespace
+}  // namespace spillway::pages

@@ -109,8 +109,9 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [ -n "$(field Description)" ] || fail "no Description:"
 depends=$(field Depends)
 echo "Depends: $depends"
-# dpkg-shlibdeps' answer: every library the binary links, by its Debian package.
-for lib in libc6 libstdc++6 libhiredis libyaml-cpp libssl3 'libgrpc++' libprotobuf; do
+# dpkg-shlibdeps' answer: every library the binary links, by its Debian package; and procps
+# (the unit's ExecReload= runs /bin/kill).
+for lib in libc6 libstdc++6 libhiredis libyaml-cpp libssl3 'libgrpc++' libprotobuf procps; do
   [[ ", $depends" == *", $lib"* ]] || fail "Depends: lacks $lib"
 done
 dpkg-deb -e "$deb" "$work/control"
@@ -149,6 +150,7 @@ expect() {  # PATH MODE: a regular file, root-owned, with this mode, listed by d
 expect /usr/bin/spillway 755
 expect /etc/spillway/spillway.yaml 644
 expect /lib/systemd/system/spillway.service 644
+expect /usr/share/doc/spillway/uPlot.LICENSE 644
 for header in memory_store.h open_store.h policy_engine.h; do
   expect "/usr/include/spillway/$header" 644
 done

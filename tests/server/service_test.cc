@@ -187,6 +187,27 @@ TEST_P(Api, AShadowLayerIsReportedAndCountedButNeverDenies) {
   EXPECT_EQ(metrics.find(R"(layer="trial",result="denied")"), std::string::npos);
 }
 
+// A shadow layer keyed by an attribute the request lacks does not apply: no 400, no 401 for
+// nginx (the same layer enforced would answer both).
+TEST_P(Api, AShadowLayerNeverTurnsARequestAwayForAMissingAttribute) {
+  policy::Config config = policy::default_config();
+  config.policy.layers = {
+      {.name = "edge", .key = {"ip"}, .limit = policy::RateSpec{100, kMicrosPerMinute}},
+      {.name = "trial",
+       .key = {"api_key"},
+       .mode = policy::LayerMode::kShadow,
+       .limit = policy::RateSpec{1, kMicrosPerMinute}}};
+  Running s = start(GetParam(), config);
+  HttpReply check = http(s.port(), "POST", "/v1/check", R"({"ip":"203.0.113.10"})");
+  EXPECT_EQ(check.status, 200) << check.body;
+  EXPECT_EQ(check.body.find("trial"), std::string::npos) << check.body;
+  EXPECT_EQ(http(s.port(), "GET", "/v1/auth").status, 204);
+  config.policy.layers[1].mode = policy::LayerMode::kEnforce;
+  ASSERT_TRUE(s.service->reload(config));
+  EXPECT_EQ(http(s.port(), "POST", "/v1/check", R"({"ip":"203.0.113.10"})").status, 400);
+  EXPECT_EQ(http(s.port(), "GET", "/v1/auth").status, 401);
+}
+
 TEST_P(Api, CheckRejectsBadAttributes) {
   Running s = start(GetParam());
   for (const std::string body :
