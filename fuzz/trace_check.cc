@@ -39,7 +39,7 @@ void check_trace_input(const std::uint8_t* data, std::size_t size) {
     if (r.at < 0 || r.at > kMaxNow) violated("t_us out of range", line);
     if (r.key.empty() || r.key.find(',') != std::string::npos) violated("bad key", line);
     if (r.cost < 0) violated("negative cost", line);
-    if (trace.size() < 2000) trace.push_back(r);
+    if (trace.size() < 500) trace.push_back(r);
   }
 
   const cli::SimulationSettings settings{.limit = 3,
@@ -91,8 +91,9 @@ void check_trace_input(const std::uint8_t* data, std::size_t size) {
     }
     return count;
   };
-  if (scripts(cli::report_html(*simulation, settings, first_line)) !=
-      scripts(cli::report_html(*simulation, settings, ""))) {
+  // The page's own count does not depend on the traffic (its data are numbers and names).
+  static const std::size_t own = scripts(cli::report_html(cli::Simulation{}, settings, ""));
+  if (scripts(cli::report_html(*simulation, settings, first_line)) != own) {
     violated("the source name added <script elements to the report", first_line);
   }
 }

@@ -6,14 +6,14 @@
 //   - the same line gives the same answer both times;
 //   - an error is kInvalidArgument and one non-empty line;
 //   - a parsed request has t_us in 0 … 2^52, a non-empty key without ',' and a cost ≥ 0.
-// The parsed requests (at most 2000) then go through simulate() with every algorithm, limit 3
+// The parsed requests (at most 500) then go through simulate() with every algorithm, limit 3
 // per second (burst 5 for the buckets), and:
 //   - every algorithm is offered every request, and admitted + denied = offered;
 //   - the series add up to the totals;
-//   - sliding_log, exact, never lets a key have more than the limit in one period, and the
-//     others stay within twice the limit plus the burst;
-//   - the summary has one line per algorithm, and the HTML report has exactly its own three
-//     <script> elements whatever the source name (the first line) holds.
+//   - once sorted by time, sliding_log, exact, never lets a key have more than the limit in
+//     one period, and the others stay within twice the limit plus the burst;
+//   - the summary has one line per algorithm, and the HTML report has no more <script elements
+//     than its own, whatever the source name (the first line) holds.
 // Anything else aborts (see check_util.h).
 #pragma once
 

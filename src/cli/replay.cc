@@ -75,16 +75,16 @@ Result<std::optional<TraceLine>> parse_trace_line(std::string_view line) {
   if (count < 2) return invalid_argument("expected t_us,key[,cost] but found 1 field");
   std::optional<std::int64_t> at = parse_int(fields[0]);
   if (!at || *at < 0 || *at > kMaxNow) {
-    return invalid_argument("t_us \"" + std::string(fields[0]) +
-                            "\" must be a whole number of µs from 0 to 2^52");
+    return invalid_argument("t_us " + quote_for_error(fields[0], 64) +
+                            " must be a whole number of µs from 0 to 2^52");
   }
   if (fields[1].empty()) return invalid_argument("key is empty");
   std::int64_t cost = 1;
   if (count == 3) {
     std::optional<std::int64_t> parsed = parse_int(fields[2]);
     if (!parsed || *parsed < 0) {
-      return invalid_argument("cost \"" + std::string(fields[2]) +
-                              "\" must be a whole number >= 0");
+      return invalid_argument("cost " + quote_for_error(fields[2], 64) +
+                              " must be a whole number >= 0");
     }
     cost = *parsed;
   }
