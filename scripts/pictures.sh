@@ -4,7 +4,7 @@
 # `spillway serve` under 30 s of traffic, drawn by headless Chromium. Not part of the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --browser
 cmake --preset release >/dev/null
 cmake --build --preset release --target spillway_cli >/dev/null
 SPILLWAY_BINARY="$PWD/build/release/src/spillway" SPILLWAY_ARTIFACTS="$PWD/docs/images" \

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Installs what spillway needs to build, test and benchmark on Debian bookworm (apt-get).
 # Safe to run again: it installs only what is missing.
-# Usage: scripts/setup.sh [EXTRA_PACKAGE ...]   (scripts/fuzz.sh adds clang-16 and libFuzzer)
+# Usage: scripts/setup.sh [--browser] [EXTRA_PACKAGE ...]
+#   --browser: also Debian's chromium and playwright-core, for the browser tests and the README's
+#              pictures (scripts/test.sh, scripts/pictures.sh); the run command needs neither.
+#   EXTRA_PACKAGE: more Debian packages (scripts/fuzz.sh adds clang-16 and libFuzzer).
 set -euo pipefail
+browser=false
+if [ "${1:-}" = "--browser" ]; then
+  browser=true
+  shift
+fi
 
 packages=(
   cmake ninja-build g++ pkg-config
@@ -11,9 +19,9 @@ packages=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   redis-server redis-sentinel redis-tools nginx-light wrk clang-format
   dpkg-dev file curl systemd  # tests/package/deb_test.sh: cpack's dpkg-shlibdeps, the test's tools
-  chromium
   "$@"
 )
+"$browser" && packages+=(chromium)
 
 missing=()
 # Node.js for the gRPC tests' client: Debian's packages only when there is no node already (a
@@ -47,7 +55,7 @@ if [ ! -f third_party/uplot/node_modules/uplot/dist/uPlot.iife.min.js ]; then
 fi
 # The browser tests drive Debian's chromium with playwright-core (version pinned in
 # tests/browser/package-lock.json; it downloads no browser of its own).
-if [ ! -d tests/browser/node_modules/playwright-core ]; then
+if "$browser" && [ ! -d tests/browser/node_modules/playwright-core ]; then
   echo "setup: npm ci in tests/browser"
   (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi

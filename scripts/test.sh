@@ -5,7 +5,7 @@
 # Usage: scripts/test.sh [--quick]   (--quick: the normal build only, no fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --browser
 
 jobs=$(nproc)
 passed=0
