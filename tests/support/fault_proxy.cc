@@ -116,8 +116,8 @@ void FaultProxy::run() {
             needle_.clear();
           }
         } else if (pair.armed) {
+          ++cuts_;           // before the client can see the connection close
           close_pair(pair);  // the server ran the command; its answer is lost
-          ++cuts_;
           continue;
         }
         if (!write_all(from_client ? pair.server : pair.client, buffer,
