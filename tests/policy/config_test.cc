@@ -115,8 +115,10 @@ TEST(ConfigParse, ReadmeExampleLoads) {
   ASSERT_NE(end, std::string::npos);
   Result<Config> config = parse_config(readme.substr(begin + 8, end - begin - 8));
   ASSERT_TRUE(config.has_value()) << config.error().message;
-  EXPECT_EQ(config->policy.layers.size(), 3u);
+  ASSERT_EQ(config->policy.layers.size(), 4u);
+  EXPECT_EQ(config->policy.layers[3].mode, LayerMode::kShadow);
   EXPECT_TRUE(config->server.access_log);
+  EXPECT_TRUE(config->server.dashboard);
 }
 
 TEST(ConfigParse, CircuitBreakerFields) {
@@ -368,7 +370,7 @@ TEST(ConfigErrors, ExactMessages) {
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
             "line 4: layers[0].limt: unknown field (expected name, key, algorithm, limit, burst, "
-            "by_plan, by_endpoint)");
+            "by_plan, by_endpoint, mode)");
   config = parse_config("colour: blue\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
