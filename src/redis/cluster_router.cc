@@ -207,7 +207,9 @@ class ClusterRouter::Impl {
       // A call that was written may have run before its connection died (and a script's write
       // may have reached a replica that is promoted next): sending it again could charge twice,
       // so its error is the answer. Only a call no connection took is tried elsewhere.
-      if (!never_sent(reply.error())) return finish(call, std::move(reply));
+      if (!never_sent(reply.error()) && call->script.writes) {
+        return finish(call, std::move(reply));
+      }
       call->last_error = reply.error().message;  // the node is down or unreachable
       ++retried_;
       refresh();

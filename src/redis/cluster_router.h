@@ -11,7 +11,8 @@
 //               the map is refreshed and the call is tried again after a short pause;
 //   NOSCRIPT    the call is sent again as EVAL with the script's text, to the same node.
 // Only when the time is spent does the caller get the last error. A call whose connection died
-// after it was written may have run, so it is never sent again: the caller gets that error.
+// after it was written may have run, so it is never sent again (the caller gets that error),
+// unless it writes nothing (Script::writes false: a dry run).
 //
 // Thread safety: run() and ready() from any thread. Callbacks run on the nodes' I/O threads or on
 // the router's own timer thread. Destruction fails the calls in flight and those waiting to be

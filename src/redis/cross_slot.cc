@@ -150,8 +150,10 @@ void call_every_slot(const std::shared_ptr<Request>& request, const char* mode,
     for (std::size_t layer : group.layers) {
       for (std::int64_t n : request->keys[layer].numbers) args->push_back(std::to_string(n));
     }
-    request->target.run(group.slot, {all_or_nothing_script_source(), &all_or_nothing_script_sha()},
-                        std::move(args), request->deadline,
+    // Mode "2" (dry) writes nothing: safe to send again if its connection is lost.
+    const Script script{all_or_nothing_script_source(), &all_or_nothing_script_sha(),
+                        /*writes=*/mode[0] != '2'};
+    request->target.run(group.slot, script, std::move(args), request->deadline,
                         [request, g, then, reserving = mode[0] == '1'](Result<Reply> reply) {
                           std::unique_lock lock(request->mutex);
                           read_reply(request->groups[g], std::move(reply), reserving);

@@ -21,10 +21,13 @@
 
 namespace spillway::redis {
 
-// A script's text and its SHA-1 (both outlive every call: they are compiled in).
+// A script's text and its SHA-1 (both outlive every call: they are compiled in), and whether
+// this call of it may write. A call that writes nothing (a dry run) may be sent again after its
+// connection died with the call written; one that writes may have run, so it is not.
 struct Script {
   std::string_view source;
   const std::string* sha;
+  bool writes = true;
 };
 
 // Fills args[0] and args[1] of a script call: EVALSHA and the SHA, or (after NOSCRIPT) EVAL and

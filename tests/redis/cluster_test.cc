@@ -512,9 +512,10 @@ TEST(ClusterUnderLoad, ManualFailoverIsInvisibleAndAKilledPrimaryRecovers) {
 }
 
 // A script that ran but whose answer was lost (the connection died before the reply, as when a
-// node is killed mid-call) is never sent again: the call fails, and the key was charged once.
+// node is killed mid-call) is never sent again when it writes: the call fails, and the key was
+// charged once. A dry run, which writes nothing, is sent again.
 // One node that owns every slot announces a fault proxy's port, so all traffic crosses it.
-TEST(ClusterFaults, AScriptWhoseAnswerIsLostIsNeverSentAgain) {
+TEST(ClusterFaults, AScriptWhoseAnswerIsLostIsSentAgainOnlyIfItWritesNothing) {
   testing::FaultProxy proxy;
   RedisServer node(
       "cluster-enabled yes\ncluster-config-file nodes.conf\n"
@@ -541,6 +542,23 @@ TEST(ClusterFaults, AScriptWhoseAnswerIsLostIsNeverSentAgain) {
     admitted += d->allowed ? 1 : 0;
   }
   EXPECT_EQ(admitted, 4) << "5 per day, and the lost call was charged once";
+
+  // A dry run (the first step of a request across slots) writes nothing: when its answer is
+  // lost it is sent again, and the request is decided and charged once.
+  const std::string x = key_on(*store, limit, "x", 300);
+  const std::string y = key_on(*store, limit, "y", 12000);
+  const std::vector<KeyedLimit> layers = {{x, &limit}, {y, &limit}};
+  ASSERT_TRUE(store->check_all(layers, 0));  // the all-or-nothing script is loaded
+  proxy.cut_reply_to_next("EVALSHA");
+  Result<Decisions> both = store->check_all(layers, 1);
+  EXPECT_EQ(proxy.cuts(), 2);
+  ASSERT_TRUE(both) << "a lost dry run was not sent again: " << both.error().message;
+  EXPECT_TRUE(all_allowed(*both));
+  for (const std::string& key : {x, y}) {
+    Result<Decision> peek = store->check(key, limit, 0);
+    ASSERT_TRUE(peek);
+    EXPECT_EQ(peek->remaining, 4) << key << " was charged once";
+  }
 }
 
 TEST(ClusterKeys, EveryKeyOnEveryNodeHasATtl) {
