@@ -62,34 +62,54 @@ Metrics::Shard& Metrics::local() {
 void Metrics::decision(std::string_view layer, bool allowed, bool shadow) {
   Shard& shard = local();
   const std::lock_guard lock(shard.mutex);
-  ++entry(shard.decisions, layer)[allowed ? 1 : shadow ? 2 : 0];
+  ++entry(shard.counters.decisions, layer)[allowed ? 1 : shadow ? 2 : 0];
 }
 
 void Metrics::request(std::string_view endpoint, int status, Micros latency) {
   Shard& shard = local();
   const std::lock_guard lock(shard.mutex);
-  ++entry(shard.requests, endpoint)[status];
+  Counters& c = shard.counters;
+  ++entry(c.requests, endpoint)[status];
   std::size_t bucket = 0;
   while (bucket < kBuckets.size() && latency > kBuckets[bucket]) ++bucket;
-  ++shard.latency_buckets[bucket];
-  ++shard.latency_count;
-  shard.latency_sum_seconds += static_cast<double>(latency) / 1e6;
+  ++c.latency.buckets[bucket];
+  ++c.latency.count;
+  c.latency_sum_seconds += static_cast<double>(latency) / 1e6;
   if (endpoint == "/v1/check" || endpoint == "/v1/auth" || endpoint == "/v1/limit") {
-    ++shard.decision_latency_buckets[bucket];
-    ++shard.decision_latency_count;
+    ++c.decision_latency.buckets[bucket];
+    ++c.decision_latency.count;
   }
 }
 
 void Metrics::backend_error(std::string_view kind, bool allowed) {
   Shard& shard = local();
   const std::lock_guard lock(shard.mutex);
-  ++shard.backend_errors[{std::string(kind), allowed}];
+  ++shard.counters.backend_errors[{std::string(kind), allowed}];
 }
 
 void Metrics::outcome(bool allowed) {
   Shard& shard = local();
   const std::lock_guard lock(shard.mutex);
-  ++shard.outcomes[allowed ? 1 : 0];
+  ++shard.counters.outcomes[allowed ? 1 : 0];
+}
+
+void Metrics::Counters::add(const Counters& other) {
+  for (const auto& [layer, counts] : other.decisions) {
+    auto& total = entry(decisions, layer);
+    for (std::size_t i = 0; i < total.size(); ++i) total[i] += counts[i];
+  }
+  for (std::size_t i = 0; i < outcomes.size(); ++i) outcomes[i] += other.outcomes[i];
+  for (const auto& [endpoint, by_status] : other.requests) {
+    auto& total = entry(requests, endpoint);
+    for (const auto& [status, count] : by_status) total[status] += count;
+  }
+  for (const auto& [kind, count] : other.backend_errors) backend_errors[kind] += count;
+  for (auto [mine, theirs] : {std::pair{&latency, &other.latency},
+                              std::pair{&decision_latency, &other.decision_latency}}) {
+    for (std::size_t i = 0; i < mine->buckets.size(); ++i) mine->buckets[i] += theirs->buckets[i];
+    mine->count += theirs->count;
+  }
+  latency_sum_seconds += other.latency_sum_seconds;
 }
 
 Metrics::Snapshot Metrics::snapshot() const {
@@ -97,50 +117,20 @@ Metrics::Snapshot Metrics::snapshot() const {
   const std::lock_guard lock(shards_mutex_);
   for (const auto& shard : shards_) {
     const std::lock_guard shard_lock(shard->mutex);
-    for (const auto& [layer, counts] : shard->decisions) {
-      auto& total = sum.decisions[layer];
-      for (std::size_t i = 0; i < total.size(); ++i) total[i] += counts[i];
-    }
-    sum.outcomes[0] += shard->outcomes[0];
-    sum.outcomes[1] += shard->outcomes[1];
-    for (const auto& [endpoint, by_status] : shard->requests) {
-      for (const auto& [status, count] : by_status) sum.requests[{endpoint, status}] += count;
-    }
-    for (const auto& [kind, count] : shard->backend_errors) sum.backend_errors[kind] += count;
-    for (std::size_t i = 0; i < sum.latency_buckets.size(); ++i) {
-      sum.latency_buckets[i] += shard->latency_buckets[i];
-      sum.decision_latency_buckets[i] += shard->decision_latency_buckets[i];
-    }
-    sum.decision_latency_count += shard->decision_latency_count;
-    sum.latency_count += shard->latency_count;
-    sum.latency_sum_seconds += shard->latency_sum_seconds;
+    sum.add(shard->counters);
   }
   return sum;
 }
 
-namespace {
-
-// The upper bound of the bucket that holds the q-quantile; 0 for no sample, -1 past the last.
-template <typename Buckets>
-Micros quantile(const Buckets& buckets, std::uint64_t count, double q) {
+Micros Metrics::Histogram::quantile(double q) const {
   if (count == 0) return 0;
   const double rank = q * static_cast<double>(count);
   std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < Metrics::kBuckets.size(); ++i) {
+  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
     cumulative += buckets[i];
-    if (static_cast<double>(cumulative) >= rank) return Metrics::kBuckets[i];
+    if (static_cast<double>(cumulative) >= rank) return kBuckets[i];
   }
   return -1;
-}
-
-}  // namespace
-
-Micros Metrics::Snapshot::latency_quantile(double q) const {
-  return quantile(latency_buckets, latency_count, q);
-}
-
-Micros Metrics::Snapshot::decision_latency_quantile(double q) const {
-  return quantile(decision_latency_buckets, decision_latency_count, q);
 }
 
 std::string Metrics::render() const {
@@ -149,8 +139,8 @@ std::string Metrics::render() const {
   const auto& decisions = sum.decisions;
   const auto& requests = sum.requests;
   const auto& backend_errors = sum.backend_errors;
-  const auto& latency_buckets = sum.latency_buckets;
-  const std::uint64_t latency_count = sum.latency_count;
+  const auto& latency_buckets = sum.latency.buckets;
+  const std::uint64_t latency_count = sum.latency.count;
   const double latency_sum_seconds = sum.latency_sum_seconds;
   std::ostringstream out;
   out << "# HELP spillway_decisions_total Layer decisions by result.\n"
@@ -165,9 +155,11 @@ std::string Metrics::render() const {
   }
   out << "# HELP spillway_requests_total HTTP requests by endpoint and status.\n"
       << "# TYPE spillway_requests_total counter\n";
-  for (const auto& [key, count] : requests) {
-    out << "spillway_requests_total{endpoint=\"" << label(key.first) << "\",status=\"" << key.second
-        << "\"} " << count << "\n";
+  for (const auto& [endpoint, by_status] : requests) {
+    for (const auto& [status, count] : by_status) {
+      out << "spillway_requests_total{endpoint=\"" << label(endpoint) << "\",status=\"" << status
+          << "\"} " << count << "\n";
+    }
   }
   out << "# HELP spillway_backend_errors_total Backend errors by kind, and what on_error "
          "answered (allow: admitted without a decision; deny: 503, or 403 for nginx).\n"

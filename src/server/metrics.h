@@ -38,39 +38,35 @@ class Metrics {
   // Upper bounds (µs) of the latency histogram's buckets; one more bucket holds the rest.
   static constexpr std::array<Micros, 12> kBuckets{25,   50,   100,   250,   500,    1000,
                                                    2500, 5000, 10000, 25000, 100000, 1000000};
-  // Every counter summed over the threads' shards at one moment (for /v1/stats and render()).
-  struct Snapshot {
-    std::map<std::string, std::array<std::uint64_t, 3>> decisions;  // [denied, allowed, shadow]
-    std::array<std::uint64_t, 2> outcomes{};                        // [denied, allowed]
-    std::map<std::pair<std::string, int>, std::uint64_t> requests;  // endpoint, status
-    std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;  // kind, allowed
-    std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
-    std::uint64_t latency_count = 0;
-    double latency_sum_seconds = 0;
-    // The same histogram for the decision endpoints only (/v1/check, /v1/auth, /v1/limit).
-    std::array<std::uint64_t, kBuckets.size() + 1> decision_latency_buckets{};
-    std::uint64_t decision_latency_count = 0;
-    // The latency below which a fraction q of requests answered, as a bucket's upper bound in
-    // µs (the histogram's resolution); -1 beyond the last bound, 0 with no request yet.
-    Micros latency_quantile(double q) const;
-    Micros decision_latency_quantile(double q) const;
+  // A latency histogram over kBuckets.
+  struct Histogram {
+    std::array<std::uint64_t, kBuckets.size() + 1> buckets{};
+    std::uint64_t count = 0;
+    // The latency below which a fraction q of the samples fall, as a bucket's upper bound in µs
+    // (the histogram's resolution); -1 beyond the last bound, 0 with no sample yet.
+    Micros quantile(double q) const;
   };
-  Snapshot snapshot() const;
-
- private:
-  struct Shard {
-    std::thread::id owner;
-    std::mutex mutex;  // taken by its thread and by render(): in practice never contended
+  // Every counter: one set per thread (its shard), and their sum at one moment (snapshot(), for
+  // /v1/stats and render()).
+  struct Counters {
     std::map<std::string, std::array<std::uint64_t, 3>, std::less<>>
         decisions;                            // [denied, allowed, shadow_denied]
     std::array<std::uint64_t, 2> outcomes{};  // [denied, allowed]
     std::map<std::string, std::map<int, std::uint64_t>, std::less<>> requests;  // endpoint, status
     std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;       // kind, allowed
-    std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets{};
-    std::uint64_t latency_count = 0;
+    Histogram latency;                                                          // every request
     double latency_sum_seconds = 0;
-    std::array<std::uint64_t, kBuckets.size() + 1> decision_latency_buckets{};
-    std::uint64_t decision_latency_count = 0;
+    Histogram decision_latency;  // the decision endpoints only (/v1/check, /v1/auth, /v1/limit)
+    void add(const Counters& other);
+  };
+  using Snapshot = Counters;
+  Snapshot snapshot() const;
+
+ private:
+  struct Shard {
+    std::thread::id owner;
+    std::mutex mutex;  // taken by its thread and by snapshot(): in practice never contended
+    Counters counters;
   };
   Shard& local();
 

@@ -120,8 +120,8 @@ std::string stats_json(const StatsView& view) {
       {"status", view.backend_status},
       {"up", view.backend_up},
       {"errors", errors},
-      {"latency_ms", json::object{{"p50", millis(m.decision_latency_quantile(0.5))},
-                                  {"p99", millis(m.decision_latency_quantile(0.99))}}},
+      {"latency_ms", json::object{{"p50", millis(m.decision_latency.quantile(0.5))},
+                                  {"p99", millis(m.decision_latency.quantile(0.99))}}},
   };
   json::array layers;
   for (const auto& [name, mode] : view.layers) {
