@@ -490,6 +490,10 @@ class Client::Impl::Connection {
       session->in_flight.clear();
       if (session != session_) return;
       if (ec) {
+        // While connecting, the reader tells why: a server that refuses our certificate sends
+        // its alert and closes, and a write after that fails with a bare "reset" while the alert
+        // is still waiting to be read. The connect timer bounds the wait.
+        if (session->tls && state_ == State::kConnecting) return;
         fail(classify(ec), "write failed: " + ec.message());
         return;
       }
