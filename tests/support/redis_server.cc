@@ -18,6 +18,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -48,6 +50,39 @@ class Fd {
 
  private:
   int fd_;
+};
+
+// The directories of the servers alive now. A server kept for the whole process (a static that
+// is never destroyed) never runs its destructor: its directory is removed when the process exits
+// (its redis-server dies then too, by PR_SET_PDEATHSIG). Thread-safe.
+class LiveDirs {
+ public:
+  static LiveDirs& get() {
+    static LiveDirs* const dirs = new LiveDirs;  // never destroyed: used by the exit handler
+    return *dirs;
+  }
+  void add(const std::string& dir) {
+    std::lock_guard lock(mutex_);
+    if (!registered_) registered_ = std::atexit([] { get().remove_all(); }) == 0;
+    dirs_.insert(dir);
+  }
+  void remove(const std::string& dir) {
+    std::lock_guard lock(mutex_);
+    dirs_.erase(dir);
+  }
+
+ private:
+  void remove_all() {
+    std::lock_guard lock(mutex_);
+    for (const std::string& dir : dirs_) {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+    dirs_.clear();
+  }
+  std::mutex mutex_;
+  std::set<std::string> dirs_;
+  bool registered_ = false;
 };
 
 sockaddr_in loopback(std::uint16_t port) {
@@ -200,21 +235,26 @@ void RedisServer::create(std::uint16_t port) {
     fail("mkdtemp(" + pattern + "): " + std::strerror(errno));
   }
   dir_ = pattern;
+  LiveDirs::get().add(dir_);
   if (!tls_) socket_ = dir_ + "/redis.sock";
   try {
     port_ = port != 0 ? port : free_port();
     start();
   } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
+    remove_dir();
     throw;
   }
 }
 
 RedisServer::~RedisServer() {
   stop();
+  remove_dir();
+}
+
+void RedisServer::remove_dir() {
   std::error_code ignored;
   fs::remove_all(dir_, ignored);
+  LiveDirs::get().remove(dir_);
 }
 
 void RedisServer::start() {

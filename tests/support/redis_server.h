@@ -72,6 +72,7 @@ class RedisServer {
 
  private:
   void create(std::uint16_t port);
+  void remove_dir();
   // The redis-cli command line up to the command's arguments.
   std::string cli_prefix() const;
   bool ready(std::string& last_answer) const;
