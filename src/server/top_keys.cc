@@ -7,7 +7,7 @@ namespace spillway::server {
 void TopKeys::add(std::string_view key) {
   if (capacity_ == 0) return;
   std::lock_guard lock(mutex_);
-  if (auto it = index_.find(std::string(key)); it != index_.end()) {
+  if (auto it = index_.find(key); it != index_.end()) {
     ++entries_[it->second].count;
     return;
   }

@@ -5,10 +5,12 @@
 // than total / capacity times is reported.
 //
 // Thread safety: add() and top() from any thread (one mutex; add() costs a hash lookup, and a
-// scan of the counters when a new key replaces one). Memory: `capacity` keys and counters.
+// scan of the counters and a copy of the key when a new key replaces one). Memory: `capacity` keys
+// and counters.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -35,7 +37,15 @@ class TopKeys {
   const std::size_t capacity_;
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
-  std::unordered_map<std::string, std::size_t> index_;  // key -> position in entries_
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
+  // Key -> position in entries_, looked up by string_view: a denial of a tracked key allocates
+  // nothing.
+  std::unordered_map<std::string, std::size_t, Hash, std::equal_to<>> index_;
 };
 
 }  // namespace spillway::server
