@@ -12,143 +12,35 @@
 //
 // Units: times in milliseconds; canvas sizes in pixels (bitmap and CSS); ports are numbers.
 //
-// Ownership: every `spillway serve` started here is remembered and killed when the process
-// exits, whatever happened (a failing test leaves nothing running), and so is Chromium (by
+// Ownership: every `spillway serve` started here is tracked (tests/support/node/processes.mjs)
+// and killed when the process exits, whatever happened (a failing test leaves nothing running), and so is Chromium (by
 // playwright-core itself); each temp dir is removed then too. The caller still closes what it opened (browser.close(),
 // server.stop()) so that one test file's processes end before the next file starts.
 // Screenshots are kept: they go to $SPILLWAY_ARTIFACTS (created if missing), which the test
 // run owns.
 
 import { spawn, execFile } from 'node:child_process';
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
+import {
+  freePort,
+  killChild,
+  removeDir,
+  sleep,
+  tempDir as sharedTempDir,
+  track,
+  waitFor,
+} from '../support/node/processes.mjs';
 
 export const BINARY = process.env.SPILLWAY_BINARY || '/work/main/build/ci/src/spillway';
 export const CHROMIUM = process.env.SPILLWAY_CHROMIUM || '/usr/bin/chromium';
 export const ARTIFACTS = process.env.SPILLWAY_ARTIFACTS || path.join(os.tmpdir(), 'spillway-artifacts');
 
-export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+export { sleep, freePort, removeDir, waitFor };
 
-// ---------------------------------------------------------------------------------------
-// Processes: every child is tracked and killed on exit.
-
-const live = new Set();
-
-function killAllSync() {
-  for (const child of live) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  live.clear();
-}
-process.on('exit', killAllSync);
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => {
-    killAllSync();
-    process.exit(130);
-  });
-}
-
-// Remembers a child and gives it `exited`, a promise of {code, signal}.
-function track(child) {
-  live.add(child);
-  child.exited = new Promise((resolve) => {
-    child.once('exit', (code, signal) => {
-      live.delete(child);
-      resolve({ code, signal });
-    });
-  });
-  return child;
-}
-
-// SIGTERM, then SIGKILL after graceMs; resolves once the child is gone.
-async function killChild(child, graceMs = 3000) {
-  if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) {
-    live.delete(child);
-    return;
-  }
-  try {
-    child.kill('SIGTERM');
-  } catch {
-    // gone
-  }
-  const done = await Promise.race([child.exited, sleep(graceMs).then(() => null)]);
-  if (done === null) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // gone
-    }
-    await Promise.race([child.exited, sleep(2000)]);
-  }
-  live.delete(child);
-}
-
-// ---------------------------------------------------------------------------------------
-// Ports, temp dirs, polling.
-
-// A port that was free on 127.0.0.1 a moment ago (the caller binds it soon after).
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const tempDirs = new Set();
-process.on('exit', () => {
-  for (const dir of tempDirs) {
-    try {
-      fs.rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // best effort
-    }
-  }
-});
-
-// A fresh directory under the system temp dir, removed at exit (or by removeDir).
-export async function tempDir(prefix = 'spillway-browser-') {
-  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), prefix));
-  tempDirs.add(dir);
-  return dir;
-}
-
-export async function removeDir(dir) {
-  tempDirs.delete(dir);
-  await fsp.rm(dir, { recursive: true, force: true });
-}
-
-// Polls fn until it returns a truthy value (returned) or timeoutMs passes; then throws with
-// the last value or error, so a failure says what was last seen.
-export async function waitFor(fn, { timeoutMs = 10000, intervalMs = 100, what = 'condition' } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const seen = last instanceof Error ? last.message : JSON.stringify(last);
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last: ${seen}`);
-    }
-    await sleep(intervalMs);
-  }
-}
+export const tempDir = (prefix = 'spillway-browser-') => sharedTempDir(prefix);
 
 // ---------------------------------------------------------------------------------------
 // The spillway binary. It may be rebuilt while the tests run: a missing binary or a spawn

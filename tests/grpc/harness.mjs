@@ -2,18 +2,25 @@
 // driven with @grpc/grpc-js as the client: start/stop the server and a real redis-server,
 // temp dirs, free ports, promise-returning gRPC helpers, Prometheus scraping.
 //
-// Every process started here is remembered; stop() kills it (SIGTERM, then SIGKILL), and
-// an exit hook kills whatever a failing test left behind.
+// Every process started here is tracked (tests/support/node/processes.mjs): stop() kills it
+// (SIGTERM, then SIGKILL), and an exit hook kills whatever a failing test left behind.
 
 import { spawn, execFile } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
+import {
+  freePort,
+  killChild,
+  removeDir,
+  sleep,
+  tempDir as sharedTempDir,
+  track,
+  waitFor,
+} from '../support/node/processes.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -22,100 +29,9 @@ export const PROTO_DIR = process.env.SPILLWAY_PROTO_DIR || '/work/main/proto';
 export const REDIS_SERVER = process.env.REDIS_SERVER || 'redis-server';
 export const REDIS_CLI = process.env.REDIS_CLI || 'redis-cli';
 
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export { sleep, freePort, removeDir, waitFor };
 
-// ---------------------------------------------------------------------------------------
-// Processes: every child is tracked and killed on exit, whatever happened.
-
-const live = new Set();
-
-function killAllSync() {
-  for (const child of live) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  live.clear();
-}
-process.on('exit', killAllSync);
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, () => {
-    killAllSync();
-    process.exit(130);
-  });
-}
-
-function track(child) {
-  live.add(child);
-  child.exited = new Promise((resolve) => {
-    child.once('exit', (code, signal) => {
-      live.delete(child);
-      resolve({ code, signal });
-    });
-  });
-  return child;
-}
-
-async function killChild(child, graceMs = 3000) {
-  if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) {
-    live.delete(child);
-    return;
-  }
-  try {
-    child.kill('SIGTERM');
-  } catch {
-    // gone
-  }
-  const done = await Promise.race([child.exited, sleep(graceMs).then(() => null)]);
-  if (done === null) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // gone
-    }
-    await Promise.race([child.exited, sleep(2000)]);
-  }
-  live.delete(child);
-}
-
-// ---------------------------------------------------------------------------------------
-// Ports and temp dirs.
-
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const tempDirs = new Set();
-process.on('exit', () => {
-  for (const dir of tempDirs) {
-    try {
-      fs.rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // best effort
-    }
-  }
-});
-
-export async function tempDir(prefix = 'spillway-grpc-') {
-  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), prefix));
-  tempDirs.add(dir);
-  return dir;
-}
-
-export async function removeDir(dir) {
-  tempDirs.delete(dir);
-  await fsp.rm(dir, { recursive: true, force: true });
-}
+export const tempDir = (prefix = 'spillway-grpc-') => sharedTempDir(prefix);
 
 // A unique suffix for descriptor values, so tests never share counters.
 let uniqueCounter = 0;
@@ -405,25 +321,6 @@ function launch(args, dir, rulesPath) {
   });
 }
 
-// Polls fn until it returns a truthy value (returned) or timeoutMs passes (throws with the
-// last value / error).
-export async function waitFor(fn, { timeoutMs = 10000, intervalMs = 100, what = 'condition' } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
-    }
-    await sleep(intervalMs);
-  }
-}
-
 // ---------------------------------------------------------------------------------------
 // redis-server.
 
@@ -440,8 +337,19 @@ function run(file, args, { timeoutMs = 5000 } = {}) {
   });
 }
 
-// Starts a throwaway redis-server on a free loopback port; rejects if it cannot start.
+// Starts a throwaway redis-server on a free loopback port; rejects if it cannot start. A port
+// taken between freePort() and redis-server's bind is retried on another one, twice.
 export async function startRedis() {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startRedisOnce();
+    } catch (err) {
+      if (attempt >= 3 || !/Address already in use/.test(err.message)) throw err;
+    }
+  }
+}
+
+async function startRedisOnce() {
   const dir = await tempDir('spillway-grpc-redis-');
   const port = await freePort();
   const child = track(

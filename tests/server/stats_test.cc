@@ -18,6 +18,7 @@
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
+#include "tests/support/running_service.h"
 
 namespace spillway::server {
 namespace {
@@ -94,11 +95,7 @@ testing::RedisServer& redis() {
   return *server;
 }
 
-struct Running {
-  std::unique_ptr<Service> service;
-  std::unique_ptr<HttpServer> http_server;
-  std::uint16_t port() const { return http_server->port(); }
-};
+using Running = testing::RunningService;
 
 Running start(const std::string& backend, policy::Config config) {
   static int counter = 0;
@@ -112,14 +109,7 @@ Running start(const std::string& backend, policy::Config config) {
         {.url = redis().url(),
          .key_prefix = "stats" + std::to_string(getpid()) + "-" + std::to_string(counter++)}));
   }
-  auto service = Service::make(config, std::move(store));
-  EXPECT_TRUE(service.has_value());
-  Service* raw = service->get();
-  auto server = HttpServer::start(
-      {.host = "127.0.0.1", .port = 0, .threads = 2, .access_log = [](std::string_view) {}},
-      [raw](HttpRequest r, Responder respond) { raw->handle(std::move(r), std::move(respond)); });
-  EXPECT_TRUE(server.has_value());
-  return {std::move(*service), std::move(*server)};
+  return testing::start_service(std::move(config), std::move(store));
 }
 
 json::object stats_of(std::uint16_t port) {

@@ -1,0 +1,27 @@
+// A server::Service behind a real HttpServer on 127.0.0.1 and a free port, for the tests that
+// talk to the HTTP API over loopback. The test chooses the store and the config; this wires them.
+//
+// Ownership: RunningService owns both; the HTTP server is stopped before the service goes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "spillway/store.h"
+#include "src/policy/config.h"
+#include "src/server/http_server.h"
+#include "src/server/service.h"
+
+namespace spillway::testing {
+
+struct RunningService {
+  std::unique_ptr<server::Service> service;
+  std::unique_ptr<server::HttpServer> http_server;  // declared last: destroyed first
+  std::uint16_t port() const { return http_server->port(); }
+};
+
+// Two HTTP threads, no access log. A config or server that cannot start fails the test (gtest
+// ADD_FAILURE) and leaves the member null.
+RunningService start_service(policy::Config config, std::unique_ptr<Store> store);
+
+}  // namespace spillway::testing
