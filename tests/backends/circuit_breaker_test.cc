@@ -27,7 +27,9 @@ TEST(CircuitBreaker, OpensAfterTheThresholdAnswersAtOnceAndClosesAfterAProbe) {
   testing::RedisServer redis;
   auto inner = RedisStore::open({.url = redis.url(), .key_prefix = "cb", .timeout = 300ms});
   ASSERT_TRUE(inner.has_value());
-  CircuitBreakerStore store(std::move(*inner), {.failures = 3, .probe_interval = 500ms});
+  // The interval is long next to the timeout: after a failed probe (300 ms) the test has
+  // 1.2 s to see the circuit still open before the next probe is due.
+  CircuitBreakerStore store(std::move(*inner), {.failures = 3, .probe_interval = 1500ms});
   const Limit limit = *Limit::make(Algorithm::kGcra, 100, kMicrosPerSecond);
   ASSERT_TRUE(store.check("k", limit).has_value());
   EXPECT_EQ(store.status(), "ready");
@@ -47,13 +49,13 @@ TEST(CircuitBreaker, OpensAfterTheThresholdAnswersAtOnceAndClosesAfterAProbe) {
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().code, Errc::kUnavailable);
   EXPECT_NE(refused.error().message.find("circuit open"), std::string::npos);
-  EXPECT_LT(elapsed_since(started), 150ms) << "an open circuit waited for the backend";
+  EXPECT_LT(elapsed_since(started), 250ms) << "an open circuit waited for the backend";
   auto refused_all = store.check_all(std::vector<KeyedLimit>{{"a", &limit}, {"b", &limit}}, 1);
   ASSERT_FALSE(refused_all.has_value());
   EXPECT_NE(refused_all.error().message.find("circuit open"), std::string::npos);
 
   // Still paused when the probe goes: it fails, the circuit stays open for another interval.
-  std::this_thread::sleep_for(550ms);
+  std::this_thread::sleep_for(1550ms);
   auto probe = store.check("k", limit);
   ASSERT_FALSE(probe.has_value());
   EXPECT_EQ(probe.error().code, Errc::kTimeout) << "this call was the probe";
@@ -62,7 +64,7 @@ TEST(CircuitBreaker, OpensAfterTheThresholdAnswersAtOnceAndClosesAfterAProbe) {
 
   // Back: the next probe succeeds and closes the circuit.
   redis.resume();
-  std::this_thread::sleep_for(550ms);
+  std::this_thread::sleep_for(1550ms);
   auto back = store.check("k", limit);
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_FALSE(store.open());

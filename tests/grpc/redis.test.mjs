@@ -22,7 +22,7 @@ let allowServer; // rls.on_error: allow
 
 before(async () => {
   redis = await startRedis();
-  const backend = { url: redis.url, over_limit_cache: 1000, timeout: '50ms' };
+  const backend = { url: redis.url, over_limit_cache: 1000, timeout: '1s' };
   const [a, b] = await Promise.allSettled([
     startServer({ rules: RULES, config: { backend, server: { access_log: 'off' } } }),
     startServer({ rules: RULES, config: { backend, rls: { on_error: 'allow' } } }),

@@ -440,9 +440,11 @@ TEST(ClusterUnderLoad, ManualFailoverIsInvisibleAndAKilledPrimaryRecovers) {
   const Limit limit = *Limit::make(Algorithm::kTokenBucket, 1'000'000, kMicrosPerDay);
   std::vector<std::string> keys;
   for (int i = 0; i < 30; ++i) keys.push_back("fo" + std::to_string(i));
-  // 1. A coordinated failover (CLUSTER FAILOVER on a replica): no error at all.
+  // 1. A coordinated failover (CLUSTER FAILOVER on a replica): no error at all. Writes pause on
+  // the old primary until the replica takes over, so these checks get a longer timeout.
   {
-    Load load(*store, limit, keys);
+    auto patient = open_on(cluster.url(), unique_prefix(), 3000ms);
+    Load load(*patient, limit, keys);
     std::this_thread::sleep_for(200ms);
     RedisServer* replica = cluster.replicas().front();
     EXPECT_NE(replica->cli("CLUSTER FAILOVER").find("OK"), std::string::npos);
@@ -566,7 +568,8 @@ TEST(ClusterKeys, EveryKeyOnEveryNodeHasATtl) {
   const std::string prefix = "ttl-" + unique_prefix();
   auto store = RedisStore::open({.url = cluster.url(), .key_prefix = prefix});
   ASSERT_TRUE(store);
-  const Micros period = 2 * kMicrosPerSecond;
+  // A minute: no key may expire before the audit, however slow the run (a TTL is at most 2P).
+  const Micros period = 60 * kMicrosPerSecond;
   int written = 0;
   for (Algorithm a : kAlgorithms) {
     const Limit limit = *Limit::make(a, 20, period);

@@ -141,7 +141,13 @@ TEST_F(DistributedRace, AClientKilledMidLoadLeavesNoKeyWithoutTtl) {
   ASSERT_TRUE(std::fgets(pid_text.data(), pid_text.size(), pipe));
   pclose(pipe);
   const pid_t pid = std::stoi(pid_text.data());
-  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // in the middle of its load
+  // In the middle of its load: once it has written a few keys (its start can be slow under a
+  // sanitizer), long before its 200,000 checks are done.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (testing::audit_keys(*server_, "killed:*").keys <= 10 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   const testing::KeyAudit audit = testing::audit_keys(*server_, "killed:*");
   EXPECT_EQ(audit.without_ttl, 0) << "keys without a TTL after a client died";

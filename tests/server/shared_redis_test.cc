@@ -74,7 +74,8 @@ TEST(SharedRedis, RedisKilledUnderLoadFollowsOnErrorAndRecovers) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Load first (the threads and a sanitized server can be slow to start), then the kill.
+  testing::wait_until([&] { return decided.load() > 50; });
   const int before = decided.load();
   redis.stop();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

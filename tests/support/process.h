@@ -12,10 +12,12 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -96,15 +98,16 @@ inline BinaryRun run_binary(const std::string& args, const std::string& input = 
   return run;
 }
 
-// `spillway serve ARGS --listen 127.0.0.1:<free port>` as a child process; stderr to `log`.
+// `spillway serve ARGS --listen 127.0.0.1:0` as a child process; stderr to `log`. The kernel
+// picks the port (no other process can take it between a pick and the bind); ready() reads it
+// from the server's "listening on" line.
 class ServeProcess {
  public:
-  ServeProcess(const std::vector<std::string>& args, std::string log)
-      : port_(free_port()), log_(std::move(log)) {
+  ServeProcess(const std::vector<std::string>& args, std::string log) : log_(std::move(log)) {
     std::vector<std::string> all = {"spillway", "serve"};
     all.insert(all.end(), args.begin(), args.end());
     all.push_back("--listen");
-    all.push_back("127.0.0.1:" + std::to_string(port_));
+    all.push_back("127.0.0.1:0");
     std::remove(log_.c_str());  // ready() must not read a previous run's "listening"
     pid_ = fork();
     if (pid_ == 0) {
@@ -122,9 +125,16 @@ class ServeProcess {
   ServeProcess(const ServeProcess&) = delete;
   ServeProcess& operator=(const ServeProcess&) = delete;
 
-  // True once the server logged that it is listening.
+  // True once the server logged that it is listening; port() is its port from then on.
   bool ready() const {
-    return wait_until([&] { return read_file(log_).find("listening") != std::string::npos; });
+    static constexpr std::string_view kListening = "spillway serve: listening on 127.0.0.1:";
+    return wait_until([&] {
+      const std::string text = read_file(log_);
+      const std::size_t at = text.find(kListening);
+      if (at == std::string::npos) return false;
+      port_ = static_cast<std::uint16_t>(std::atoi(text.c_str() + at + kListening.size()));
+      return port_ != 0;
+    });
   }
   // Sends `signal` and waits; returns the exit status (-1 if it did not exit normally).
   int stop(int signal) {
@@ -135,11 +145,11 @@ class ServeProcess {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
   pid_t pid() const { return pid_; }
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return port_; }  // 0 until ready()
   std::string log() const { return read_file(log_); }
 
  private:
-  std::uint16_t port_;
+  mutable std::uint16_t port_ = 0;  // set by ready()
   std::string log_;
   pid_t pid_ = -1;
 };

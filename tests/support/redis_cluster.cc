@@ -36,7 +36,9 @@ std::uint16_t cluster_port() {
       static_cast<unsigned>(::getpid()) * 7919u +
       static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    const auto port = static_cast<std::uint16_t>(20000 + random() % 25000);
+    // Below the kernel's ephemeral range (32768 and up by default), bus port included: no
+    // outgoing connection can take the port between this check and redis-server's bind.
+    const auto port = static_cast<std::uint16_t>(10000 + random() % 12700);
     if (can_bind(port) && can_bind(static_cast<std::uint16_t>(port + 10000))) return port;
   }
   throw std::runtime_error("RedisCluster: no free port pair (port, port + 10000) found");

@@ -238,8 +238,19 @@ void RedisServer::create(std::uint16_t port) {
   LiveDirs::get().add(dir_);
   if (!tls_) socket_ = dir_ + "/redis.sock";
   try {
-    port_ = port != 0 ? port : free_port();
-    start();
+    // A port picked here can be taken by another process before redis-server binds it: then
+    // another one is picked, twice. A port the caller chose is the caller's to keep free.
+    for (int attempt = 1;; ++attempt) {
+      port_ = port != 0 ? port : free_port();
+      try {
+        start();
+        break;
+      } catch (const std::runtime_error& e) {
+        const bool taken =
+            std::string_view(e.what()).find("Address already in use") != std::string_view::npos;
+        if (port != 0 || !taken || attempt == 3) throw;
+      }
+    }
   } catch (...) {
     remove_dir();
     throw;
