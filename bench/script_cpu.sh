@@ -4,8 +4,11 @@
 # round (the machine is shared: each round runs every script once, the table gives medians).
 #   article        bench/article_gcra.lua: the source article's GCRA (inexact; the reference)
 #   <algorithm>    spillway's script for it, one check per call, the server's TIME
-#   gcra x8        spillway's GCRA script, 8 checks per call (as batching sends them): per check
-#   NAME=FILE      any other script taking the GCRA script's arguments (e.g. an older version)
+#   gcra x8        spillway's GCRA script, 8 checks per call, each with its six arguments
+#   gcra x8 shared the same 8 checks as batching sends checks of one limit: the first with its
+#                  six arguments, each next one with its cost alone (-1 - cost): per check
+#   NAME=FILE      any other script taking the GCRA script's arguments (e.g. an older version),
+#                  one check per call and 8 (each with its six arguments)
 # 10,000 keys, 100 per second per key (so most checks are admitted and write).
 # Usage: bench/script_cpu.sh [ROUNDS] [NAME=FILE ...]   (see docs/benchmarks.md)
 set -euo pipefail
@@ -35,14 +38,17 @@ for a in gcra token_bucket fixed_window sliding_window sliding_log; do
   build/release/bench/print_script "$a" > "$workdir/$a.lua"
   runs+=("$a|$workdir/$a.lua|1|1 $a:{__rand_int__} '' 0 $limit_args")
 done
-batch_keys="" batch_numbers=""
+batch_keys="" batch_numbers="" shared_numbers=" $limit_args"
 for i in 1 2 3 4 5 6 7 8; do
   batch_keys+=" b$i:{__rand_int__}"
   batch_numbers+=" $limit_args"
+  if [ "$i" -gt 1 ]; then shared_numbers+=" -2"; fi  # cost 1
 done
 runs+=("gcra x8|$workdir/gcra.lua|8|8$batch_keys '' 0$batch_numbers")
+runs+=("gcra x8 shared|$workdir/gcra.lua|8|8$batch_keys '' 0$shared_numbers")
 for extra in "$@"; do
   runs+=("${extra%%=*}|${extra#*=}|1|1 x:{__rand_int__} '' 0 $limit_args")
+  runs+=("${extra%%=*} x8|${extra#*=}|8|8$batch_keys '' 0$batch_numbers")
 done
 
 measure() {  # file, checks per call, args -> µs of Redis CPU per check

@@ -5,7 +5,8 @@
 --
 -- KEYS[i]  the state of check i
 -- ARGV     now (µs, or '' to use the server's TIME), ttl_floor (ms; 0 except in replay), then
---          six values per check i: limit, period (µs), burst, limit_units, period_units, cost
+--          per check i: limit, period (µs), burst, limit_units, period_units, cost (in the
+--          single-algorithm scripts, one value, -1 - cost, when check i has check i-1's limit)
 -- Returns  (single-algorithm scripts) one string: per check i, four little-endian doubles:
 --          allowed (0/1), remaining, retry_after (µs), reset_after (µs); the caller knows the
 --          limit. The all-or-nothing script replies with integers (lua/all_or_nothing.lua).

@@ -109,8 +109,17 @@ void Batcher::send(std::shared_ptr<std::vector<Pending>> batch) {
   for (const Pending& p : *batch) args->push_back(p.key);
   args->push_back(batch->front().now);
   args->push_back(std::to_string(options_.ttl_floor.count()));
+  // A check with the limit of the check before it sends its cost alone, as -1 - cost
+  // (lua/batch.lua): a batch of one limit's checks sends the limit once.
+  const Pending* previous = nullptr;
   for (const Pending& p : *batch) {
-    for (std::int64_t n : p.numbers) args->push_back(std::to_string(n));
+    if (previous != nullptr &&
+        std::equal(p.numbers.begin(), p.numbers.end() - 1, previous->numbers.begin())) {
+      args->push_back(std::to_string(-1 - p.numbers.back()));
+    } else {
+      for (std::int64_t n : p.numbers) args->push_back(std::to_string(n));
+    }
+    previous = &p;
   }
   ScriptTarget::Deadline deadline = batch->front().deadline;
   for (const Pending& p : *batch) deadline = std::min(deadline, p.deadline);
