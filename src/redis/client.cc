@@ -289,6 +289,7 @@ class Client::Impl::Connection {
     session->connect_timer.expires_after(options_.connect_timeout);
     session->connect_timer.async_wait([this, session](const error_code& ec) {
       if (ec || session != session_ || state_ != State::kConnecting) return;
+      if (!session->write_error.empty()) return fail(Errc::kUnavailable, session->write_error);
       if (session->tls) {  // connected, but the server never finished the TLS handshake
         return fail(Errc::kUnavailable, "TLS handshake timed out after " +
                                             millis(options_.connect_timeout) +
@@ -367,6 +368,7 @@ class Client::Impl::Connection {
         : socket(io), connect_timer(io), reader(redisReaderCreate()) {}
     Socket socket;
     std::unique_ptr<TlsStream> tls;  // over `socket` (declared after it: destroyed first)
+    std::string write_error;  // a write that failed while connecting over TLS (see start_write)
     asio::steady_timer connect_timer;
     ReaderPtr reader;
     std::array<char, 16 * 1024> input{};
@@ -493,7 +495,10 @@ class Client::Impl::Connection {
         // While connecting, the reader tells why: a server that refuses our certificate sends
         // its alert and closes, and a write after that fails with a bare "reset" while the alert
         // is still waiting to be read. The connect timer bounds the wait.
-        if (session->tls && state_ == State::kConnecting) return;
+        if (session->tls && state_ == State::kConnecting) {
+          session->write_error = "write failed: " + ec.message();  // if the reader stays silent
+          return;
+        }
         fail(classify(ec), "write failed: " + ec.message());
         return;
       }

@@ -5,8 +5,8 @@
 // than total / capacity times is reported.
 //
 // Thread safety: add() and top() from any thread (one mutex; add() costs a hash lookup, and a
-// scan of the counters and a copy of the key when a new key replaces one). Memory: `capacity` keys
-// and counters.
+// scan of the counters and two copies of the key when a key is not tracked yet). Memory: `capacity`
+// keys and counters.
 #pragma once
 
 #include <cstdint>

@@ -360,6 +360,7 @@ async function startRedisOnce() {
   let output = '';
   child.stdout.on('data', (c) => (output += c));
   child.stderr.on('data', (c) => (output += c));
+  const closed = new Promise((resolve) => child.once('close', resolve));
   const spawnError = new Promise((_, reject) => child.once('error', reject));
   spawnError.catch(() => {});
   const redis = {
@@ -386,7 +387,8 @@ async function startRedisOnce() {
   try {
     await Promise.race([
       spawnError,
-      child.exited.then(({ code }) => {
+      child.exited.then(async ({ code }) => {
+        await Promise.race([closed, sleep(1000)]);  // its last output may still be in the pipes
         throw new Error(`redis-server exited with ${code}: ${output}`);
       }),
       waitFor(async () => (await redis.cli('ping')).trim() === 'PONG', {

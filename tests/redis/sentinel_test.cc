@@ -148,14 +148,15 @@ void expect_every_request_answered(const std::vector<Sample>& samples) {
   for (const Sample& s : samples) {
     ASSERT_NE(s.status, 0) << "a request got no answer (the server closed or crashed)";
     EXPECT_TRUE(s.status == 200 || s.status == 429) << "status " << s.status;
-    // A request that waited for a second timeout (or more) would take over 2 × 300 ms plus the
-    // retry pause; one slice of a shared 2-core machine (a sanitized server, a stalled thread)
-    // may add a few hundred ms to a handful of requests, not to 1% of them.
+    // The timeout, one retry pause and scheduling slack: 700 ms. A stall of a shared 2-core
+    // machine (a sanitized server, a descheduled thread) may push a request or two past that,
+    // never past 1.6 s. Retries that each took a fresh timeout would hold every request of the
+    // outage (hundreds, one every few ms) past 700 ms.
     EXPECT_LT(s.latency_ms, 2 * kTimeoutMs + 1000) << "a request waited past the backend timeout";
     if (s.latency_ms >= kTimeoutMs + 400) ++slow;
   }
-  EXPECT_LE(slow, std::max<std::size_t>(3, samples.size() / 100))
-      << slow << " of " << samples.size() << " requests took over " << kTimeoutMs + 400 << " ms";
+  EXPECT_LE(slow, 3u) << slow << " of " << samples.size() << " requests took over "
+                      << kTimeoutMs + 400 << " ms: a request waited past the backend timeout";
 }
 
 TEST(SentinelFailover, KillingThePrimaryUnderLoadIsFollowed) {

@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,17 +111,15 @@ std::uint16_t free_port() {
 
 // True when something on the port answers PING like a Redis server (+PONG, or -NOAUTH when the
 // config sets requirepass).
-bool answers_ping(std::uint16_t port) {
-  const Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+// Whether a Redis answers PING at `address` (a sockaddr_in or sockaddr_un).
+bool answers_ping(const sockaddr* address, socklen_t size) {
+  const Fd fd(::socket(address->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return false;
   timeval timeout{};
   timeout.tv_usec = 500 * 1000;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  sockaddr_in address = loopback(port);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    return false;
-  }
+  if (::connect(fd.get(), address, size) != 0) return false;
   constexpr std::string_view kPing = "PING\r\n";
   if (::send(fd.get(), kPing.data(), kPing.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(kPing.size())) {
@@ -298,7 +297,8 @@ void RedisServer::start() {
   // Everything the child needs is prepared before fork(): after it, only system calls.
   std::vector<char*> argv{const_cast<char*>(binary.c_str()), const_cast<char*>(config_path.c_str()),
                           nullptr};
-  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  // A fresh log per start: what a failed start reports is that start's own output.
+  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (log_fd < 0) fail("cannot open " + log_path + ": " + std::strerror(errno));
   const pid_t parent = ::getpid();
   const pid_t child = ::fork();
@@ -364,7 +364,15 @@ void RedisServer::restart() {
 // Plain: a PING on a socket. TLS: once the port accepts connections, `redis-cli PING` over TLS
 // (its answer, or its error, in last_answer).
 bool RedisServer::ready(std::string& last_answer) const {
-  if (!tls_) return answers_ping(port_);
+  if (!tls_) {
+    // Through this server's own unix socket, which Redis creates after binding its TCP port:
+    // another server that holds the port (taken before our bind) cannot answer here.
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (socket_.size() >= sizeof address.sun_path) return false;
+    socket_.copy(address.sun_path, socket_.size());
+    return answers_ping(reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  }
   if (!accepts(port_)) return false;
   last_answer = output_of(cli_prefix() + " PING 2>&1");
   while (!last_answer.empty() && (last_answer.back() == '\n' || last_answer.back() == '\r')) {

@@ -17,7 +17,8 @@ namespace spillway::testing {
 struct RunningService {
   std::unique_ptr<server::Service> service;
   std::unique_ptr<server::HttpServer> http_server;  // declared last: destroyed first
-  std::uint16_t port() const { return http_server->port(); }
+  // 0 when the server did not start (the test has failed already; requests to it fail too).
+  std::uint16_t port() const { return http_server ? http_server->port() : 0; }
 };
 
 // Two HTTP threads, no access log. A config or server that cannot start fails the test (gtest
