@@ -260,8 +260,10 @@ long long calls_of(const std::string& command) {
 
 // Batches: checks queued behind a call in flight go together in one script call (lua/batch.lua),
 // where a check with its predecessor's limit sends its cost alone. Random sequences of one
-// algorithm's checks over three limits (mostly repeating the previous one), many sharing a
+// algorithm's checks over three limits (mostly repeating the previous one), in runs sharing a
 // `now`, all submitted at once: every decision is the one the memory store makes one by one.
+// One call is out at a time, so calls run in submission order: a run of one `now` stays shorter
+// than max_batch (a full batch would go at once, beside the call out, from another thread).
 TEST(RedisBatches, ChecksBatchedInOneCallDecideAsOneByOne) {
   std::mt19937_64 random(20261201);
   const auto pick = [&random](std::int64_t low, std::int64_t high) {
@@ -281,16 +283,14 @@ TEST(RedisBatches, ChecksBatchedInOneCallDecideAsOneByOne) {
       }
       limits.push_back(*Limit::make(algorithm, pick(1, 20), period, burst));
     }
+    const int max_batch = static_cast<int>(pick(3, 16));
     auto store = RedisStore::open({.url = server().url(),
                                    .key_prefix = unique_prefix(),
                                    .timeout = std::chrono::milliseconds(5000),
-                                   // One connection: calls run in the order they were sent (a
-                                   // full batch may go while another call is out).
-                                   .pool_size = 1,
                                    // The checks' `now` is not Redis' clock: keys must outlive
                                    // their µs-long periods in real time (as in replay).
                                    .ttl_floor = std::chrono::minutes(5),
-                                   .max_batch = static_cast<int>(pick(2, 16)),
+                                   .max_batch = max_batch,
                                    .max_in_flight = 1});
     ASSERT_TRUE(store.has_value());
     struct Op {
@@ -303,9 +303,14 @@ TEST(RedisBatches, ChecksBatchedInOneCallDecideAsOneByOne) {
     Micros now = pick(0, 10'000'000);
     std::size_t limit = 0;
     const int count = static_cast<int>(pick(1, 80));
+    int run = 0;  // checks so far at this `now`
     for (int i = 0; i < count; ++i) {
       if (pick(0, 9) < 3) limit = static_cast<std::size_t>(pick(0, 2));
-      if (pick(0, 9) < 2) now += pick(0, 2 * limits[limit].period());
+      if (pick(0, 9) < 1 || run == max_batch - 1) {
+        now += pick(1, 2 * limits[limit].period());
+        run = 0;
+      }
+      ++run;
       ops.push_back({pick(0, 1) ? "a" : "b", limit, pick(0, limits[limit].limit() + 2), now});
     }
     std::vector<std::promise<Result<Decision>>> answers(ops.size());
