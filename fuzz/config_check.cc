@@ -25,7 +25,14 @@ void check_config_input(const std::uint8_t* data, std::size_t size) {
       violated("parsing the same config twice gave two errors",
                config.error().message + " / " + again.error().message);
     }
-    check_line_error(text, config.error().message);
+    // One line per error, each "line N: …" (the loader reports every error of the text).
+    std::string_view errors = config.error().message;
+    if (errors.empty() || errors.back() == '\n') violated("config error has an empty line", errors);
+    while (!errors.empty()) {
+      const std::size_t end = errors.find('\n');
+      check_line_error(text, std::string(errors.substr(0, end)));
+      errors.remove_prefix(end == std::string_view::npos ? errors.size() : end + 1);
+    }
     return;
   }
   if (!(*config == *again)) violated("parsing the same config twice gave two configs");

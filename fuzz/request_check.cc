@@ -15,6 +15,7 @@
 #include "spillway/clock.h"
 #include "spillway/memory_store.h"
 #include "src/policy/config.h"
+#include "src/policy/endpoint_path.h"
 #include "src/server/http_server.h"
 #include "src/server/request_reader.h"
 #include "src/server/service.h"
@@ -167,11 +168,17 @@ void check_response(const HttpRequest& request, const HttpResponse& response) {
   }
 
   if (path == "/metrics" && s == 200) return check_metrics(request, response);
+  if (response.body.empty() && auth && (s == 204 || s == 403)) return;  // nginx needs no body
+  if ((path == "/" || path == "/dashboard") && s == 200) {
+    if (!response.content_type.starts_with("text/")) {
+      violated("a page that is not text", response.content_type + " for " + request.target);
+    }
+    return;
+  }
   if (response.content_type != "application/json") {
     violated("unexpected content type",
              response.content_type + " for " + describe(request, response));
   }
-  if (response.body.empty() && auth && (s == 204 || s == 403)) return;  // nginx needs no body
   json::parse_options options;
   boost::system::error_code ec;
   const json::value body = json::parse(response.body, ec, {}, options);
@@ -203,11 +210,45 @@ bool tracing() {
   return on;
 }
 
+// The original URI of a /v1/auth request, made canonical: idempotent, and without what
+// canonical_path() removes (repeated slashes, dot segments, a trailing slash, a query,
+// lower-case escapes, raw bytes outside printable ASCII).
+void check_canonical_path(const HttpRequest& request) {
+  const std::string* uri = request.header("x-original-uri");
+  if (uri == nullptr) return;
+  for (bool fold : {true, false}) {
+    auto once = policy::canonical_path(*uri, fold);
+    if (!once) continue;
+    auto twice = policy::canonical_path(*once, fold);
+    if (!twice || *twice != *once) violated("canonical_path is not idempotent", *uri);
+    const std::string& p = *once;
+    const bool bad_shape = p.empty() || p.front() != '/' || (p.size() > 1 && p.back() == '/') ||
+                           p.find("//") != std::string::npos ||
+                           p.find("/./") != std::string::npos ||
+                           p.find("/../") != std::string::npos || p.ends_with("/.") ||
+                           p.ends_with("/..") || p.find_first_of("?#;") != std::string::npos;
+    if (bad_shape) violated("canonical_path left a non-canonical shape", *uri + " -> " + p);
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const auto c = static_cast<unsigned char>(p[i]);
+      if (c <= 0x20 || c >= 0x7f) violated("canonical_path left a raw byte", *uri + " -> " + p);
+      if (c == '%' && (i + 2 >= p.size() || std::islower(static_cast<unsigned char>(p[i + 1])) ||
+                       std::islower(static_cast<unsigned char>(p[i + 2])))) {
+        violated("canonical_path left a lower-case or short escape", *uri + " -> " + p);
+      }
+      if (fold && c >= 'A' && c <= 'Z' && (i < 2 || p[i - 1] != '%') &&
+          (i < 2 || p[i - 2] != '%')) {
+        violated("canonical_path left an upper-case letter while folding", *uri + " -> " + p);
+      }
+    }
+  }
+}
+
 // Hands one request to the service and checks its single, synchronous answer.
 void serve(Fixture& f, ReadRequest read, std::string_view peer) {
   HttpRequest request = std::move(read.request);
   request.peer_address = std::string(peer);
   const HttpRequest copy = request;
+  check_canonical_path(copy);
   int answers = 0;
   HttpResponse response;
   f.service->handle(std::move(request), [&answers, &response](HttpResponse r) {

@@ -17,7 +17,7 @@ packages=(
   libboost1.81-dev libhiredis-dev libyaml-cpp-dev libssl-dev openssl
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
-  redis-server redis-sentinel redis-tools nginx-light wrk clang-format
+  redis-server redis-sentinel redis-tools nginx-light haproxy wrk clang-format prometheus
   dpkg-dev file curl systemd  # tests/package/deb_test.sh: cpack's dpkg-shlibdeps, the test's tools
   "$@"
 )

@@ -39,6 +39,10 @@ class CircuitBreakerStore final : public Store {
   // Not ready while the circuit is open.
   bool ready() const override;
   bool decides_inline() const override { return inner_->decides_inline(); }
+  // The wrapped store's (the circuit does not change whether the backend connects).
+  Result<void> wait_ready(std::chrono::milliseconds timeout) override {
+    return inner_->wait_ready(timeout);
+  }
   std::string_view status() const override;
   void append_metrics(std::string& out) const override { inner_->append_metrics(out); }
   void clear_caches() override { inner_->clear_caches(); }

@@ -48,6 +48,11 @@ struct BackendOptions {
 
 Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions options = {});
 
+// Everything open_store checks short of connecting: the URL parsed fully, a Redis backend's
+// options and TLS files (RedisStore::check_options; the error's `field` is "url" or "tls").
+// Opens nothing; for `spillway validate` and serve's checks before it starts.
+Result<void> check_store(std::string_view url, const BackendOptions& options);
+
 // Whether `url` names a Redis backend (one of the redis schemes above).
 bool is_redis_url(std::string_view url);
 

@@ -48,6 +48,9 @@ class OverLimitCache final : public Store {
                        std::optional<Micros> now, AllCallback done) override;
 
   bool ready() const override { return inner_->ready(); }
+  Result<void> wait_ready(std::chrono::milliseconds timeout) override {
+    return inner_->wait_ready(timeout);
+  }
   std::string_view status() const override { return inner_->status(); }
   void append_metrics(std::string& out) const override;
   void clear_caches() override;

@@ -36,11 +36,24 @@ struct PlanSelector {
   friend bool operator==(const PlanSelector&, const PlanSelector&) = default;
 };
 
+// Routes (docs/SPEC.md §5.1): "/search", "POST /search", "/orders/{id}/export", "/files/**".
+// The request's path is made canonical first (query dropped, escapes, dot segments and repeated
+// or trailing slashes normalised); the most specific route wins; the layer's key holds the route
+// as written, so "/orders/1/export" and "/orders/2/export" share one budget. Routes that name a
+// method need the "method" attribute.
 struct EndpointSelector {
-  std::string attribute = "endpoint";      // the request path
-  std::map<std::string, RateSpec> limits;  // "/search" -> 10/min; other paths pass this layer
+  std::string attribute = "endpoint";      // the request path (raw or canonical: both work)
+  std::map<std::string, RateSpec> limits;  // route -> limit ("/search" -> 10/min); other paths
+                                           // pass this layer
+  bool case_sensitive = false;             // true: "/Search" and "/search" are two paths
   friend bool operator==(const EndpointSelector&, const EndpointSelector&) = default;
 };
+
+// The attribute that carries the request's method for routes that name one.
+inline constexpr char kMethodAttribute[] = "method";
+// The attribute that carries the request's path. Any layer that keys by it keys by its canonical
+// form (docs/SPEC.md §5.1), so spellings of one path share a key.
+inline constexpr char kEndpointAttribute[] = "endpoint";
 
 // kShadow: the layer is checked and its would-be denials counted, but it never denies (the way
 // to roll out a new limit safely). It is checked on its own once the enforced layers admitted

@@ -24,6 +24,8 @@
 
 namespace spillway::policy {
 
+class RouteTable;  // src/policy/routes.h
+
 struct LayerDecision {
   std::string name;
   Decision decision;
@@ -63,16 +65,28 @@ class Policy {
   void decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
                     std::function<void(Result<PolicyDecision>)> done) const;
 
+  // Every attribute some layer reads (key parts, plan and endpoint attributes, "method" when a
+  // route names one), sorted: what POST /v1/check accepts.
+  const std::vector<std::string>& attributes_used() const { return attributes_used_; }
+  // The path attributes that an enforced endpoint layer matches routes on ("endpoint" for the
+  // usual policy): a request without one skips those limits, so HTTP front ends require it.
+  const std::vector<std::string>& route_attributes() const { return route_attributes_; }
+
   const PolicySpec& spec() const { return spec_; }
   const std::string& layer_name(std::size_t layer) const { return spec_.layers[layer].name; }
 
  private:
   struct BuiltLayer {
     std::optional<Limit> fixed;
-    std::map<std::string, Limit, std::less<>> by_plan;      // plan name -> limit
-    std::map<std::string, Limit, std::less<>> by_endpoint;  // endpoint -> limit
+    std::map<std::string, Limit, std::less<>> by_plan;  // plan name -> limit
+    std::shared_ptr<const RouteTable> routes;  // by_endpoint: route i limited by route_limits[i]
+    std::vector<Limit> route_limits;
+    std::vector<std::string> route_names;  // route i as written: its part of the layer's key
   };
   explicit Policy(PolicySpec spec) : spec_(std::move(spec)) {}
+  bool is_path_attribute(std::string_view name) const;
+  Result<std::optional<std::size_t>> match_route(const LayerSpec& layer, const BuiltLayer& built,
+                                                 const Attributes& attributes) const;
   PolicyDecision combine(const std::vector<Check>& checks, const Decisions& decisions) const;
   // Adds the shadow layers' answers (`decisions` aligned with `shadow`) to `out`.
   void add_shadow(PolicyDecision& out, const std::vector<Check>& shadow,
@@ -83,6 +97,8 @@ class Policy {
 
   PolicySpec spec_;
   std::vector<BuiltLayer> built_;
+  std::vector<std::string> attributes_used_;
+  std::vector<std::string> route_attributes_;
 };
 
 }  // namespace spillway::policy

@@ -68,7 +68,10 @@ struct RedisStoreOptions {
   std::string url = "redis://127.0.0.1:6379";
   std::string key_prefix = "spillway";
   std::chrono::milliseconds timeout{1000};  // per check
-  int pool_size = 2;                        // connections
+  // Per connection attempt (TCP, TLS handshake, AUTH); also how long `spillway serve` waits for
+  // the first connection before it accepts requests.
+  std::chrono::milliseconds connect_timeout{1000};
+  int pool_size = 2;  // connections
   // Minimum TTL of a written key. 0 in production; replay sets it because its `now` is not the
   // server's clock, and a key must not expire by the wall clock in the middle of a trace.
   std::chrono::milliseconds ttl_floor{0};
@@ -91,6 +94,10 @@ class RedisStore final : public Store {
   // answers as a cluster node is an error naming each seed's problem. Errors: a malformed URL or
   // options (kInvalidArgument).
   static Result<std::unique_ptr<RedisStore>> open(RedisStoreOptions options);
+  // What open() checks before it connects: the options, the URL parsed fully, the TLS files
+  // loaded. Connects to nothing. An error's `field` is "url" or "tls" (the settings to blame;
+  // "tls" when TLS settings or files are wrong), empty for the other options.
+  static Result<void> check_options(const RedisStoreOptions& options);
   ~RedisStore() override;
 
   Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
@@ -109,6 +116,8 @@ class RedisStore final : public Store {
 
   // Whether a connection to Redis is up (a cluster: every slot has an owner with a connection).
   bool ready() const override;
+  // Polls ready() until `timeout`; then a peek (cost 0) tells why not (the connection's error).
+  Result<void> wait_ready(std::chrono::milliseconds timeout) override;
 
   // How a cluster's routine events were handled so far (zeros on one Redis); for tests, metrics.
   struct RoutingCounters {

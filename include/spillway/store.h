@@ -5,6 +5,7 @@
 // Limit: the same key checked under two different Limits is two independent limiters.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -41,12 +42,14 @@ class Store {
 
   // The same decision delivered to `done` (exactly once, possibly on another thread, possibly
   // before this returns). Backends with network round trips override it to keep many checks in
-  // flight; the default decides synchronously. `done` must not block.
+  // flight; the default decides synchronously. `done` must not block, nor throw.
+  // An answer ready at once (the default, an open circuit, invalid input) comes before this
+  // returns, except when this thread is already inside such an answer's callback: then it comes
+  // right after that callback returns, on this thread, in order. So a caller may issue its next
+  // check from inside `done` without growing the stack (src/core/inline_completion.h).
   using Callback = std::function<void(Result<Decision>)>;
   virtual void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
-                           std::optional<Micros> now, Callback done) {
-    done(check(key, limit, cost, now));
-  }
+                           std::optional<Micros> now, Callback done);
 
   // All-or-nothing over several keys (the layers of one request), as one atomic step: `cost` is
   // charged to every key if every key admits it, and to none otherwise. Returns one decision per
@@ -56,14 +59,23 @@ class Store {
                                       std::optional<Micros> now = std::nullopt) = 0;
 
   using AllCallback = std::function<void(Result<Decisions>)>;
+  // As check_async, for check_all.
   virtual void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
-                               std::optional<Micros> now, AllCallback done) {
-    done(check_all(checks, cost, now));
-  }
+                               std::optional<Micros> now, AllCallback done);
 
   // Whether the backend can decide now (a network backend: it has a connection). For readiness
   // probes; a check may still fail right after true, and succeed right after false.
   virtual bool ready() const { return true; }
+
+  // Waits up to `timeout` for the backend to become ready() (a network backend: its first
+  // connection), e.g. before a server accepts its first request. Returns at once when ready; else
+  // the error that says why not (e.g. "connection refused"). Blocks the calling thread: never call
+  // it from a callback or an event loop. Default (the in-process store): ready at once. A wrapper
+  // passes it on to the store it wraps.
+  virtual Result<void> wait_ready(std::chrono::milliseconds timeout) {
+    (void)timeout;
+    return {};
+  }
 
   // One word for readiness probes and metrics: "ready", "unreachable", or a wrapper's own state
   // (CircuitBreakerStore: "circuit_open").

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "src/core/inline_completion.h"
+
 namespace spillway {
 namespace {
 
@@ -67,10 +69,13 @@ Result<Decision> CircuitBreakerStore::check(std::string_view key, const Limit& l
 void CircuitBreakerStore::check_async(std::string_view key, const Limit& limit, std::int64_t cost,
                                       std::optional<Micros> now, Callback done) {
   if (Result<void> valid = validate_check(key, cost, now); !valid) {
-    return done(std::unexpected(valid.error()));
+    return complete_inline(done, Result<Decision>(std::unexpected(valid.error())));
   }
   const Call call = admit_call();
-  if (call == Call::kRefused) return done(std::unexpected(circuit_open_error(options_.failures)));
+  if (call == Call::kRefused) {
+    return complete_inline(
+        done, Result<Decision>(std::unexpected(circuit_open_error(options_.failures))));
+  }
   inner_->check_async(key, limit, cost, now,
                       [this, call, done = std::move(done)](Result<Decision> decision) {
                         record(decision ? nullptr : &decision.error(), call);
@@ -93,10 +98,13 @@ Result<Decisions> CircuitBreakerStore::check_all(std::span<const KeyedLimit> che
 void CircuitBreakerStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
                                           std::optional<Micros> now, AllCallback done) {
   if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
-    return done(std::unexpected(valid.error()));
+    return complete_inline(done, Result<Decisions>(std::unexpected(valid.error())));
   }
   const Call call = admit_call();
-  if (call == Call::kRefused) return done(std::unexpected(circuit_open_error(options_.failures)));
+  if (call == Call::kRefused) {
+    return complete_inline(
+        done, Result<Decisions>(std::unexpected(circuit_open_error(options_.failures))));
+  }
   inner_->check_all_async(checks, cost, now,
                           [this, call, done = std::move(done)](Result<Decisions> decisions) {
                             record(decisions ? nullptr : &decisions.error(), call);

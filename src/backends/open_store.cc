@@ -12,6 +12,38 @@ bool is_redis_url(std::string_view url) {
   return false;
 }
 
+namespace {
+
+// The URL with anything before its last '@' (user info: a password) left out of the message.
+std::string without_user_info(std::string_view url) {
+  const std::size_t at = url.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  const std::size_t scheme = url.find("://");
+  const std::string_view head = scheme == std::string_view::npos || scheme > at
+                                    ? std::string_view()
+                                    : url.substr(0, scheme + 3);
+  return std::string(head) + "***" + std::string(url.substr(at));
+}
+
+std::unexpected<Error> not_a_backend(std::string_view url) {
+  return invalid_argument("backend \"" + without_user_info(url) +
+                          "\" is not a backend URL (use memory, redis://host:port, "
+                          "rediss://host:port, redis+cluster://host:port,host:port or "
+                          "redis+sentinel://host:port,host:port/MASTER_NAME)");
+}
+
+}  // namespace
+
+Result<void> check_store(std::string_view url, const BackendOptions& options) {
+  if (url == "memory" || url == "memory://") return {};
+  if (is_redis_url(url)) {
+    RedisStoreOptions redis = options.redis;
+    redis.url = std::string(url);
+    return RedisStore::check_options(redis);
+  }
+  return not_a_backend(url);
+}
+
 Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions options) {
   if (url == "memory" || url == "memory://") {
     return std::make_unique<MemoryStore>(std::move(options.memory));
@@ -34,10 +66,7 @@ Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions o
     }
     return store;
   }
-  return invalid_argument("backend \"" + std::string(url) +
-                          "\" is not a backend URL (use memory, redis://host:port, "
-                          "rediss://host:port, redis+cluster://host:port,host:port or "
-                          "redis+sentinel://host:port,host:port/MASTER_NAME)");
+  return not_a_backend(url);
 }
 
 }  // namespace spillway

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "src/backends/owned_checks.h"
+#include "src/core/inline_completion.h"
 
 namespace spillway {
 
@@ -158,12 +159,12 @@ Result<Decision> OverLimitCache::check(std::string_view key, const Limit& limit,
 void OverLimitCache::check_async(std::string_view key, const Limit& limit, std::int64_t cost,
                                  std::optional<Micros> now, Callback done) {
   if (Result<void> valid = validate_check(key, cost, now); !valid) {
-    return done(std::unexpected(valid.error()));
+    return complete_inline(done, Result<Decision>(std::unexpected(valid.error())));
   }
   const Micros sent = time(now);
   if (std::optional<Decision> cached = lookup(key, limit, cost, sent)) {
     hits_.fetch_add(1, std::memory_order_relaxed);
-    return done(*cached);
+    return complete_inline(done, Result<Decision>(*cached));
   }
   inner_->check_async(key, limit, cost, now,
                       [this, owned_key = std::string(key), limit, cost, sent,
@@ -206,11 +207,11 @@ Result<Decisions> OverLimitCache::check_all(std::span<const KeyedLimit> checks, 
 void OverLimitCache::check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
                                      std::optional<Micros> now, AllCallback done) {
   if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
-    return done(std::unexpected(valid.error()));
+    return complete_inline(done, Result<Decisions>(std::unexpected(valid.error())));
   }
   const Micros sent = time(now);
   if (std::optional<Decisions> cached = cached_all(checks, cost, sent)) {
-    return done(std::move(*cached));
+    return complete_inline(done, Result<Decisions>(std::move(*cached)));
   }
   // Copies of the keys and limits: the caller's may be gone when the backend answers.
   auto owned = std::make_shared<const OwnedChecks>(checks);

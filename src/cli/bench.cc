@@ -28,6 +28,7 @@ struct BenchSetup {
   std::int64_t requests = 0;  // when > 0: stop after this many checks in all (not duration)
   int batch = 128;            // redis: most checks per script call
   int in_flight = 0;          // redis: script calls in flight before checks batch (0: default)
+  std::string key_prefix = std::string(kBenchKeyPrefix);  // redis: apart from serve's keys
 };
 
 struct ThreadTotals {
@@ -41,7 +42,7 @@ struct ThreadTotals {
 Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   auto args = Args::parse(argc, argv, first,
                           {"backend", "algorithm", "limit", "period", "burst", "concurrency",
-                           "keys", "duration", "requests", "batch", "in-flight"});
+                           "keys", "duration", "requests", "batch", "in-flight", "key-prefix"});
   if (!args) return std::unexpected(args.error());
   if (!args->positional().empty()) {
     return invalid_argument("unexpected argument \"" + args->positional()[0] + "\"");
@@ -72,6 +73,10 @@ Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   auto in_flight = args->get_int("in-flight", 1, 4096);
   if (!in_flight) return std::unexpected(in_flight.error());
   setup.in_flight = static_cast<int>(in_flight->value_or(0));
+  if (auto prefix = args->get("key-prefix")) {
+    if (prefix->empty()) return invalid_argument("--key-prefix must not be empty");
+    setup.key_prefix = *prefix;
+  }
   if (auto duration = args->get("duration")) {
     auto parsed = parse_duration(*duration);
     if (!parsed) return invalid_argument("--duration: " + parsed.error().message);
@@ -94,14 +99,18 @@ bool may_issue(const BenchSetup& setup, std::atomic<std::int64_t>& issued,
   return setup.requests == 0 || issued.fetch_add(1) < setup.requests;
 }
 
+// A decision counts as a check (its latency sampled); an error only as an error: a dead backend
+// answers errors very fast, and they must not pass for checks per second.
 void record(ThreadTotals& totals, const Result<Decision>& decision,
             std::chrono::steady_clock::time_point since) {
+  if (!decision) {
+    if (totals.errors++ == 0) totals.first_error = decision.error().message;
+    return;
+  }
   totals.latencies_ns.push_back(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since)
           .count());
-  if (!decision) {
-    if (totals.errors++ == 0) totals.first_error = decision.error().message;
-  } else if (decision->allowed) {
+  if (decision->allowed) {
     ++totals.admitted;
   } else {
     ++totals.denied;
@@ -133,6 +142,10 @@ void run_threads(Store& store, const BenchSetup& setup, const std::vector<std::s
 }
 
 // Network backends: `concurrency` checks kept in flight; each completion issues the next one.
+// An answer that comes at once (an open circuit) comes back through the store's inline queue
+// (src/core/inline_completion.h), so the chain loops on one thread instead of recursing; the
+// duration is timed on a thread of its own, since the thread that starts the lanes may be the
+// one that loops.
 void run_in_flight(Store& store, const BenchSetup& setup, const std::vector<std::string>& keys,
                    std::atomic<std::int64_t>& issued, std::atomic<bool>& stop,
                    std::vector<ThreadTotals>& totals) {
@@ -162,8 +175,8 @@ void run_in_flight(Store& store, const BenchSetup& setup, const std::vector<std:
                         next(lane);
                       });
   };
+  std::jthread timer([&] { stop_after(setup, stop); });
   for (Lane& lane : lanes) next(lane);
-  stop_after(setup, stop);
   std::unique_lock lock(mutex);
   idle.wait(lock, [&] { return lanes_running == 0; });
 }
@@ -182,9 +195,10 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
   const int in_flight = setup->in_flight > 0 ? setup->in_flight
                         : setup->batch == 1  ? setup->concurrency
                                              : RedisStoreOptions{}.max_in_flight;
-  auto store = open_store(
-      setup->backend,
-      {.redis = {.pool_size = 2, .max_batch = setup->batch, .max_in_flight = in_flight}});
+  auto store = open_store(setup->backend, {.redis = {.key_prefix = setup->key_prefix,
+                                                     .pool_size = 2,
+                                                     .max_batch = setup->batch,
+                                                     .max_in_flight = in_flight}});
   if (!store) {
     err << "spillway bench: --backend: " << store.error().message << "\n";
     return store.error().code == Errc::kInvalidArgument ? 2 : 1;
@@ -214,10 +228,11 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
     all.latencies_ns.insert(all.latencies_ns.end(), t.latencies_ns.begin(), t.latencies_ns.end());
   }
   std::sort(all.latencies_ns.begin(), all.latencies_ns.end());
-  const auto checks = static_cast<double>(all.latencies_ns.size());
+  const auto checks = static_cast<double>(all.latencies_ns.size());  // decided, errors apart
   out << "backend=" << setup->backend << " algorithm=" << algorithm_name(setup->limit.algorithm())
       << " concurrency=" << setup->concurrency << " keys=" << setup->keys << "\n"
       << std::fixed << std::setprecision(0) << "checks_per_second=" << checks / seconds << "\n"
+      << "errors_per_second=" << static_cast<double>(all.errors) / seconds << "\n"
       << std::setprecision(1)
       << "p50_us=" << static_cast<double>(percentile(all.latencies_ns, 0.50)) / 1000 << "\n"
       << "p99_us=" << static_cast<double>(percentile(all.latencies_ns, 0.99)) / 1000 << "\n"

@@ -4,8 +4,13 @@
 #pragma once
 
 #include <iosfwd>
+#include <string_view>
 
 namespace spillway::cli {
+
+// --key-prefix's default: Redis keys apart from the production prefix ("spillway") that serve
+// uses, so a bench against a live Redis never touches its users' budgets.
+inline constexpr std::string_view kBenchKeyPrefix = "spillway-bench";
 
 // Returns the exit status: 0 ok, 1 backend errors occurred, 2 bad arguments.
 int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream& err);

@@ -1,9 +1,14 @@
 #include "src/cli/replay.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "spillway/limit.h"
 #include "spillway/open_store.h"
@@ -59,16 +64,19 @@ Result<ReplaySetup> parse_setup(int argc, char** argv, int first) {
 
 }  // namespace
 
-Result<std::optional<TraceLine>> parse_trace_line(std::string_view line) {
+Result<std::optional<TraceLine>> parse_trace_line(std::string_view line, std::size_t max_fields) {
   line = trim_field(line);
   if (line.empty() || line.front() == '#') return std::optional<TraceLine>{};
   std::string_view fields[3];
   std::size_t count = 0;
   while (true) {
     std::size_t comma = line.find(',');
-    if (count == 3)
-      return invalid_argument("expected t_us,key[,cost] but found more than 3 fields");
-    fields[count++] = trim_field(line.substr(0, comma));
+    if (count == max_fields) {
+      return invalid_argument("expected t_us,key[,cost] but found more than " +
+                              std::to_string(max_fields) + " fields");
+    }
+    if (count < 3) fields[count] = trim_field(line.substr(0, comma));
+    ++count;
     if (comma == std::string_view::npos) break;
     line.remove_prefix(comma + 1);
   }
@@ -80,7 +88,7 @@ Result<std::optional<TraceLine>> parse_trace_line(std::string_view line) {
   }
   if (fields[1].empty()) return invalid_argument("key is empty");
   std::int64_t cost = 1;
-  if (count == 3) {
+  if (count >= 3) {
     std::optional<std::int64_t> parsed = parse_int(fields[2]);
     if (!parsed || *parsed < 0) {
       return invalid_argument("cost " + quote_for_error(fields[2], 64) +
@@ -91,6 +99,28 @@ Result<std::optional<TraceLine>> parse_trace_line(std::string_view line) {
   return TraceLine{.at = *at, .key = std::string(fields[1]), .cost = cost};
 }
 
+Result<std::optional<TraceLine>> TraceParser::parse(std::string_view line) {
+  const std::string_view content = trim_field(line);
+  if (content.empty() || content.front() == '#') return std::optional<TraceLine>{};
+  if (std::exchange(started_, true) || trim_field(content.substr(0, content.find(','))) != "t_us") {
+    return parse_trace_line(line, max_fields_);
+  }
+  // The header: t_us,key[,cost[,…]].
+  std::vector<std::string_view> columns;
+  for (std::string_view rest = content;;) {
+    const std::size_t comma = rest.find(',');
+    columns.push_back(trim_field(rest.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (columns.size() < 2 || columns[1] != "key" || (columns.size() > 2 && columns[2] != "cost")) {
+    return invalid_argument("a header must start t_us,key[,cost] but is " +
+                            quote_for_error(content, 64));
+  }
+  max_fields_ = std::max<std::size_t>(3, columns.size());
+  return std::optional<TraceLine>{};
+}
+
 int run_replay(int argc, char** argv, int first, std::istream& in, std::ostream& out,
                std::ostream& err) {
   auto setup = parse_setup(argc, argv, first);
@@ -99,14 +129,17 @@ int run_replay(int argc, char** argv, int first, std::istream& in, std::ostream&
     return 2;
   }
   std::ifstream file;
-  if (setup->file) {
+  const bool from_file = setup->file && *setup->file != "-";  // "-": standard input
+  if (from_file) {
+    errno = 0;
     file.open(*setup->file);
     if (!file) {
-      err << "spillway replay: cannot open trace file \"" << *setup->file << "\"\n";
+      err << "spillway replay: cannot open trace file \"" << *setup->file
+          << "\": " << (errno != 0 ? std::strerror(errno) : "cannot be read") << "\n";
       return 2;
     }
   }
-  std::istream& trace = setup->file ? file : in;
+  std::istream& trace = from_file ? file : in;
   // Every request carries its own `now`: no background sweep on another clock, and on Redis a
   // prefix of this run's own (a rerun starts from idle) and a TTL floor (trace time is not the
   // server's clock, so keys must not expire by the wall clock mid-trace).
@@ -122,8 +155,9 @@ int run_replay(int argc, char** argv, int first, std::istream& in, std::ostream&
 
   out << "t_us,key,cost,allowed,remaining,retry_after_us,reset_after_us\n";
   std::string line;
+  TraceParser parser;
   for (std::size_t number = 1; std::getline(trace, line); ++number) {
-    auto parsed = parse_trace_line(line);
+    auto parsed = parser.parse(line);
     if (!parsed) {
       err << "spillway replay: trace line " << number << ": " << parsed.error().message << "\n";
       return 1;

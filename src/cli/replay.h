@@ -1,7 +1,8 @@
 // spillway replay (docs/SPEC.md §4): runs a CSV trace "t_us,key[,cost]" through one limiter with a
-// manual clock and prints one decision per line.
+// manual clock and prints one decision per line (a header first, which replay also reads back).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -20,10 +21,26 @@ struct TraceLine {
 };
 
 // nullopt for blank and '#' comment lines; an error names what is wrong (without line number).
-Result<std::optional<TraceLine>> parse_trace_line(std::string_view line);
+// A line has 2 to `max_fields` fields; those after the third are ignored.
+Result<std::optional<TraceLine>> parse_trace_line(std::string_view line,
+                                                  std::size_t max_fields = 3);
 
-// argv[first..] are the replay arguments. Reads the trace from the FILE argument or `in`.
-// Returns the exit status: 0 ok, 1 bad trace or backend failure, 2 bad arguments.
+// A trace's lines in order, as replay and simulate read them: parse_trace_line, except that the
+// first line with content may be a header, `t_us,key[,cost[,…]]` (skipped: nullopt). A header of
+// more columns lets every line have that many, the ones after cost ignored; so replay's own
+// output (t_us,key,cost,allowed,…) replays. Not thread-safe (one per trace).
+class TraceParser {
+ public:
+  Result<std::optional<TraceLine>> parse(std::string_view line);
+
+ private:
+  bool started_ = false;        // a line with content was seen: no header from now on
+  std::size_t max_fields_ = 3;  // the header's columns when more than 3
+};
+
+// argv[first..] are the replay arguments. Reads the trace from the FILE argument, or `in` when
+// it is "-" or absent. Returns the exit status: 0 ok, 1 bad trace or backend failure, 2 bad
+// arguments or a trace file that cannot be opened (the message gives the reason).
 int run_replay(int argc, char** argv, int first, std::istream& in, std::ostream& out,
                std::ostream& err);
 

@@ -4,9 +4,13 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <map>
 
 #include "spillway/open_store.h"
 #include "src/cli/args.h"
+#include "src/cli/backend_watch.h"
+#include "src/cli/preflight.h"
+#include "src/cli/printable_url.h"
 #include "src/grpc/grpc_metrics.h"
 #include "src/grpc/rls_grpc_server.h"
 #include "src/policy/config.h"
@@ -17,23 +21,12 @@
 #include "src/server/service.h"
 
 namespace spillway::cli {
-namespace {
-
-// "host:port" or "[v6]:port" (--listen, or the config's server.listen) into the server options,
-// by the config's own rules (policy::parse_listen_address): port 0 is any free port.
-Result<void> parse_listen(const std::string& listen, server::HttpServerOptions& options) {
-  Result<policy::ListenAddress> address = policy::parse_listen_address(listen);
-  if (!address) return std::unexpected(address.error());
-  options.host = std::move(address->host);
-  options.port = address->port;
-  return {};
-}
-
-}  // namespace
 
 int run_serve(int argc, char** argv, int first, std::ostream& err) {
   auto args =
-      Args::parse(argc, argv, first, {"config", "listen", "backend", "grpc-listen", "rls-config"});
+      Args::parse(argc, argv, first,
+                  {"config", "listen", "backend", "grpc-listen", "rls-config", "require-backend"},
+                  {"require-backend"});
   if (!args) {
     err << "spillway serve: " << args.error().message << "\n";
     return 2;
@@ -45,47 +38,33 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   const std::optional<std::string> config_path = args->get("config");
   auto config = config_path ? policy::load_config_file(*config_path) : policy::default_config();
   if (!config) {
-    err << "spillway serve: " << (config_path ? *config_path + ": " : "") << config.error().message
-        << "\n";
+    print_lines(err, "spillway serve: " + (config_path ? *config_path + ": " : ""),
+                config.error().message);
     return 1;
   }
   if (auto backend = args->get("backend")) config->backend.url = *backend;
   if (auto listen = args->get("listen")) config->server.listen = *listen;
   if (auto grpc = args->get("grpc-listen")) config->server.grpc_listen = *grpc;
   if (auto rules = args->get("rls-config")) config->rls.config = *rules;
-  std::optional<policy::ListenAddress> grpc_address;
-  if (!config->server.grpc_listen.empty()) {
-    auto address = policy::parse_listen_address(config->server.grpc_listen);
-    if (!address) {
-      err << "spillway serve: "
-          << (args->has("grpc-listen") ? "--grpc-listen: " : "server.grpc_listen: ")
-          << address.error().message << "\n";
-      return 2;
-    }
-    grpc_address = *address;
-    if (config->rls.config.empty()) {
-      err << "spillway serve: the gRPC listener needs rules: give --rls-config PATH or "
-             "rls.config in the config file\n";
-      return 2;
-    }
+  if (args->has("require-backend")) config->backend.require_at_start = true;
+  // Everything that can be checked before binding and connecting, as `spillway validate` does.
+  std::map<std::string, std::string> flags;
+  for (const auto& [flag, path] :
+       {std::pair{"backend", "backend.url"}, std::pair{"listen", "server.listen"},
+        std::pair{"grpc-listen", "server.grpc_listen"}, std::pair{"rls-config", "rls.config"}}) {
+    if (args->has(flag)) flags[path] = std::string("--") + flag;
   }
-  std::shared_ptr<const rls::RlsRules> rules;
-  std::string rules_fingerprint;  // of the files as they were before loading them
-  if (grpc_address) {
-    rules_fingerprint = rls::rls_rules_fingerprint(config->rls.config);
-    auto loaded = rls::load_rls_rules(config->rls.config);
-    if (!loaded) {
-      err << "spillway serve: rules: " << loaded.error().message << "\n";
-      return 1;
-    }
-    rules = std::make_shared<const rls::RlsRules>(std::move(*loaded));
+  Preflight checked = preflight(*config, config_path.value_or(""), flags);
+  if (!checked.errors.empty()) {
+    for (const std::string& line : checked.errors) err << "spillway serve: " << line << "\n";
+    return checked.usage_error ? 2 : 1;
   }
+  const std::optional<policy::ListenAddress> grpc_address = checked.grpc_listen;
+  const std::shared_ptr<const rls::RlsRules> rules = checked.rules;
+  const std::string rules_fingerprint = checked.rules_fingerprint;
   server::HttpServerOptions http;
-  if (auto ok = parse_listen(config->server.listen, http); !ok) {
-    err << "spillway serve: " << (args->has("listen") ? "--listen: " : "server.listen: ")
-        << ok.error().message << "\n";
-    return 2;
-  }
+  http.host = checked.listen.host;
+  http.port = checked.listen.port;
   http.threads = config->server.threads;
   http.log_requests = config->server.access_log;
 
@@ -103,18 +82,36 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
                           .server_name = t->server_name,
                           .insecure = t->insecure};
   }
+  const RedisStoreOptions redis_defaults;
   auto store = open_store(config->backend.url,
                           {.redis = {.key_prefix = config->backend.key_prefix,
                                      .timeout = config->backend.timeout,
+                                     .connect_timeout = redis_defaults.connect_timeout,
                                      .tls = std::move(tls)},
                            .breaker = {.failures = config->backend.breaker_failures,
                                        .probe_interval = config->backend.breaker_probe},
                            .local_fallback = config->backend.on_error == policy::OnError::kLocal,
                            .over_limit_cache = config->backend.over_limit_cache});
   if (!store) {
-    err << "spillway serve: backend \"" << config->backend.url << "\": " << store.error().message
-        << "\n";
+    err << "spillway serve: backend \"" << printable_url(config->backend.url)
+        << "\": " << store.error().message << "\n";
     return 1;
+  }
+  // The first connection before the first request: a request that came earlier would be
+  // answered by on_error, uncharged. A backend that does not answer is said once, loudly.
+  const Result<void> answering = (*store)->wait_ready(redis_defaults.connect_timeout);
+  if (!answering) {
+    if (config->backend.require_at_start) {
+      err << "spillway serve: "
+          << not_answering_line(config->backend.url, answering.error().message) << "; "
+          << (args->has("require-backend") ? "--require-backend" : "backend.require_at_start")
+          << ": not starting" << std::endl;
+      return 1;
+    }
+    err << "spillway serve: "
+        << not_answering_line(config->backend.url, answering.error().message,
+                              config->backend.on_error)
+        << std::endl;
   }
   auto service = server::Service::make(*config, std::move(*store));
   if (!service) {
@@ -130,9 +127,6 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     err << "spillway serve: " << http_server.error().message << "\n";
     return 1;
   }
-  err << "spillway serve: listening on " << http.host << ":" << (*http_server)->port()
-      << " (backend " << config->backend.url << ", " << config->policy.layers.size() << " layers)"
-      << std::endl;
 
   // Envoy's rate limit service: same store, its own rules, its own listener.
   std::unique_ptr<rls::RlsEngine> engine;
@@ -164,8 +158,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
          .on_error = config->rls.on_error,
          .ready = [shared_store] { return shared_store->ready(); }},
         *engine, grpc_metrics);
-    if (!started) {
-      err << "spillway serve: " << started.error().message << "\n";
+    if (!started) {  // before anything said "listening"
+      err << "spillway serve: " << started.error().message << std::endl;
       (*http_server)->stop(std::chrono::seconds(0));
       return 1;
     }
@@ -177,9 +171,21 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
       watcher_ptr->render(out);
       grpc_metrics.render(out);
     });
+  }
+  // Both listeners are bound: now they may be announced.
+  err << "spillway serve: listening on " << http.host << ":" << (*http_server)->port()
+      << " (backend " << printable_url(config->backend.url) << ", " << config->policy.layers.size()
+      << " layers)" << std::endl;
+  if (grpc) {
     err << "spillway serve: gRPC rate limit service listening on " << grpc_address->host << ":"
         << grpc->port() << " (" << rules->domains.size() << " domains from " << config->rls.config
         << ")" << std::endl;
+  }
+  // From here on, a line each time the backend stops or starts answering.
+  std::optional<BackendWatch> backend_watch;
+  if (config->backend.url != "memory" && config->backend.url != "memory://") {
+    backend_watch.emplace((*service)->store(), config->backend.url, config->backend.on_error,
+                          answering.has_value());
   }
 
   while (true) {
@@ -212,7 +218,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         if (compared != config->backend) {
           err << "spillway serve: the backend section changed; it takes effect at the next "
                  "restart (still using "
-              << config->backend.url << ")" << std::endl;
+              << printable_url(config->backend.url) << ")" << std::endl;
         }
       } else {
         err << "spillway serve: reload of " << *config_path

@@ -1,11 +1,15 @@
 #include "src/cli/simulate.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <istream>
 #include <limits>
 #include <ostream>
+#include <utility>
 
 #include "spillway/store.h"
 #include "src/cli/args.h"
@@ -117,22 +121,53 @@ Result<Setup> parse_setup(int argc, char** argv, int first) {
     if (*seed) setup.pattern.seed = static_cast<std::uint64_t>(**seed);
     setup.pattern.limit_per_second = static_cast<double>(setup.settings.limit) * 1e6 /
                                      static_cast<double>(setup.settings.period);
+    if (!args->has("rate")) setup.pattern.rate = default_rate(setup.pattern);
   }
   setup.out = args->get("out");
   setup.csv = args->get("csv");
   setup.svg = args->get("svg");
   setup.trace_out = args->get("trace-out");
+  // "-" is standard output, for one of them at most: two would be mixed into one stream.
+  std::optional<std::string> to_stdout;
+  for (const auto& [option, path] :
+       {std::pair{"--out", &setup.out}, std::pair{"--csv", &setup.csv},
+        std::pair{"--svg", &setup.svg}, std::pair{"--trace-out", &setup.trace_out}}) {
+    if (*path != "-") continue;
+    if (to_stdout) {
+      return invalid_argument(*to_stdout + " and " + option +
+                              " both write to standard output (\"-\"); one of them at most");
+    }
+    to_stdout = option;
+  }
   return setup;
 }
 
-// Reads a trace file as `spillway replay` does; errors name the line.
-Result<std::vector<TraceLine>> read_trace(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return invalid_argument("--trace: cannot open trace file \"" + path + "\"");
+// Whether one of the files goes to standard output ("-"): the summary then goes to stderr.
+bool writes_to_stdout(const Setup& setup) {
+  for (const std::optional<std::string>* path :
+       {&setup.out, &setup.csv, &setup.svg, &setup.trace_out}) {
+    if (*path == "-") return true;
+  }
+  return false;
+}
+
+// Reads a trace as `spillway replay` does (a file, or `in` for "-"); errors name the line.
+Result<std::vector<TraceLine>> read_trace(const std::string& path, std::istream& in) {
+  std::ifstream file;
+  if (path != "-") {
+    errno = 0;
+    file.open(path);
+    if (!file) {
+      return invalid_argument("--trace: cannot open trace file \"" + path +
+                              "\": " + (errno != 0 ? std::strerror(errno) : "cannot be read"));
+    }
+  }
+  std::istream& source = path == "-" ? in : file;
   std::vector<TraceLine> trace;
   std::string line;
-  for (std::size_t number = 1; std::getline(file, line); ++number) {
-    auto parsed = parse_trace_line(line);
+  TraceParser parser;
+  for (std::size_t number = 1; std::getline(source, line); ++number) {
+    auto parsed = parser.parse(line);
     if (!parsed) {
       return std::unexpected(Error{
           Errc::kInternal, "trace line " + std::to_string(number) + ": " + parsed.error().message});
@@ -149,15 +184,32 @@ Result<std::vector<TraceLine>> read_trace(const std::string& path) {
   return trace;
 }
 
+// Writes `text` to `path`, or to `out` for "-"; a file written is announced on `err` ("wrote
+// report.html"), a failure gives the system's reason ("cannot write /x/r.html: No such file or
+// directory").
 bool write_file(const std::string& path, const std::string& text, const char* option,
-                std::ostream& err) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << text;
-  file.close();
-  if (!file) {
-    err << "spillway simulate: " << option << ": cannot write \"" << path << "\"\n";
+                std::ostream& out, std::ostream& err) {
+  if (path == "-") {
+    out << text;
+    out.flush();
+    if (out) return true;
+    err << "spillway simulate: " << option << ": cannot write standard output\n";
     return false;
   }
+  errno = 0;
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  bool written = file != nullptr && std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  int error = errno;
+  if (file != nullptr && std::fclose(file) != 0 && written) {
+    written = false;
+    error = errno;
+  }
+  if (!written) {
+    err << "spillway simulate: " << option << ": cannot write " << path << ": "
+        << (error != 0 ? std::strerror(error) : "write failed") << "\n";
+    return false;
+  }
+  err << "spillway simulate: wrote " << path << "\n";
   return true;
 }
 
@@ -173,14 +225,15 @@ std::string describe(const Setup& setup, std::size_t requests) {
 
 }  // namespace
 
-int run_simulate(int argc, char** argv, int first, std::ostream& out, std::ostream& err) {
+int run_simulate(int argc, char** argv, int first, std::istream& in, std::ostream& out,
+                 std::ostream& err) {
   Result<Setup> setup = parse_setup(argc, argv, first);
   if (!setup) {
     err << "spillway simulate: " << setup.error().message << "\n";
     return 2;
   }
   Result<std::vector<TraceLine>> trace =
-      setup->trace_file ? read_trace(*setup->trace_file) : generate_pattern(setup->pattern);
+      setup->trace_file ? read_trace(*setup->trace_file, in) : generate_pattern(setup->pattern);
   if (!trace) {
     err << "spillway simulate: " << trace.error().message << "\n";
     return trace.error().code == Errc::kInvalidArgument ? 2 : 1;
@@ -196,17 +249,20 @@ int run_simulate(int argc, char** argv, int first, std::ostream& out, std::ostre
     for (const TraceLine& r : *trace) {
       text += std::to_string(r.at) + "," + r.key + "," + std::to_string(r.cost) + "\n";
     }
-    if (!write_file(*setup->trace_out, text, "--trace-out", err)) return 1;
+    if (!write_file(*setup->trace_out, text, "--trace-out", out, err)) return 1;
   }
-  if (setup->out &&
-      !write_file(*setup->out, report_html(*simulation, setup->settings, source), "--out", err)) {
+  if (setup->out && !write_file(*setup->out, report_html(*simulation, setup->settings, source),
+                                "--out", out, err)) {
     return 1;
   }
-  if (setup->csv && !write_file(*setup->csv, series_csv(*simulation), "--csv", err)) return 1;
-  if (setup->svg && !write_file(*setup->svg, overview_svg(*simulation, source), "--svg", err)) {
+  if (setup->csv && !write_file(*setup->csv, series_csv(*simulation), "--csv", out, err)) {
     return 1;
   }
-  out << summary_csv(*simulation);
+  if (setup->svg &&
+      !write_file(*setup->svg, overview_svg(*simulation, source), "--svg", out, err)) {
+    return 1;
+  }
+  (writes_to_stdout(*setup) ? err : out) << summary_csv(*simulation);
   return 0;
 }
 

@@ -5,13 +5,11 @@
 #include "spillway/duration.h"
 #include "src/pages/html.h"
 #include "src/pages/report_page.h"
+#include "src/pages/series_style.h"
 #include "src/pages/svg_chart.h"
 
 namespace spillway::cli {
 namespace {
-
-constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c",
-                                   "#9467bd", "#ff7f0e", "#8c564b"};
 
 std::string fixed(double value, int digits) {
   char text[64];
@@ -111,8 +109,28 @@ std::string report_html(const Simulation& simulation, const SimulationSettings& 
     }
   }
   body += "</tbody>\n</table>\n";
+  for (const AlgorithmOutcome& o : simulation.outcomes) {
+    if (o.most_denied_key.empty()) continue;
+    // Who the limit stopped: the key denied most, and its share of this algorithm's denials.
+    const std::string name(algorithm_name(o.algorithm));
+    const double of_key = 100.0 * static_cast<double>(o.most_denied_key_denied) /
+                          static_cast<double>(o.most_denied_key_offered);
+    const double of_all =
+        100.0 * static_cast<double>(o.most_denied_key_denied) / static_cast<double>(o.denied);
+    notes += "<li data-most-denied=\"" + name + "\">" + name + " denied key <code>" +
+             html_escape(o.most_denied_key) +
+             "</code> most: " + std::to_string(o.most_denied_key_denied) + " of its " +
+             std::to_string(o.most_denied_key_offered) + " requests (" + fixed(of_key, 1) + "%), " +
+             fixed(of_all, 1) + "% of the " + std::to_string(o.denied) + " denials.</li>\n";
+  }
   if (!notes.empty()) body += "<ul>\n" + notes + "</ul>\n";
-  body += "<h2>Over time</h2>\n<div class=\"chart\" data-chart=\"overview\"></div>\n";
+  body +=
+      "<h2>Over time</h2>\n<p class=\"note\" id=\"chart-key\">In every chart <span "
+      "class=\"admitted\">admitted is blue or green</span>, <span class=\"denied\">denied is red "
+      "or orange</span> and the offered traffic is the wide grey band. Each algorithm keeps its "
+      "own colours, dash and width throughout, so a line over an equal one (token_bucket and "
+      "gcra decide alike for an equal burst) leaves it showing.</p>\n"
+      "<div class=\"chart\" data-chart=\"overview\"></div>\n";
   body += "<div class=\"charts\">\n";
   for (const AlgorithmOutcome& o : simulation.outcomes) {
     body += "<div class=\"chart\" data-chart=\"algorithm-";
@@ -132,6 +150,8 @@ std::string report_html(const Simulation& simulation, const SimulationSettings& 
     json += fixed(seconds(static_cast<Micros>(i) * simulation.bucket), 3);
   }
   json += "],\"offered\":" + rate_array(simulation.offered_series, simulation.bucket);
+  json += ",\"offered_style\":{\"color\":" + pages::json_string(pages::kOfferedColor) +
+          ",\"width\":" + fixed(pages::kOfferedWidth, 1) + "}";
   json += ",\"retry_buckets\":[";
   for (std::size_t i = 0; i < kRetryBuckets.size(); ++i) {
     json += (i > 0 ? ",\"" : "\"") + std::string(kRetryBuckets[i]) + "\"";
@@ -144,6 +164,7 @@ std::string report_html(const Simulation& simulation, const SimulationSettings& 
     json.append(algorithm_name(o.algorithm)).append("\",\"admitted_rate\":");
     json += rate_array(o.admitted_series, simulation.bucket) +
             ",\"denied_rate\":" + rate_array(o.denied_series, simulation.bucket) +
+            ",\"style\":" + pages::series_style_json(pages::series_style(a)) +
             ",\"retry_histogram\":[";
     for (std::size_t i = 0; i < o.retry_histogram.size(); ++i) {
       json += (i > 0 ? "," : "") + std::to_string(o.retry_histogram[i]);
@@ -168,14 +189,17 @@ std::string overview_svg(const Simulation& simulation, std::string_view source) 
     return y;
   };
   chart.series.push_back({.label = "offered",
-                          .color = "#888888",
+                          .color = std::string(pages::kOfferedColor),
                           .y = rates(simulation.offered_series),
-                          .dashed = true});
+                          .width = pages::kOfferedWidth});
   for (std::size_t a = 0; a < simulation.outcomes.size(); ++a) {
     const AlgorithmOutcome& o = simulation.outcomes[a];
+    const pages::SeriesStyle& style = pages::series_style(a);
     chart.series.push_back({.label = std::string(algorithm_name(o.algorithm)),
-                            .color = kColors[a % std::size(kColors)],
-                            .y = rates(o.admitted_series)});
+                            .color = std::string(style.admitted),
+                            .y = rates(o.admitted_series),
+                            .dash = std::string(style.dash),
+                            .width = style.width});
   }
   return pages::line_chart_svg(chart);
 }

@@ -19,7 +19,8 @@ std::string series_csv(const Simulation& simulation);
 
 // The HTML report (src/pages/report_page.h): a summary table (table#summary, one
 // tr[data-algorithm] per algorithm, td[data-field] cells), notes where a key got more than the
-// limit in one period, and the charts drawn by src/pages/web/report.js.
+// limit in one period and on the key each algorithm denied most (li[data-most-denied]), and the
+// charts drawn by src/pages/web/report.js.
 std::string report_html(const Simulation& simulation, const SimulationSettings& settings,
                         std::string_view source);
 

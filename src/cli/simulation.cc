@@ -111,6 +111,11 @@ Result<Simulation> simulate(std::span<const TraceLine> trace, const SimulationSe
       const auto [most, at_start] = window_figures(key.log, settings.period, key.first);
       outcome.max_admitted_in_any_period = std::max(outcome.max_admitted_in_any_period, most);
       outcome.burst_at_start = std::max(outcome.burst_at_start, at_start);
+      if (key.offered - key.admitted > outcome.most_denied_key_denied) {
+        outcome.most_denied_key = name;
+        outcome.most_denied_key_offered = key.offered;
+        outcome.most_denied_key_denied = key.offered - key.admitted;
+      }
       const double ratio = static_cast<double>(key.admitted) / static_cast<double>(key.offered);
       sum += ratio;
       squares += ratio * ratio;

@@ -46,6 +46,10 @@ struct AlgorithmOutcome {
   // Jain's index of the keys' admission ratios (admitted / offered): 1 when every key gets the
   // same share of what it asks, 1/n when one key gets everything.
   double fairness = 1;
+  // The key denied most often (the first by name on a tie; "" when nothing was denied), with its
+  // offered and denied requests: in the `attack` pattern, "attacker".
+  std::string most_denied_key;
+  std::int64_t most_denied_key_offered = 0, most_denied_key_denied = 0;
   std::vector<std::int64_t> admitted_series, denied_series;  // per bucket
   std::array<std::int64_t, kRetryBuckets.size()> retry_histogram{};
 };

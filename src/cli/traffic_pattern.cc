@@ -38,6 +38,11 @@ void arrivals(std::mt19937_64& random, double seconds, double peak,
 
 std::span<const std::string_view> pattern_names() { return kNames; }
 
+double default_rate(const PatternOptions& o) {
+  const double per_key = o.name == "attack" ? 0.5 : 2.0;
+  return per_key * o.limit_per_second * static_cast<double>(o.keys);
+}
+
 Result<std::vector<TraceLine>> generate_pattern(const PatternOptions& o) {
   if (std::find(kNames.begin(), kNames.end(), o.name) == kNames.end()) {
     std::string names;

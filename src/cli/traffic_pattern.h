@@ -26,8 +26,8 @@
 namespace spillway::cli {
 
 struct PatternOptions {
-  std::string name;                         // one of pattern_names()
-  double rate = 100;                        // requests per second offered (on average)
+  std::string name;   // one of pattern_names()
+  double rate = 100;  // requests per second offered (on average); simulate: see default_rate
   Micros duration = 60 * kMicrosPerSecond;  // > 0
   int keys = 10;                            // ≥ 1
   std::uint64_t seed = 1;
@@ -35,6 +35,12 @@ struct PatternOptions {
 };
 
 std::span<const std::string_view> pattern_names();
+
+// The offered rate (requests per second, all keys together) when none is given: relative to the
+// limit, so that a pattern meets it whatever its size. Each key offers twice the limit on average
+// (2 × limit_per_second × keys); for `attack` the normal keys offer half of it
+// (limit_per_second × keys / 2), so that only the attacker goes over.
+double default_rate(const PatternOptions& options);
 
 // The largest trace generate() makes; more is an error naming --rate and --duration.
 inline constexpr std::size_t kMaxGeneratedRequests = 5'000'000;

@@ -1,15 +1,81 @@
 #include "src/cli/validate.h"
 
-#include <ostream>
+#include <algorithm>
+#include <charconv>
+#include <iostream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "src/cli/args.h"
+#include "src/cli/preflight.h"
 #include "src/policy/config.h"
 #include "src/rls/rls_config.h"
+#include "src/server/service.h"
 
 namespace spillway::cli {
+namespace {
 
-int run_validate(int argc, char** argv, int first, std::ostream& out, std::ostream& err) {
+// The N of "line N: …"; 0 when the error names no line.
+int line_of(std::string_view error) {
+  int line = 0;
+  if (error.starts_with("line "))
+    std::from_chars(error.data() + 5, error.data() + error.size(), line);
+  return line;
+}
+
+// Attributes an enforced layer needs that GET /v1/auth never provides: every /v1/auth request
+// would be a 400 (POST /v1/check can still send them). "line N: path: what".
+std::vector<std::string> auth_warnings(const policy::Config& config) {
+  std::vector<std::string> warnings;
+  const auto provided = [](const std::string& name) {
+    return std::find(std::begin(server::kAuthAttributes), std::end(server::kAuthAttributes),
+                     name) != std::end(server::kAuthAttributes);
+  };
+  const auto warn = [&](const std::string& path, const std::string& attribute,
+                        const std::string& layer, std::string_view consequence) {
+    const int line = config.lines.of(path);
+    warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + path +
+                       ": layer " + layer + " reads attribute \"" + attribute +
+                       "\", which GET /v1/auth does not provide (it provides ip, api_key, "
+                       "endpoint, method): " +
+                       std::string(consequence) + "; POST /v1/check can send it");
+  };
+  constexpr std::string_view kRefused = "every /v1/auth request would be a 400";
+  constexpr std::string_view kSkipped = "on /v1/auth its routes never match";
+  const std::vector<policy::LayerSpec>& layers = config.policy.layers;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const policy::LayerSpec& layer = layers[i];
+    if (layer.mode == policy::LayerMode::kShadow) continue;  // a shadow layer never refuses
+    const std::string path = "layers[" + std::to_string(i) + "]";
+    for (const std::string& attribute : layer.key) {
+      const bool route = layer.by_endpoint && layer.by_endpoint->attribute == attribute;
+      if (!route && !provided(attribute)) warn(path + ".key", attribute, layer.name, kRefused);
+    }
+    if (layer.by_plan && !provided(layer.by_plan->attribute)) {
+      warn(path + ".by_plan.attribute", layer.by_plan->attribute, layer.name, kRefused);
+    }
+    if (layer.by_endpoint && !provided(layer.by_endpoint->attribute)) {
+      warn(path + ".by_endpoint.attribute", layer.by_endpoint->attribute, layer.name, kSkipped);
+    }
+    if (layer.by_endpoint && std::find(layer.key.begin(), layer.key.end(),
+                                       layer.by_endpoint->attribute) == layer.key.end()) {
+      const int line = config.lines.of(path + ".key");
+      warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + path +
+                         ".key: layer " + layer.name + " limits routes but its key has no " +
+                         layer.by_endpoint->attribute +
+                         ": every route shares one counter per caller, each with its own limit "
+                         "(add " +
+                         layer.by_endpoint->attribute + " to key)");
+    }
+  }
+  return warnings;
+}
+
+}  // namespace
+
+int run_validate(int argc, char** argv, int first, std::istream& in, std::ostream& out,
+                 std::ostream& err) {
   Result<Args> args = Args::parse(argc, argv, first, {"rls"});
   if (!args) {
     err << "spillway validate: " << args.error().message << "\n";
@@ -43,12 +109,35 @@ int run_validate(int argc, char** argv, int first, std::ostream& out, std::ostre
     return 2;
   }
   const std::string& file = files.front();
-  Result<policy::Config> config = policy::load_config_file(file);
-  if (!config) {
-    err << "spillway validate: " << file << ": " << config.error().message << "\n";
+  // "-": the config on standard input, named "-" in messages as in the command.
+  Result<std::string> text = file == "-" ? std::string(std::istreambuf_iterator<char>(in),
+                                                       std::istreambuf_iterator<char>())
+                                         : policy::read_config_file(file);
+  if (!text) {
+    err << "spillway validate: " << file << ": " << text.error().message << "\n";
     return 1;
   }
-  const std::size_t layers = config->policy.layers.size();
+  const policy::ConfigReport report = policy::read_config(*text);
+  // Also what serve would stop on before binding or connecting (URLs, files, rules), in the
+  // fields that were read without error: every mistake at once, in the file's order.
+  const bool syntax_ok = report.errors.empty() || !report.config.lines.by_path.empty();
+  const Preflight checked = syntax_ok ? preflight(report.config, file) : Preflight{};
+  std::vector<std::pair<int, std::string>> errors;  // (line, "line N: path: what")
+  for (const std::string& error : report.errors) errors.emplace_back(line_of(error), error);
+  for (const std::string& error : checked.errors) {
+    std::string located = error.substr(file.size() + 2);  // preflight starts with "FILE: "
+    errors.emplace_back(line_of(located), std::move(located));
+  }
+  std::stable_sort(errors.begin(), errors.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [line, error] : errors) {
+    err << "spillway validate: " << file << ": " << error << "\n";
+  }
+  if (!errors.empty()) return 1;
+  for (const std::string& warning : auth_warnings(report.config)) {
+    err << "spillway validate: " << file << ": warning: " << warning << "\n";
+  }
+  const std::size_t layers = report.config.policy.layers.size();
   out << file << ": ok (" << layers << (layers == 1 ? " layer)" : " layers)") << "\n";
   return 0;
 }

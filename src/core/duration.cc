@@ -15,7 +15,7 @@ struct Unit {
   Micros micros;
 };
 
-// Suffixes of a duration ("250ms").
+// The shortest spelling of each unit: what format_duration writes.
 constexpr std::array kDurationUnits{
     Unit{"us", 1},
     Unit{"ms", kMicrosPerMilli},
@@ -25,12 +25,27 @@ constexpr std::array kDurationUnits{
     Unit{"d", kMicrosPerDay},
 };
 
-// Words after the '/' of a rate ("60/min").
-constexpr std::array kRateUnits{
-    Unit{"ms", kMicrosPerMilli},      Unit{"s", kMicrosPerSecond}, Unit{"sec", kMicrosPerSecond},
-    Unit{"second", kMicrosPerSecond}, Unit{"m", kMicrosPerMinute}, Unit{"min", kMicrosPerMinute},
-    Unit{"minute", kMicrosPerMinute}, Unit{"h", kMicrosPerHour},   Unit{"hour", kMicrosPerHour},
-    Unit{"d", kMicrosPerDay},         Unit{"day", kMicrosPerDay},
+// Every unit word, after a duration's number ("250ms", "2hours") and after a rate's '/' ("60/min"):
+// one list, so what one accepts the other does.
+constexpr std::array kUnitWords{
+    Unit{"us", 1},
+    Unit{"ms", kMicrosPerMilli},
+    Unit{"s", kMicrosPerSecond},
+    Unit{"sec", kMicrosPerSecond},
+    Unit{"secs", kMicrosPerSecond},
+    Unit{"second", kMicrosPerSecond},
+    Unit{"seconds", kMicrosPerSecond},
+    Unit{"m", kMicrosPerMinute},
+    Unit{"min", kMicrosPerMinute},
+    Unit{"mins", kMicrosPerMinute},
+    Unit{"minute", kMicrosPerMinute},
+    Unit{"minutes", kMicrosPerMinute},
+    Unit{"h", kMicrosPerHour},
+    Unit{"hour", kMicrosPerHour},
+    Unit{"hours", kMicrosPerHour},
+    Unit{"d", kMicrosPerDay},
+    Unit{"day", kMicrosPerDay},
+    Unit{"days", kMicrosPerDay},
 };
 
 std::string quoted(std::string_view text) {
@@ -65,7 +80,7 @@ Result<Micros> parse_duration(std::string_view text) {
                             " must start with a whole number (e.g. 250ms, 1s, 1m, 1h, 1d)");
   }
   std::string_view suffix = s.substr(static_cast<std::size_t>(used));
-  for (const Unit& unit : kDurationUnits) {
+  for (const Unit& unit : kUnitWords) {
     if (suffix != unit.name) continue;
     if (count == 0) return invalid_argument("duration " + quoted(text) + " must be greater than 0");
     if (count > std::numeric_limits<Micros>::max() / unit.micros) {
@@ -74,7 +89,8 @@ Result<Micros> parse_duration(std::string_view text) {
     return count * unit.micros;
   }
   return invalid_argument("duration " + quoted(text) +
-                          " has no valid unit (use us, ms, s, m, h, d)");
+                          " has no valid unit (use us, ms, s, m, h, d, or sec, min, hour, "
+                          "day and their plurals)");
 }
 
 Result<Rate> parse_rate(std::string_view text) {
@@ -94,7 +110,7 @@ Result<Rate> parse_rate(std::string_view text) {
   }
   if (limit == 0)
     return invalid_argument("rate " + quoted(text) + " must have a limit of at least 1");
-  for (const Unit& unit : kRateUnits) {
+  for (const Unit& unit : kUnitWords) {
     if (per == unit.name) return Rate{limit, unit.micros};
   }
   Result<Micros> period = parse_duration(per);

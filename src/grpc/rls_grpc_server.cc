@@ -1,12 +1,16 @@
 #include "src/grpc/rls_grpc_server.h"
 
+#include <grpc/support/log.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "src/grpc/rls_convert.h"
@@ -15,6 +19,66 @@ namespace spillway::grpc_server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// gRPC core's own log lines (gpr_log), routed through spillway's: one line each on stderr,
+// "spillway: gRPC <severity>: <message>" with the message on one line. While a server starts,
+// they are kept instead (`capture`), to explain a failure in the caller's one line.
+std::mutex grpc_log_mutex;
+std::vector<std::string>* grpc_log_capture = nullptr;  // guarded by grpc_log_mutex
+
+std::string one_line(const char* message) {
+  std::string text = message == nullptr ? "" : message;
+  for (char& c : text) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  return text;
+}
+
+void log_through_spillway(gpr_log_func_args* args) {
+  std::string message = one_line(args->message);
+  {
+    std::lock_guard lock(grpc_log_mutex);
+    if (grpc_log_capture != nullptr) {
+      grpc_log_capture->push_back(std::move(message));
+      return;
+    }
+  }
+  const std::string line = "spillway: gRPC " +
+                           std::string(gpr_log_severity_string(args->severity)) + ": " + message +
+                           "\n";
+  (void)!::write(2, line.data(), line.size());  // one write(2): lines never interleave
+}
+
+// Keeps gRPC's log lines for as long as it lives (one server start).
+class CaptureGrpcLog {
+ public:
+  CaptureGrpcLog() {
+    std::lock_guard lock(grpc_log_mutex);
+    grpc_log_capture = &lines_;
+  }
+  ~CaptureGrpcLog() {
+    std::lock_guard lock(grpc_log_mutex);
+    grpc_log_capture = nullptr;
+  }
+  CaptureGrpcLog(const CaptureGrpcLog&) = delete;
+  CaptureGrpcLog& operator=(const CaptureGrpcLog&) = delete;
+
+  // Why the listener could not bind, in a few words, from what gRPC logged.
+  std::string reason() const {
+    std::lock_guard lock(grpc_log_mutex);
+    for (const std::string& line : lines_) {
+      if (line.find("Address already in use") != std::string::npos) return "address in use";
+      if (line.find("Cannot assign requested address") != std::string::npos) {
+        return "not a local address";
+      }
+      if (line.find("Permission denied") != std::string::npos) return "permission denied";
+    }
+    return lines_.empty() ? "gRPC gave no reason" : lines_.front();
+  }
+
+ private:
+  std::vector<std::string> lines_;  // guarded by grpc_log_mutex
+};
 
 class RateLimitService final : public pb::RateLimitService::CallbackService {
  public:
@@ -109,6 +173,7 @@ RlsGrpcServer::~RlsGrpcServer() { stop(std::chrono::milliseconds(0)); }
 Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions& options,
                                                             rls::RlsEngine& engine,
                                                             GrpcMetrics& metrics) {
+  gpr_set_log_function(log_through_spillway);
   ::grpc::EnableDefaultHealthCheckService(true);
   ::grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   auto impl = std::make_unique<Impl>();
@@ -119,10 +184,13 @@ Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions
   ::grpc::ServerBuilder builder;
   builder.AddListeningPort(address, ::grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(impl->service.get());
-  impl->server = builder.BuildAndStart();
-  if (!impl->server || impl->port == 0) {
-    return std::unexpected(Error{Errc::kUnavailable, "gRPC: cannot listen on " + address +
-                                                         " (in use, or not a local address?)"});
+  {
+    CaptureGrpcLog log;
+    impl->server = builder.BuildAndStart();
+    if (!impl->server || impl->port == 0) {
+      return std::unexpected(
+          Error{Errc::kUnavailable, "cannot listen for gRPC on " + address + ": " + log.reason()});
+    }
   }
   // Health by service name too (probes that name the service they check).
   impl->set_health(true);

@@ -9,6 +9,10 @@
 // message, so that Envoy's failure_mode_deny decides, unless on_error says allow (OK, no limit)
 // or deny (every descriptor OVER_LIMIT).
 //
+// Logging: start() routes gRPC core's own log lines (gpr_log, process-wide) to stderr as single
+// lines "spillway: gRPC ERROR: …"; an address it cannot bind is start()'s one error, "cannot
+// listen for gRPC on HOST:PORT: address in use" (or the reason), with gRPC's lines folded in.
+//
 // Thread safety: the engine is called from gRPC's threads; stop() from one thread. Ownership:
 // uses `engine` and `metrics`, which must outlive the server.
 #pragma once

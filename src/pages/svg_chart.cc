@@ -82,16 +82,18 @@ std::string line_chart_svg(const SvgChart& chart) {
     for (std::size_t i = 0; i < n; ++i) {
       points += number(px(chart.x[i])) + "," + number(py(std::max(0.0, s.y[i]))) + " ";
     }
-    svg += "<polyline fill=\"none\" stroke=\"" + xml_text(s.color) + "\" stroke-width=\"1.5\"" +
-           (s.dashed ? " stroke-dasharray=\"4 4\"" : "") + " points=\"" + points + "\"/>\n";
+    // The same stroke for the line and its sample in the legend.
+    const std::string stroke =
+        "stroke=\"" + xml_text(s.color) + "\" stroke-width=\"" + number(s.width) + "\"" +
+        (s.dash.empty() ? "" : " stroke-dasharray=\"" + xml_text(s.dash) + "\"");
+    svg += "<polyline fill=\"none\" " + stroke + " stroke-linejoin=\"round\" points=\"" + points +
+           "\"/>\n";
     const double legend_y = chart.height - 8;
-    svg += "<line x1=\"" + number(legend_x) + "\" x2=\"" + number(legend_x + 18) + "\" y1=\"" +
-           number(legend_y - 4) + "\" y2=\"" + number(legend_y - 4) + "\" stroke=\"" +
-           xml_text(s.color) + "\" stroke-width=\"2\"" +
-           (s.dashed ? " stroke-dasharray=\"4 4\"" : "") + "/>\n";
-    svg += "<text x=\"" + number(legend_x + 22) + "\" y=\"" + number(legend_y) + "\">" +
+    svg += "<line x1=\"" + number(legend_x) + "\" x2=\"" + number(legend_x + 24) + "\" y1=\"" +
+           number(legend_y - 4) + "\" y2=\"" + number(legend_y - 4) + "\" " + stroke + "/>\n";
+    svg += "<text x=\"" + number(legend_x + 28) + "\" y=\"" + number(legend_y) + "\">" +
            xml_text(s.label) + "</text>\n";
-    legend_x += 30 + 7.0 * static_cast<double>(s.label.size());
+    legend_x += 36 + 7.0 * static_cast<double>(s.label.size());
   }
   svg += "</svg>\n";
   return svg;

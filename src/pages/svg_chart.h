@@ -1,6 +1,8 @@
 // A line chart as a standalone SVG document, for putting one chart of `spillway simulate` into a
 // document (uPlot, which draws the pages' charts, draws on canvas only). Lines over a shared x,
-// axes with a few round ticks, a legend. Pure function; thread safe. Units are the caller's.
+// axes with a few round ticks, a legend. Series are drawn in order, each over the ones before
+// (src/pages/series_style.h picks dashes and widths that keep equal lines visible). Pure
+// function; thread safe. Units are the caller's.
 #pragma once
 
 #include <string>
@@ -12,7 +14,8 @@ struct SvgSeries {
   std::string label;
   std::string color;      // a CSS colour, e.g. "#1f77b4"
   std::vector<double> y;  // one per x; shorter series end early
-  bool dashed = false;
+  std::string dash;       // SVG stroke-dasharray in pixels, e.g. "12 4"; empty: a solid line
+  double width = 1.5;     // line width, pixels
 };
 
 struct SvgChart {

@@ -6,11 +6,14 @@
 //     listen: 127.0.0.1:8080
 //     threads: 2
 //     trusted_proxies: [127.0.0.1/32, 10.0.0.0/8]
+//     client_ip_header: x-forwarded-for  # or forwarded (RFC 7239), x-real-ip: the one header
+//                                        #    the trusted proxies set (the only one read)
 //     ipv6_prefix: 64
 //     access_log: on              # or off
 //     grpc_listen: 127.0.0.1:8081 # Envoy's rate limit service (gRPC); off when absent
 //     dashboard: on               # or off: GET /dashboard and GET /v1/stats
 //     dashboard_keys: masked      # or clear: the top denied keys in /v1/stats and the page
+//     unknown_attributes: reject  # or ignore: /v1/check attributes that no layer reads
 //   backend:
 //     url: memory                 # or redis://host:port/db, rediss://, redis+cluster://,
 //                                 #    redis+sentinel://host:port,host:port/MASTER_NAME
@@ -26,6 +29,7 @@
 //     breaker_failures: 5         # Redis: failures in a row that open the circuit (0: never)
 //     breaker_probe: 1s           # while open, one probe per interval
 //     over_limit_cache: 100000    # Redis: an exact local cache of denials (keys); 0 = off
+//     require_at_start: false     # true: serve exits 1 if the backend does not answer at start
 //   rls:                          # the rules of the gRPC listener
 //     config: /etc/spillway/ratelimit   # a YAML file or a directory (envoyproxy/ratelimit's)
 //     charge_on_deny: false       # true: charge the descriptors that admit on a denied request
@@ -50,10 +54,12 @@
 //       key: [api_key, endpoint]
 //       by_endpoint:
 //         attribute: endpoint     # optional, default endpoint
-//         limits: {/search: 10/min, /export: 5/min}
+//         limits: {/search: 10/min, /export: 5/min, "POST /orders/{id}": 5/min, /files/**: 3/min}
+//         case_sensitive: false   # true: "/Search" is not "/search"
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +67,7 @@
 
 #include "spillway/error.h"
 #include "spillway/policy.h"
+#include "src/policy/client_address.h"
 #include "src/policy/ip.h"
 
 namespace spillway::policy {
@@ -69,11 +76,14 @@ struct ServerConfig {
   std::string listen = "127.0.0.1:8080";
   int threads = 2;
   std::vector<Cidr> trusted_proxies;
+  ClientIpHeader client_ip_header = ClientIpHeader::kXForwardedFor;  // set by trusted proxies
   int ipv6_prefix = 64;
   bool access_log = true;           // one line per request on stderr
   std::string grpc_listen;          // Envoy's rate limit service over gRPC; "" = off
   bool dashboard = true;            // GET /dashboard and its data, GET /v1/stats
   bool dashboard_mask_keys = true;  // top denied keys in /v1/stats: masked, or in clear
+  // POST /v1/check with an attribute no layer reads: a 400 naming it (false: ignored)
+  bool reject_unknown_attributes = true;
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
@@ -96,6 +106,9 @@ struct BackendConfig {
   std::chrono::milliseconds breaker_probe{1000};
   std::optional<TlsConfig> tls;
   std::size_t over_limit_cache = 0;  // Redis: keys of the exact local cache of denials; 0 = off
+  // serve: a backend that does not answer within its connect timeout at start is fatal (exit 1)
+  // instead of a warning (then on_error answers until it does).
+  bool require_at_start = false;
   friend bool operator==(const BackendConfig&, const BackendConfig&) = default;
 };
 
@@ -111,19 +124,46 @@ struct RlsConfig {
   friend bool operator==(const RlsConfig&, const RlsConfig&) = default;
 };
 
+// Where each field was written: its path ("backend.url", "backend.tls.ca_file") -> 1-based line,
+// for the errors found after parsing (src/cli/preflight.h). Not part of what a config means:
+// two configs compare equal whatever their lines.
+struct FieldLines {
+  std::map<std::string, int> by_path;
+  // The line of `path`, or 0 when the file did not write it.
+  int of(const std::string& path) const {
+    auto it = by_path.find(path);
+    return it == by_path.end() ? 0 : it->second;
+  }
+  friend bool operator==(const FieldLines&, const FieldLines&) { return true; }
+};
+
 struct Config {
   ServerConfig server;
   BackendConfig backend;
   RlsConfig rls;
   PolicySpec policy;  // layers; validated: names unique, key attributes non-empty, one selector
+  FieldLines lines;
   friend bool operator==(const Config&, const Config&) = default;
 };
 
 // The configuration used when `spillway serve` gets no --config: defaults above + seed policy.
 Config default_config();
 
-// Parses and validates YAML text. Unknown fields are errors (they are usually typos).
+// Parses and validates YAML text. Unknown fields are errors (they are usually typos). The error
+// lists every mistake found, one line each ("line N: path: what", in file order within a
+// section): a bad field does not hide the next one, nor a bad section or layer the next.
 Result<Config> parse_config(std::string_view yaml_text);
 Result<Config> load_config_file(const std::string& path);
+
+// parse_config's two halves, for `spillway validate`, which also checks what the file names
+// (src/cli/preflight.h) when the file has errors: the config as far as it could be read (a field
+// with an error keeps its default) and every error, one line each, in file order.
+struct ConfigReport {
+  Config config;
+  std::vector<std::string> errors;
+};
+ConfigReport read_config(std::string_view yaml_text);
+// The text of a config file; the error names the path and why it cannot be read.
+Result<std::string> read_config_file(const std::string& path);
 
 }  // namespace spillway::policy

@@ -170,11 +170,6 @@ std::string format_ipv6(const IpAddress& ip) {
   return out;
 }
 
-bool is_trusted(const IpAddress& ip, const std::vector<Cidr>& trusted_proxies) {
-  return std::any_of(trusted_proxies.begin(), trusted_proxies.end(),
-                     [&](const Cidr& cidr) { return cidr_contains(cidr, ip); });
-}
-
 }  // namespace
 
 Result<IpAddress> parse_ip(std::string_view text) {
@@ -260,44 +255,6 @@ bool cidr_contains(const Cidr& cidr, const IpAddress& ip) {
   IpAddress network = cidr.network;
   mask_to(network, cidr.prefix_bits);
   return masked == network;
-}
-
-Result<IpAddress> client_address(const IpAddress& peer,
-                                 std::optional<std::string_view> forwarded_for,
-                                 std::optional<std::string_view> real_ip,
-                                 const std::vector<Cidr>& trusted_proxies) {
-  if (!is_trusted(peer, trusted_proxies)) return peer;
-  // An empty header carries no address: it counts as absent.
-  if (forwarded_for && !trim(*forwarded_for).empty()) {
-    // Walk from the right (the hop nearest to us); addresses left of the first untrusted one were
-    // written by the client and are neither believed nor checked.
-    std::string_view rest = *forwarded_for;
-    std::optional<IpAddress> leftmost;
-    while (true) {
-      const std::size_t comma = rest.rfind(',');
-      std::string_view entry =
-          trim(comma == std::string_view::npos ? rest : rest.substr(comma + 1));
-      Result<IpAddress> hop = parse_ip(entry);
-      if (!hop) {
-        return invalid_argument("X-Forwarded-For entry " + in_quotes(entry) +
-                                " is not an IP address");
-      }
-      if (!is_trusted(*hop, trusted_proxies)) return *hop;
-      leftmost = *hop;
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(0, comma);
-    }
-    return *leftmost;
-  }
-  if (real_ip && !trim(*real_ip).empty()) {
-    std::string_view value = trim(*real_ip);
-    Result<IpAddress> address = parse_ip(value);
-    if (!address) {
-      return invalid_argument("X-Real-IP " + in_quotes(value) + " is not an IP address");
-    }
-    return *address;
-  }
-  return peer;
 }
 
 }  // namespace spillway::policy

@@ -3,13 +3,12 @@
 // - IPv4 keys by the whole address; IPv6 by its prefix (/64 by default, configurable), so rotating
 //   addresses inside one /64 does not escape the limit; IPv4-mapped IPv6 (::ffff:a.b.c.d) counts
 //   as the IPv4 address.
-// - X-Forwarded-For / X-Real-IP are believed only when the connection comes from a trusted proxy.
+// - Which header names the client behind a trusted proxy: client_address.h.
 // Pure functions; thread-safe.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,13 +39,5 @@ struct Cidr {
 };
 Result<Cidr> parse_cidr(std::string_view text);
 bool cidr_contains(const Cidr& cidr, const IpAddress& ip);
-
-// The client address of a request: the peer, unless the peer is a trusted proxy, in which case
-// the right-most address of X-Forwarded-For that is not itself a trusted proxy (or X-Real-IP when
-// there is no X-Forwarded-For). Errors name the header and quote the bad value.
-Result<IpAddress> client_address(const IpAddress& peer,
-                                 std::optional<std::string_view> forwarded_for,
-                                 std::optional<std::string_view> real_ip,
-                                 const std::vector<Cidr>& trusted_proxies);
 
 }  // namespace spillway::policy

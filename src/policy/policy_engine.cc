@@ -1,11 +1,16 @@
 #include "spillway/policy_engine.h"
 
+#include <algorithm>
 #include <limits>
 #include <mutex>
 #include <set>
 
+#include "src/core/inline_completion.h"
+#include "src/core/text.h"
+#include "src/policy/endpoint_path.h"
 #include "src/policy/keys.h"
 #include "src/policy/names.h"
+#include "src/policy/routes.h"
 
 namespace spillway::policy {
 namespace {
@@ -30,7 +35,50 @@ const std::string* find_attribute(const Attributes& attributes, const std::strin
   return it == attributes.end() ? nullptr : &it->second;
 }
 
+// The error of a bad path attribute, naming the attribute.
+Error with_field(Error error, const std::string& attribute) {
+  error.message = "\"" + attribute + "\": " + error.message;
+  error.field = attribute;
+  return error;
+}
+
 }  // namespace
+
+// "endpoint" always (it is the request's path, whatever reads it), and the attribute of every
+// enforced endpoint layer; never chosen by a shadow layer, whose arrival must not change how
+// enforced layers key or refuse a request.
+bool Policy::is_path_attribute(std::string_view name) const {
+  return name == kEndpointAttribute || std::find(route_attributes_.begin(), route_attributes_.end(),
+                                                 name) != route_attributes_.end();
+}
+
+// The route a request matches in an endpoint layer: none when its path attribute is absent or no
+// route matches; an error when the path or the method is malformed, or the method is missing
+// while routes name methods.
+Result<std::optional<std::size_t>> Policy::match_route(const LayerSpec& layer,
+                                                       const BuiltLayer& built,
+                                                       const Attributes& attributes) const {
+  const std::string* value = find_attribute(attributes, layer.by_endpoint->attribute);
+  if (value == nullptr) return std::nullopt;
+  auto path = canonical_path(*value, !built.routes->case_sensitive());
+  if (!path) return std::unexpected(with_field(path.error(), layer.by_endpoint->attribute));
+  std::string method;
+  if (built.routes->uses_methods()) {
+    const std::string* given = find_attribute(attributes, kMethodAttribute);
+    if (given == nullptr || given->empty()) {
+      if (!built.routes->method_matters(*path)) return built.routes->match(*path, "");
+      return std::unexpected(Error{
+          Errc::kInvalidArgument,
+          std::string("attribute \"") + kMethodAttribute + "\" is required (layer " + layer.name +
+              " has a route for one method that matches " + quote_for_error(*path, 200) + ")",
+          kMethodAttribute});
+    }
+    auto canonical = canonical_method(*given);
+    if (!canonical) return std::unexpected(with_field(canonical.error(), kMethodAttribute));
+    method = std::move(*canonical);
+  }
+  return built.routes->match(*path, method);
+}
 
 // What the store checks for these layers; the keys point into `checks`.
 std::vector<KeyedLimit> Policy::keyed_limits(const std::vector<Check>& checks) {
@@ -85,14 +133,33 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec) {
       }
     }
     if (layer.by_endpoint) {
-      for (const auto& [endpoint, rate] : layer.by_endpoint->limits) {
-        auto limit = build_limit(layer, rate, "endpoint " + endpoint);
+      for (const auto& [route, rate] : layer.by_endpoint->limits) {
+        auto limit = build_limit(layer, rate, "route " + route);
         if (!limit) return std::unexpected(limit.error());
-        built.by_endpoint.emplace(endpoint, *limit);
+        built.route_limits.push_back(*limit);
+        built.route_names.push_back(route);
       }
+      auto routes = RouteTable::make(built.route_names, layer.by_endpoint->case_sensitive);
+      if (!routes) {
+        return invalid_argument("layer \"" + layer.name + "\": " + routes.error().message);
+      }
+      built.routes = std::make_shared<const RouteTable>(std::move(*routes));
     }
     policy->built_.push_back(std::move(built));
   }
+  std::set<std::string> used, routed;
+  for (std::size_t i = 0; i < policy->spec_.layers.size(); ++i) {
+    const LayerSpec& layer = policy->spec_.layers[i];
+    used.insert(layer.key.begin(), layer.key.end());
+    if (layer.by_plan) used.insert(layer.by_plan->attribute);
+    if (layer.by_endpoint) {
+      used.insert(layer.by_endpoint->attribute);
+      if (layer.mode == LayerMode::kEnforce) routed.insert(layer.by_endpoint->attribute);
+      if (policy->built_[i].routes->uses_methods()) used.insert(kMethodAttribute);
+    }
+  }
+  policy->attributes_used_.assign(used.begin(), used.end());
+  policy->route_attributes_.assign(routed.begin(), routed.end());
   return std::shared_ptr<const Policy>(std::move(policy));
 }
 
@@ -118,22 +185,42 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
                                     : assigned->second;
       limit = &built.by_plan.find(plan)->second;
     }
+    const std::string* route = nullptr;  // by_endpoint: the route matched, as written
     if (layer.by_endpoint) {
-      const std::string* value = find_attribute(attributes, layer.by_endpoint->attribute);
-      auto it = value == nullptr ? built.by_endpoint.end() : built.by_endpoint.find(*value);
-      if (it == built.by_endpoint.end()) continue;  // not a limited endpoint: the layer passes
-      limit = &it->second;
+      auto matched = match_route(layer, built, attributes);
+      if (!matched) {
+        if (shadow) continue;
+        return std::unexpected(matched.error());
+      }
+      if (!*matched) continue;  // no route matches: the layer passes
+      route = &built.route_names[**matched];
+      limit = &built.route_limits[**matched];
     }
     std::string key;
     key.reserve(layer.name.size() + 32);
     key.append(layer.name);
     bool complete = true;
     for (const std::string& name : layer.key) {
+      if (route != nullptr && name == layer.by_endpoint->attribute) {
+        append_key_part(key, *route);  // one budget per route, whatever path matched it
+        continue;
+      }
       const std::string* value = find_attribute(attributes, name);
       if (value == nullptr || value->empty()) {
         if (!shadow) return missing_attribute(name, layer.name);
         complete = false;
         break;
+      }
+      if (is_path_attribute(name)) {
+        // A path that another layer keys by: its canonical form, so spellings share a key.
+        auto path = canonical_path(*value, true);
+        if (!path) {
+          if (!shadow) return std::unexpected(with_field(path.error(), name));
+          complete = false;
+          break;
+        }
+        append_key_part(key, *path);
+        continue;
       }
       append_key_part(key, *value);
     }
@@ -227,7 +314,10 @@ Result<PolicyDecision> Policy::decide(Store& store, const Attributes& attributes
 void Policy::decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
                           std::function<void(Result<PolicyDecision>)> done) const {
   auto checks = resolve(attributes);
-  if (!checks) return done(std::unexpected(checks.error()));
+  if (!checks) {
+    // Inline: a caller that chains requests from `done` must not grow its stack.
+    return complete_inline(done, Result<PolicyDecision>(std::unexpected(checks.error())));
+  }
   auto shadow = std::make_shared<std::vector<Check>>(take_shadow(*checks));
   // Then the shadow layers, once the enforced ones admitted: each checked on its own, all at
   // once; the last answer finishes the request. Their errors change nothing but shadow_error.

@@ -13,6 +13,9 @@ namespace {
 // The keys of empty values seen by entries() on this thread, while an EmptyValueKeys is alive.
 thread_local std::vector<std::pair<YAML::Node, YAML::Mark>>* t_empty_values = nullptr;
 
+// The ReadLog alive on this thread, if any.
+thread_local ReadLog* t_read_log = nullptr;
+
 YAML::Mark mark_of(const YAML::Node& node) {
   if (node.IsNull() && t_empty_values != nullptr) {
     for (const auto& [value, key_mark] : *t_empty_values) {
@@ -27,6 +30,16 @@ YAML::Mark mark_of(const YAML::Node& node) {
 EmptyValueKeys::EmptyValueKeys() { t_empty_values = &keys_; }
 
 EmptyValueKeys::~EmptyValueKeys() { t_empty_values = nullptr; }
+
+ReadLog::ReadLog() { t_read_log = this; }
+
+ReadLog::~ReadLog() { t_read_log = nullptr; }
+
+bool record_error(const ConfigError& error) {
+  if (t_read_log == nullptr) return false;
+  if (!error.message.empty()) t_read_log->errors_.push_back(error.message);
+  return true;
+}
 
 int line_of(const YAML::Mark& mark) { return mark.line < 0 ? 1 : mark.line + 1; }
 
@@ -81,6 +94,17 @@ std::int64_t whole_number(const YAML::Node& node, const std::string& path, std::
   return value;
 }
 
+bool boolean(const YAML::Node& node, const std::string& path) {
+  const std::string text = scalar(node, path, "true or false (or yes/no, on/off)");
+  for (std::string_view word : {"true", "yes", "on"}) {
+    if (text == word) return true;
+  }
+  for (std::string_view word : {"false", "no", "off"}) {
+    if (text == word) return false;
+  }
+  fail(node, path, quote_for_error(text) + " must be true or false (or yes/no, on/off)");
+}
+
 void expect_map(const YAML::Node& node, const std::string& path, std::string_view what) {
   if (!node.IsMap()) fail(node, path, "must be " + std::string(what) + ", not " + kind_of(node));
 }
@@ -89,12 +113,17 @@ std::vector<Entry> entries(const YAML::Node& map, const std::string& path) {
   std::vector<Entry> out;
   for (auto it = map.begin(); it != map.end(); ++it) {
     const YAML::Node key = it->first;
-    if (!key.IsScalar())
-      fail(key, path, "a key must be a single value, not " + std::string(kind_of(key)));
+    const bool usable = collect([&] {
+      if (!key.IsScalar()) {
+        fail(key, path, "a key must be a single value, not " + std::string(kind_of(key)));
+      }
+      if (std::any_of(out.begin(), out.end(),
+                      [&](const Entry& e) { return e.name == key.Scalar(); })) {
+        fail(key, child_path(path, key.Scalar()), "given twice");
+      }
+    });
+    if (!usable) continue;
     const std::string name = key.Scalar();
-    if (std::any_of(out.begin(), out.end(), [&](const Entry& e) { return e.name == name; })) {
-      fail(key, child_path(path, name), "given twice");
-    }
     if (it->second.IsNull() && t_empty_values != nullptr) {
       t_empty_values->emplace_back(it->second, key.Mark());
     }
@@ -106,9 +135,18 @@ std::vector<Entry> entries(const YAML::Node& map, const std::string& path) {
 Fields::Fields(const YAML::Node& map, std::string path, std::vector<std::string> allowed)
     : map_(map), path_(std::move(path)) {
   for (Entry& entry : entries(map, path_)) {
-    if (std::find(allowed.begin(), allowed.end(), entry.name) == allowed.end()) {
-      fail(entry.key, child_path(path_, entry.name),
-           "unknown field (expected " + join(allowed) + ")");
+    const bool known = collect([&] {
+      if (std::find(allowed.begin(), allowed.end(), entry.name) == allowed.end()) {
+        fail(entry.key, child_path(path_, entry.name),
+             "unknown field (expected " + join(allowed) + ")");
+      }
+    });
+    if (!known) {
+      had_unknown_ = true;
+      continue;
+    }
+    if (t_read_log != nullptr) {
+      t_read_log->lines_.emplace_back(child_path(path_, entry.name), line_of(entry.key.Mark()));
     }
     fields_.push_back(std::move(entry));
   }
@@ -123,6 +161,7 @@ const Entry* Fields::find(std::string_view name) const {
 
 const Entry& Fields::require(std::string_view name) const {
   const Entry* entry = find(name);
+  if (entry == nullptr && had_unknown_) throw ConfigError{};
   if (entry == nullptr) fail(map_, path_, "missing field " + std::string(name));
   return *entry;
 }

@@ -4,10 +4,12 @@
 //
 // Errors are thrown as ConfigError by fail() and the readers below; parse_config catches them
 // (nothing else may let one escape). Values quoted in errors go through quote_for_error
-// (src/core/text.h).
+// (src/core/text.h). While a ReadLog is alive, collect() records an error and reading goes on
+// with the next field, so that one run reports every mistake of a file; entries() and Fields
+// record a repeated or unknown key and leave it out.
 //
-// Thread safety: the functions are reentrant. The record of empty values is per thread: an
-// EmptyValueKeys alive on a thread covers the mappings read on that thread.
+// Thread safety: the functions are reentrant. The record of empty values and the ReadLog are per
+// thread: an EmptyValueKeys or ReadLog alive on a thread covers what is read on that thread.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -39,6 +41,44 @@ class EmptyValueKeys {
   std::vector<std::pair<YAML::Node, YAML::Mark>> keys_;
 };
 
+// What one parse gathers on its thread while it is alive: the errors recorded by collect() (and by
+// entries() and Fields), in the order found, and the line of every field that Fields saw, by path
+// ("backend.url" -> 12). One per parse, on the parsing thread; not nested.
+class ReadLog {
+ public:
+  ReadLog();
+  ~ReadLog();
+  ReadLog(const ReadLog&) = delete;
+  ReadLog& operator=(const ReadLog&) = delete;
+
+  const std::vector<std::string>& errors() const { return errors_; }
+  std::vector<std::pair<std::string, int>>& lines() { return lines_; }
+
+ private:
+  friend bool record_error(const ConfigError& error);
+  friend class Fields;
+  std::vector<std::string> errors_;
+  std::vector<std::pair<std::string, int>> lines_;
+};
+
+// Records `error` in this thread's ReadLog (an empty message: reported already, dropped); false
+// when there is none (the caller rethrows).
+bool record_error(const ConfigError& error);
+
+// Runs `read` (which reads one field, entry or section). Returns true when it threw no ConfigError.
+// With a ReadLog alive on this thread, an error is recorded and false returned, so the caller goes
+// on with the next field; without one the error propagates.
+template <typename Read>
+bool collect(Read&& read) {
+  try {
+    read();
+    return true;
+  } catch (const ConfigError& error) {
+    if (!record_error(error)) throw;
+    return false;
+  }
+}
+
 // The 1-based line of a mark (line 1 when yaml-cpp has none).
 int line_of(const YAML::Mark& mark);
 
@@ -57,6 +97,9 @@ const char* kind_of(const YAML::Node& node);
 
 // The text of a single value; `expected` says what belongs there ("a rate such as 60/min").
 std::string scalar(const YAML::Node& node, const std::string& path, std::string_view expected);
+
+// A switch: true, yes or on; false, no or off (the words every boolean field accepts).
+bool boolean(const YAML::Node& node, const std::string& path);
 
 // A whole number from `min` to `max`.
 std::int64_t whole_number(const YAML::Node& node, const std::string& path, std::int64_t min,
@@ -82,18 +125,24 @@ struct Entry {
   YAML::Node value;
 };
 
-// The entries of a mapping in file order; keys must be single values and not repeat.
+// The entries of a mapping in file order; keys must be single values and not repeat (with a
+// ReadLog, such a key is recorded as an error and left out).
 std::vector<Entry> entries(const YAML::Node& map, const std::string& path);
 
-// The fields of a mapping with a fixed set of field names; any other name is an error.
+// The fields of a mapping with a fixed set of field names; any other name is an error (with a
+// ReadLog: recorded, and the field left out). Records each field's line in the ReadLog.
 class Fields {
  public:
   Fields(const YAML::Node& map, std::string path, std::vector<std::string> allowed);
 
   // The field, or null when the mapping does not have it.
   const Entry* find(std::string_view name) const;
-  // The field; fails (at the mapping) when it is missing.
+  // The field; fails (at the mapping) when it is missing. After an unknown field (recorded in a
+  // ReadLog), a missing one is most likely that one misspelled: it fails with an already-reported
+  // error (an empty message, which record_error drops).
   const Entry& require(std::string_view name) const;
+  // Whether the mapping had a field not in the allowed set (recorded in a ReadLog).
+  bool had_unknown() const { return had_unknown_; }
   // The field's path, for errors: "server" -> "server.listen".
   std::string path(std::string_view name) const { return child_path(path_, name); }
 
@@ -101,6 +150,7 @@ class Fields {
   YAML::Node map_;
   std::string path_;
   std::vector<Entry> fields_;
+  bool had_unknown_ = false;
 };
 
 }  // namespace spillway::policy

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "src/core/inline_completion.h"
 #include "src/redis/script_reply.h"
 #include "src/redis/scripts.h"
 
@@ -35,9 +36,12 @@ void Batcher::submit(Pending check) {
   std::vector<Pending> expired;
   const std::uint16_t key = check.slot;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (closing_) {
-      check.done(std::unexpected(closed_error()));
+      // Answered outside the lock: a caller that chains its next check from the answer comes
+      // back into submit().
+      lock.unlock();
+      complete_inline(check.done, Result<Decision>(std::unexpected(closed_error())));
       return;
     }
     SlotQueue& slot = slots_[check.slot];

@@ -1,7 +1,9 @@
 #include "spillway/redis_store.h"
 
 #include <future>
+#include <thread>
 
+#include "src/core/inline_completion.h"
 #include "src/redis/batcher.h"
 #include "src/redis/cluster_router.h"
 #include "src/redis/cross_slot.h"
@@ -42,7 +44,7 @@ Result<void> apply_tls(const RedisStoreOptions& options, redis::ClientOptions& c
 
 }  // namespace
 
-Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) {
+Result<void> RedisStore::check_options(const RedisStoreOptions& options) {
   if (options.pool_size < 1) {
     return invalid_argument("redis pool size must be at least 1, got " +
                             std::to_string(options.pool_size));
@@ -52,6 +54,39 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
   if (options.max_batch < 1 || options.max_in_flight < 1) {
     return invalid_argument("redis max_batch and max_in_flight must be at least 1");
   }
+  // The same parsers as open() below, without connecting; errors blame the URL or the TLS files.
+  const auto blame = [](Error error, const char* field) {
+    error.field = field;
+    return std::unexpected(std::move(error));
+  };
+  const auto tls_of = [&](redis::ClientOptions client) -> Result<void> {
+    if (auto tls = apply_tls(options, client); !tls) {
+      return blame(tls.error(), client.tls ? "tls" : "url");
+    }
+    return {};
+  };
+  if (options.url.starts_with("redis+cluster://") || options.url.starts_with("rediss+cluster://")) {
+    auto cluster = redis::parse_cluster_url(options.url);
+    if (!cluster) return blame(cluster.error(), "url");
+    return tls_of(std::move(cluster->node_options));
+  }
+  if (options.url.starts_with("redis+sentinel://")) {
+    auto sentinel = redis::parse_sentinel_url(options.url);
+    if (!sentinel) return blame(sentinel.error(), "url");
+    if (options.tls) {
+      return blame(
+          Error{Errc::kInvalidArgument, "redis: TLS is not offered with redis+sentinel:// yet"},
+          "tls");
+    }
+    return {};
+  }
+  auto client_options = redis::parse_redis_url(options.url);
+  if (!client_options) return blame(client_options.error(), "url");
+  return tls_of(std::move(*client_options));
+}
+
+Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) {
+  if (auto checked = check_options(options); !checked) return std::unexpected(checked.error());
   std::unique_ptr<redis::ScriptTarget> target;
   if (options.url.starts_with("redis+cluster://") || options.url.starts_with("rediss+cluster://")) {
     auto cluster = redis::parse_cluster_url(options.url);
@@ -61,6 +96,7 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
     }
     cluster->node_options.pool_size = options.pool_size;
     cluster->node_options.timeout = options.timeout;
+    cluster->node_options.connect_timeout = options.connect_timeout;
     auto router =
         redis::ClusterRouter::open(std::move(cluster->seeds), std::move(cluster->node_options));
     if (!router) return std::unexpected(router.error());
@@ -74,6 +110,7 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
     redis::ClientOptions node_options = sentinel->node_options;
     node_options.pool_size = options.pool_size;
     node_options.timeout = options.timeout;
+    node_options.connect_timeout = options.connect_timeout;
     auto found = redis::SentinelTarget::open(std::move(*sentinel), std::move(node_options));
     if (!found) return std::unexpected(found.error());
     target = std::move(*found);
@@ -83,6 +120,7 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
     if (auto tls = apply_tls(options, *client_options); !tls) return std::unexpected(tls.error());
     client_options->pool_size = options.pool_size;
     client_options->timeout = options.timeout;
+    client_options->connect_timeout = options.connect_timeout;
     target = std::make_unique<redis::SingleNode>(std::move(*client_options));
   }
   return std::unique_ptr<RedisStore>(new RedisStore(std::move(options), std::move(target)));
@@ -123,7 +161,7 @@ std::uint16_t RedisStore::slot_of(std::string_view redis_key) const {
 void RedisStore::check_async(std::string_view key, const Limit& limit, std::int64_t cost,
                              std::optional<Micros> now, Callback done) {
   if (Result<void> valid = validate_check(key, cost, now); !valid) {
-    return done(std::unexpected(valid.error()));
+    return complete_inline(done, Result<Decision>(std::unexpected(valid.error())));
   }
   std::string redis_key = storage_key(key, limit);
   const std::uint16_t slot = slot_of(redis_key);
@@ -139,6 +177,11 @@ void RedisStore::check_async(std::string_view key, const Limit& limit, std::int6
 
 Result<Decision> RedisStore::check(std::string_view key, const Limit& limit, std::int64_t cost,
                                    std::optional<Micros> now) {
+  // Invalid input is answered here: check_async's inline answer could be queued behind one this
+  // thread is running (src/core/inline_completion.h), and the wait below would never end.
+  if (Result<void> valid = validate_check(key, cost, now); !valid) {
+    return std::unexpected(valid.error());
+  }
   std::promise<Result<Decision>> promise;
   std::future<Result<Decision>> future = promise.get_future();
   check_async(key, limit, cost, now,
@@ -149,7 +192,7 @@ Result<Decision> RedisStore::check(std::string_view key, const Limit& limit, std
 void RedisStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
                                  std::optional<Micros> now, AllCallback done) {
   if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
-    return done(std::unexpected(valid.error()));
+    return complete_inline(done, Result<Decisions>(std::unexpected(valid.error())));
   }
   std::vector<redis::SlotKey> keys;
   keys.reserve(checks.size());
@@ -201,6 +244,9 @@ void RedisStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_
 
 Result<Decisions> RedisStore::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
                                         std::optional<Micros> now) {
+  if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {  // as in check()
+    return std::unexpected(valid.error());
+  }
   std::promise<Result<Decisions>> promise;
   std::future<Result<Decisions>> future = promise.get_future();
   check_all_async(checks, cost, now,
@@ -209,6 +255,21 @@ Result<Decisions> RedisStore::check_all(std::span<const KeyedLimit> checks, std:
 }
 
 bool RedisStore::ready() const { return target_->ready(); }
+
+Result<void> RedisStore::wait_ready(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // Why not: a peek (cost 0, nothing written) fails with the connection's last cause.
+      static const Limit kPeek = *Limit::make(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
+      Result<Decision> peek = check("wait_ready", kPeek, 0);
+      if (peek) return {};  // it connected meanwhile
+      return std::unexpected(peek.error());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return {};
+}
 
 RedisStore::RoutingCounters RedisStore::routing_counters() const {
   const auto* router = dynamic_cast<const redis::ClusterRouter*>(target_.get());

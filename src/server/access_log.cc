@@ -2,6 +2,7 @@
 #include "src/server/access_log.h"
 
 #include <cstdio>
+#include <ctime>
 #include <utility>
 
 namespace spillway::server {
@@ -10,15 +11,39 @@ AccessLog::AccessLog(std::function<void(std::string_view)> sink) : sink_(std::mo
 
 AccessLog::~AccessLog() { flush(); }
 
+void AccessLog::append_timestamp_locked(std::string& out) {
+  const auto now = std::chrono::system_clock::now();
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  const std::int64_t seconds = millis / 1000 - (millis % 1000 < 0 ? 1 : 0);
+  const int fraction = static_cast<int>(millis - seconds * 1000);
+  if (seconds != stamped_second_) {  // a new second: its "YYYY-MM-DDTHH:MM:SS", once
+    const std::time_t time = static_cast<std::time_t>(seconds);
+    std::tm utc{};
+    gmtime_r(&time, &utc);
+    char text[32];
+    const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+    stamp_.assign(text, length);
+    stamped_second_ = seconds;
+  }
+  char tail[8];  // ".456Z " and the terminator
+  std::snprintf(tail, sizeof tail, ".%03dZ ", fraction);
+  out.append(stamp_).append(tail);
+}
+
 void AccessLog::write(std::string_view line) {
   const std::lock_guard lock(mutex_);
   if (!sink_) {
+    append_timestamp_locked(buffer_);
     buffer_.append(line).push_back('\n');
     if (buffer_.size() >= kFlushBytes) write_buffer_locked();
     return;
   }
+  stamped_line_.clear();
+  append_timestamp_locked(stamped_line_);
+  stamped_line_.append(line);
   try {
-    sink_(line);
+    sink_(stamped_line_);
   } catch (...) {  // a failing log sink must not take the server down
   }
 }

@@ -1,5 +1,7 @@
 // The HTTP server's access log: one line per request (and per protocol error), e.g.
-// `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`.
+// `2026-12-02T01:02:03.456Z method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`.
+// The writer gives the line from "method="; write() puts the time in front: RFC 3339, UTC, in
+// milliseconds (the wall clock when the line is written, i.e. after the response went out).
 //
 // Lines go to the sink given in HttpServerOptions::access_log, one call per line; without a sink
 // they are buffered and written to stderr in blocks: when kFlushBytes are buffered, on flush()
@@ -7,11 +9,13 @@
 // server does not pay a system call per request.
 //
 // Thread safety: write() and flush() may be called from any thread; one mutex serializes them and
-// the calls of the sink. A sink that throws loses that line, nothing else.
+// the calls of the sink (so lines leave in the order of their timestamps). A sink that throws loses
+// that line, nothing else.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -33,7 +37,7 @@ class AccessLog {
   // True when lines go to the stderr buffer (no sink), which needs flush() now and then.
   bool buffered() const { return !sink_; }
 
-  // One line, without its '\n'.
+  // One line, without its '\n' and without the timestamp, which write() adds.
   void write(std::string_view line);
   // Writes what is buffered to stderr.
   void flush();
@@ -41,10 +45,15 @@ class AccessLog {
  private:
   static constexpr std::size_t kFlushBytes = 32 * 1024;
   void write_buffer_locked();  // buffer_ to stderr; the caller holds mutex_
+  // Appends "2026-12-02T01:02:03.456Z " (now); the caller holds mutex_.
+  void append_timestamp_locked(std::string& out);
 
   const std::function<void(std::string_view)> sink_;
-  std::mutex mutex_;  // guards buffer_ and calls of sink_
+  std::mutex mutex_;  // guards the members below and calls of sink_
   std::string buffer_;
+  std::string stamped_line_;          // the line handed to sink_, reused
+  std::int64_t stamped_second_ = -1;  // the Unix second that stamp_ spells
+  std::string stamp_;                 // "2026-12-02T01:02:03"
 };
 
 }  // namespace spillway::server

@@ -136,7 +136,10 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
       body.push_back('}');
     }
     body.append("]}");
-  } else if (!d.shadow_denied.empty()) {
+  } else {
+    response.content_type.clear();  // nginx's answers carry no body, so no type either
+  }
+  if (for_nginx && !d.shadow_denied.empty()) {
     std::string names;
     for (const std::string& name : d.shadow_denied) names.append(names.empty() ? "" : ",") += name;
     response.headers.emplace_back("X-Spillway-Shadow-Denied", std::move(names));

@@ -22,7 +22,8 @@ HttpResponse limit_decision_response(const Decision& decision, Micros period);
 // POST /v1/limit when the backend failed: on_error's answer (`allow`) with "backend_error".
 HttpResponse limit_backend_error_response(const Limit& limit, bool allow, const Error& error);
 
-// POST /v1/check (200/429 with every layer) or, for nginx, GET /v1/auth (204/403, no body).
+// POST /v1/check (200/429 with every layer) or, for nginx, GET /v1/auth (204/403, no body and
+// no Content-Type).
 HttpResponse policy_decision_response(const policy::PolicyDecision& decision, bool for_nginx);
 // The same endpoints when the backend failed: on_error's answer (`allow`) with "backend_error".
 HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Error& error);

@@ -256,6 +256,14 @@ const std::string* HttpRequest::header(std::string_view name) const {
   return nullptr;
 }
 
+std::vector<std::string_view> HttpRequest::header_values(std::string_view name) const {
+  std::vector<std::string_view> values;
+  for (const auto& [key, value] : headers) {
+    if (key == name) values.emplace_back(value);
+  }
+  return values;
+}
+
 class HttpServer::Impl : public Server {
  public:
   using Server::Server;

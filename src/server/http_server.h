@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct HttpRequest {
 
   // The first header with this (lower-case) name, if any.
   const std::string* header(std::string_view name) const;
+  // Every field line with this (lower-case) name, in the order received (RFC 9110 §5.3: together
+  // they are one comma-separated list). Views into `headers`: valid while it is unchanged.
+  std::vector<std::string_view> header_values(std::string_view name) const;
 };
 
 struct HttpResponse {
@@ -52,8 +56,10 @@ struct HttpServerOptions {
   std::chrono::milliseconds idle_timeout{60000};  // keep-alive connection with no request
   std::size_t max_connections = 10000;            // more: accepted and closed at once
   // One structured line per request (and per protocol error), e.g.
-  // `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`. Default: stderr, written in
-  // blocks (at least every 100 ms) so a busy server does not pay a system call per request.
+  // `2026-12-02T01:02:03.456Z method=POST path=/v1/check status=200 us=85 peer=127.0.0.1` (UTC,
+  // RFC 3339; a sink gets each line with its time, without its newline). Default: stderr,
+  // written in blocks (at least every 100 ms) so a busy server does not pay a system call per
+  // request.
   std::function<void(std::string_view)> access_log;
   bool log_requests = true;  // false: no access log lines at all
 };

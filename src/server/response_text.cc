@@ -68,7 +68,10 @@ int append_response(std::string& out, const HttpResponse& response, ResponseFram
   out.append("HTTP/1.1 ");
   append_decimal(out, status);
   out.append(" ").append(reason.data(), reason.size()).append("\r\n");
-  if (!response.content_type.empty() && is_safe_value(response.content_type)) {
+  // Content-Type describes a body: none on a response that has none (an empty one, 204, 304).
+  // HEAD keeps it, since it describes the body that GET would send.
+  const bool has_body = !no_body && !response.body.empty();
+  if (has_body && !response.content_type.empty() && is_safe_value(response.content_type)) {
     out.append("Content-Type: ").append(response.content_type).append("\r\n");
   }
   if (!no_body) {

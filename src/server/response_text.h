@@ -17,7 +17,8 @@ struct ResponseFraming {
 };
 
 // Appends `response` to `out`: the status line (a status outside 200..999 becomes 500),
-// Content-Type, Content-Length (neither length nor body for 204 and 304), the handler's headers
+// Content-Type (only with a body: none for an empty body, 204 or 304), Content-Length (neither
+// length nor body for 204 and 304), the handler's headers
 // that are valid and not Content-Length, Transfer-Encoding or Connection, the Connection header,
 // a blank line and the body (none for HEAD). A handler's "Connection: close" clears
 // framing.keep_alive. Returns the status written.

@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <random>
 
+#include "src/core/text.h"
 #include "src/pages/dashboard_page.h"
 #include "src/policy/keys.h"
 #include "src/server/decision_response.h"
@@ -23,12 +25,21 @@ using Clock = std::chrono::steady_clock;
 
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
-// Reads a JSON object body; the error names what is wrong. The value's memory comes from
+// Reads a JSON object body; the error names what is wrong and, for a syntax error, where: the
+// offset of the first byte that cannot be JSON there, from 0 ("body is not valid JSON at byte
+// 16: syntax error"; the body's length when it ends too soon). The value's memory comes from
 // `resource` (a stack buffer for the usual small body), so it must not outlive it.
 Result<json::object> parse_object(const std::string& body, json::monotonic_resource& resource) {
+  unsigned char scratch[512];  // the parser's own stack, for the usual nesting
+  json::parser parser(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
+  parser.reset(json::storage_ptr(&resource));
   boost::system::error_code ec;
-  json::value value = json::parse(body, ec, json::storage_ptr(&resource));
-  if (ec) return invalid_argument("body is not valid JSON: " + ec.message());
+  const std::size_t parsed = parser.write(body.data(), body.size(), ec);
+  if (ec) {
+    return invalid_argument("body is not valid JSON at byte " + std::to_string(parsed) + ": " +
+                            ec.message());
+  }
+  json::value value = parser.release();
   if (!value.is_object()) return invalid_argument("body must be a JSON object");
   return std::move(value.as_object());
 }
@@ -64,6 +75,43 @@ Result<std::string> normalize_ip(std::string_view text_ip, int ipv6_prefix) {
   return policy::ip_key(*ip, ipv6_prefix);
 }
 
+bool uses_attribute(const Policy& policy, std::string_view name) {
+  const std::vector<std::string>& used = policy.attributes_used();
+  return std::binary_search(used.begin(), used.end(), name);
+}
+
+std::string unknown_attribute_message(const Policy& policy, std::string_view name) {
+  std::string message = "unknown attribute " + quote_for_error(name, 100) + ": the policy uses ";
+  const std::vector<std::string>& used = policy.attributes_used();
+  for (std::size_t i = 0; i < used.size(); ++i) {
+    message.append(i == 0 ? "" : ", ").append(used[i]);
+  }
+  return message.append(" (and \"cost\"); server.unknown_attributes: ignore accepts others");
+}
+
+// How many lines of this (lower-case) header the request has.
+std::size_t header_lines(const HttpRequest& request, std::string_view name) {
+  return static_cast<std::size_t>(std::count_if(request.headers.begin(), request.headers.end(),
+                                                [&](const auto& h) { return h.first == name; }));
+}
+
+std::string_view header_display_name(std::string_view name) {
+  return name == "x-original-uri" ? "X-Original-URI" : "X-Original-Method";
+}
+
+// GET /v1/auth builds its attributes from headers: a missing or bad attribute is named with the
+// header that carries it, or as one the endpoint cannot provide.
+std::string auth_attribute_message(const Error& error) {
+  if (error.field == "endpoint") return "X-Original-URI: " + error.message;
+  if (error.field == policy::kMethodAttribute) return "X-Original-Method: " + error.message;
+  if (error.field == "api_key") return "X-API-Key: " + error.message;
+  if (error.field == "ip" || error.field.empty()) return error.message;
+  return error.message +
+         "; /v1/auth provides only ip (the client address), api_key (X-API-Key), endpoint "
+         "(X-Original-URI) and method (X-Original-Method): use POST /v1/check for other "
+         "attributes";
+}
+
 }  // namespace
 
 Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& config) {
@@ -72,10 +120,12 @@ Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& 
   auto settings = std::make_shared<Settings>();
   settings->policy = *built;
   settings->trusted_proxies = config.server.trusted_proxies;
+  settings->client_ip_header = config.server.client_ip_header;
   settings->ipv6_prefix = config.server.ipv6_prefix;
   settings->on_error = config.backend.on_error;
   settings->dashboard = config.server.dashboard;
   settings->mask_keys = config.server.dashboard_mask_keys;
+  settings->reject_unknown_attributes = config.server.reject_unknown_attributes;
   const std::size_t scheme = config.backend.url.find("://");
   settings->backend_kind =
       scheme == std::string::npos ? config.backend.url : config.backend.url.substr(0, scheme);
@@ -143,11 +193,17 @@ void Service::Reply::operator()(HttpResponse response) const {
 }
 
 void Service::handle(HttpRequest request, Responder respond) {
+  // HEAD is allowed wherever GET is: the connection sends the headers without the body.
   static constexpr Route kRoutes[] = {
-      {"/v1/check", "POST", &Service::check},    {"/v1/limit", "POST", &Service::limit},
-      {"/v1/auth", "GET, HEAD", &Service::auth}, {"/metrics", "GET", &Service::metrics_text},
-      {"/healthz", "GET", &Service::healthz},    {"/readyz", "GET", &Service::readyz},
-      {"/v1/stats", "GET", &Service::stats},     {"/dashboard", "GET", &Service::dashboard},
+      {"/v1/check", "POST", &Service::check},
+      {"/v1/limit", "POST", &Service::limit},
+      {"/v1/auth", "GET, HEAD", &Service::auth},
+      {"/metrics", "GET, HEAD", &Service::metrics_text},
+      {"/healthz", "GET, HEAD", &Service::healthz},
+      {"/readyz", "GET, HEAD", &Service::readyz},
+      {"/v1/stats", "GET, HEAD", &Service::stats},
+      {"/dashboard", "GET, HEAD", &Service::dashboard},
+      {"/", "GET, HEAD", &Service::index},
   };
   const std::string_view path = path_of(request.target);
   const Route* route = nullptr;
@@ -184,6 +240,24 @@ void Service::metrics_text(const HttpRequest&, const Reply& reply) {
     for (const auto& source : metrics_sources_) source(text);
   }
   reply({.body = std::move(text), .content_type = "text/plain; version=0.0.4"});
+}
+
+void Service::index(const HttpRequest&, const Reply& reply) {
+  std::string body =
+      "spillway " SPILLWAY_VERSION
+      " - a rate limiter\n\n"
+      "POST /v1/check     decide a request by the policy's layers (JSON attributes)\n"
+      "POST /v1/limit     decide one key against a limit given in the request\n"
+      "GET  /v1/auth      nginx auth_request: 204 admitted, 429/403 denied\n"
+      "GET  /metrics      Prometheus metrics\n"
+      "GET  /healthz      liveness\n"
+      "GET  /readyz       readiness (503 while the backend is unreachable)\n";
+  if (settings()->dashboard) {
+    body.append(
+        "GET  /v1/stats     live counters as JSON\n"
+        "GET  /dashboard    the live dashboard\n");
+  }
+  reply({.body = std::move(body), .content_type = "text/plain; charset=utf-8"});
 }
 
 void Service::healthz(const HttpRequest&, const Reply& reply) {
@@ -343,6 +417,9 @@ void Service::check(const HttpRequest& request, const Reply& reply) {
       cost = *v;
       continue;
     }
+    if (current->reject_unknown_attributes && !uses_attribute(*current->policy, name)) {
+      return reply(error_response(400, unknown_attribute_message(*current->policy, name)));
+    }
     auto v = text(value, name);
     if (!v) return reply(error_response(400, v.error().message));
     attributes.insert_or_assign(std::string(name), std::move(*v));
@@ -355,6 +432,26 @@ void Service::check(const HttpRequest& request, const Reply& reply) {
   run_policy(current, attributes, cost, false, reply);
 }
 
+// A trusted proxy that sends a client-address header other than the one configured: every client
+// behind it is keyed by the proxy's address (one budget for all). Said once a minute at most.
+void Service::warn_of_unread_client_header(const HttpRequest& request, const Settings& settings,
+                                           const policy::IpAddress& peer) {
+  const bool trusted =
+      std::any_of(settings.trusted_proxies.begin(), settings.trusted_proxies.end(),
+                  [&](const policy::Cidr& cidr) { return policy::cidr_contains(cidr, peer); });
+  if (!trusted) return;
+  for (std::string_view other : {"x-forwarded-for", "forwarded", "x-real-ip"}) {
+    if (request.header(other) == nullptr) continue;
+    proxy_log_.write("spillway: trusted proxy " + request.peer_address + " sent " +
+                     std::string(other) + " but server.client_ip_header is " +
+                     std::string(policy::client_ip_header_name(settings.client_ip_header)) +
+                     ", which it did not send: its clients are limited as one (the proxy's "
+                     "address); set server.client_ip_header: " +
+                     std::string(other));
+    return;
+  }
+}
+
 void Service::auth(const HttpRequest& request, const Reply& reply) {
   const auto& current = settings();
   auto peer = policy::parse_ip(request.peer_address);
@@ -363,14 +460,50 @@ void Service::auth(const HttpRequest& request, const Reply& reply) {
     const std::string* value = request.header(name);
     return value ? std::optional<std::string_view>(*value) : std::nullopt;
   };
-  auto client = policy::client_address(*peer, header("x-forwarded-for"), header("x-real-ip"),
-                                       current->trusted_proxies);
+  // Only the header the trusted proxies set is read, every line of it.
+  const std::vector<std::string_view> forwarded =
+      request.header_values(policy::client_ip_header_name(current->client_ip_header));
+  auto client =
+      policy::client_address(*peer, current->client_ip_header, forwarded, current->trusted_proxies);
   if (!client) return reply(error_response(400, client.error().message));
+  if (forwarded.empty()) warn_of_unread_client_header(request, *current, *peer);
   Attributes attributes{{"ip", policy::ip_key(*client, current->ipv6_prefix)}};
   if (auto key = header("x-api-key"); key && !key->empty()) {
     attributes["api_key"] = std::string(*key);
   }
-  if (auto uri = header("x-original-uri")) attributes["endpoint"] = std::string(path_of(*uri));
+  // The original request's path (raw: the policy makes it canonical) and method. A proxy sets
+  // each once; a second line could only come from a client, and which one counts is ambiguous.
+  for (std::string_view name : {"x-original-uri", "x-original-method"}) {
+    if (header_lines(request, name) > 1) {
+      return reply(error_response(
+          400, std::string(header_display_name(name)) + " must be sent once (it came " +
+                   std::to_string(header_lines(request, name)) + " times)"));
+    }
+  }
+  const std::vector<std::string>& routed = current->policy->route_attributes();
+  if (auto uri = header("x-original-uri")) {
+    attributes[policy::kEndpointAttribute] = std::string(*uri);
+  } else if (std::find(routed.begin(), routed.end(), policy::kEndpointAttribute) != routed.end()) {
+    // Without it the endpoint limits would be skipped in silence: a proxy set up without it
+    // would never limit endpoints.
+    return reply(error_response(
+        400,
+        "X-Original-URI is required: the policy limits endpoints (nginx: proxy_set_header "
+        "X-Original-URI $request_uri;)"));
+  }
+  // An enforced endpoint layer on an attribute /v1/auth cannot fill would never apply here.
+  for (const std::string& attribute : routed) {
+    if (std::find(std::begin(kAuthAttributes), std::end(kAuthAttributes), attribute) ==
+        std::end(kAuthAttributes)) {
+      return reply(error_response(
+          400, "the policy limits routes of attribute " + quote_for_error(attribute) +
+                   ", which /v1/auth does not provide (it provides ip, api_key, endpoint, "
+                   "method): use POST /v1/check, or by_endpoint.attribute: endpoint"));
+    }
+  }
+  if (auto method = header("x-original-method"); method && !method->empty()) {
+    attributes[policy::kMethodAttribute] = std::string(*method);
+  }
   run_policy(current, attributes, 1, true, reply);
 }
 
@@ -394,7 +527,8 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
     if (result.error().code == Errc::kInvalidArgument) {
       // nginx passes 401 and 403 through; a missing API key is "unauthorized".
       const bool missing_key = result.error().field == "api_key";
-      return error_response(for_nginx && missing_key ? 401 : 400, result.error().message);
+      if (!for_nginx) return error_response(400, result.error().message);
+      return error_response(missing_key ? 401 : 400, auth_attribute_message(result.error()));
     }
     const bool allow = settings.on_error != policy::OnError::kDeny;
     backend_failed(result.error(), allow);

@@ -1,5 +1,6 @@
 // What spillway's HTTP endpoints mean (docs/SPEC.md §5): POST /v1/limit, POST /v1/check, GET
-// /v1/auth, GET /metrics, GET /healthz, GET /readyz, GET /v1/stats and GET /dashboard. Bad input
+// /v1/auth, GET /metrics, GET /healthz, GET /readyz, GET /v1/stats, GET /dashboard and GET / (an
+// index of these); HEAD wherever GET. Bad input
 // gets a 4xx whose JSON names the problem and changes no limiter state; backend errors follow
 // `on_error`.
 //
@@ -13,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "spillway/policy_engine.h"
 #include "spillway/store.h"
@@ -23,6 +25,11 @@
 #include "src/server/top_keys.h"
 
 namespace spillway::server {
+
+// The attributes GET /v1/auth builds from a request: the client address, X-API-Key,
+// X-Original-URI and X-Original-Method. A layer reading any other attribute can only be met on
+// POST /v1/check (`spillway validate` warns of it).
+inline constexpr std::string_view kAuthAttributes[] = {"ip", "api_key", "endpoint", "method"};
 
 class Service {
  public:
@@ -50,10 +57,12 @@ class Service {
   struct Settings {
     std::shared_ptr<const policy::Policy> policy;
     std::vector<policy::Cidr> trusted_proxies;
+    policy::ClientIpHeader client_ip_header = policy::ClientIpHeader::kXForwardedFor;
     int ipv6_prefix = 64;
     policy::OnError on_error = policy::OnError::kDeny;
     bool dashboard = true;
     bool mask_keys = true;
+    bool reject_unknown_attributes = true;  // POST /v1/check: 400 for attributes no layer reads
     std::string backend_kind;    // the backend URL's scheme, "memory" for the in-process store
     std::int64_t loaded_at = 0;  // when this config was loaded, Unix seconds
     std::uint64_t version = 0;   // 0 for the first config, +1 per reload
@@ -84,6 +93,7 @@ class Service {
   void check(const HttpRequest& request, const Reply& reply);
   void auth(const HttpRequest& request, const Reply& reply);
   void metrics_text(const HttpRequest& request, const Reply& reply);
+  void index(const HttpRequest& request, const Reply& reply);
   void healthz(const HttpRequest& request, const Reply& reply);
   void readyz(const HttpRequest& request, const Reply& reply);
   void stats(const HttpRequest& request, const Reply& reply);
@@ -93,6 +103,8 @@ class Service {
                   const Reply& reply);
   // Counts a backend error and what on_error answered, and logs it (at most a line a second).
   void backend_failed(const Error& error, bool allowed);
+  void warn_of_unread_client_header(const HttpRequest& request, const Settings& settings,
+                                    const policy::IpAddress& peer);
   HttpResponse limit_response(const Limit& limit, policy::OnError on_error,
                               const std::string& stored_key, const Result<Decision>& decision);
   HttpResponse policy_response(const Settings& settings, bool for_nginx,
@@ -110,7 +122,8 @@ class Service {
   TopKeys top_denied_;             // the most denied keys, for /v1/stats
   const std::uint64_t mask_salt_;  // random: masked keys in /v1/stats hash with it
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  RateLimitedLog error_log_;  // backend errors, one line a second at most
+  RateLimitedLog error_log_;                           // backend errors, one line a second at most
+  RateLimitedLog proxy_log_{std::chrono::minutes(1)};  // a proxy's unread client-address header
   std::mutex metrics_sources_mutex_;
   std::vector<std::function<void(std::string&)>> metrics_sources_;
 };

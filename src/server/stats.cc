@@ -1,10 +1,13 @@
 #include "src/server/stats.h"
 
 #include <boost/json.hpp>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <optional>
 
+#include "src/core/decimal.h"
 #include "src/policy/keys.h"
 #include "src/server/json_text.h"
 
@@ -51,6 +54,68 @@ std::optional<std::vector<std::string_view>> values_of(std::string_view rest) {
     rest.remove_prefix(length);
   }
   return values;
+}
+
+// A JSON number as people write it: integers as they are, other numbers in plain decimals, the
+// shortest that reads back the same ("12.2", "0.0005"), never an exponent ("1.22E1", which
+// boost::json::serialize writes); a number that is not finite is null.
+void append_plain_number(std::string& out, double number) {
+  if (!std::isfinite(number)) {
+    out.append("null");
+    return;
+  }
+  char text[400];  // the longest shortest fixed spelling of a double is 327 characters
+  const auto [end, error] =
+      std::to_chars(text, text + sizeof text, number, std::chars_format::fixed);
+  out.append(error == std::errc{} ? std::string_view(text, end) : std::string_view("null"));
+}
+
+// json::serialize, but with append_plain_number for doubles.
+void append_json(std::string& out, const json::value& value) {
+  switch (value.kind()) {
+    case json::kind::null:
+      out.append("null");
+      return;
+    case json::kind::bool_:
+      out.append(value.get_bool() ? "true" : "false");
+      return;
+    case json::kind::int64:
+      append_decimal(out, value.get_int64());
+      return;
+    case json::kind::uint64:
+      append_decimal(out, value.get_uint64());
+      return;
+    case json::kind::double_:
+      append_plain_number(out, value.get_double());
+      return;
+    case json::kind::string:
+      append_json_string(out, value.get_string());
+      return;
+    case json::kind::array: {
+      out.push_back('[');
+      const char* separator = "";
+      for (const json::value& item : value.get_array()) {
+        out.append(separator);
+        append_json(out, item);
+        separator = ",";
+      }
+      out.push_back(']');
+      return;
+    }
+    case json::kind::object: {
+      out.push_back('{');
+      const char* separator = "";
+      for (const json::key_value_pair& member : value.get_object()) {
+        out.append(separator);
+        append_json_string(out, member.key());
+        out.push_back(':');
+        append_json(out, member.value());
+        separator = ",";
+      }
+      out.push_back('}');
+      return;
+    }
+  }
 }
 
 }  // namespace
@@ -130,7 +195,10 @@ std::string stats_json(const StatsView& view) {
   out["config"] = json::object{{"version", view.config_version},
                                {"loaded_at", view.config_loaded_at},
                                {"layers", std::move(layers)}};
-  return json::serialize(out);
+  std::string text;
+  text.reserve(1024);
+  append_json(text, out);
+  return text;
 }
 
 }  // namespace spillway::server

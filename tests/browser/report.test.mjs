@@ -1,7 +1,10 @@
 // The HTML report of `spillway simulate`, opened from disk (file:) in headless Chromium: it
 // loads without errors and without asking the network for anything, draws its charts
 // (uPlot canvases inside div.chart), and its summary table agrees with the CSV that the same
-// command printed on stdout.
+// command printed on stdout. In every chart admitted is drawn in cool colours and denied in warm
+// ones, each legend says which is which, and algorithms whose lines coincide (token_bucket and
+// gcra decide alike for an equal burst) all still show: read from the uPlot series themselves
+// (window.spillwayReport.charts) and from the overview's pixels.
 
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -31,11 +34,14 @@ const CASES = [
   {
     name: 'burst',
     screenshot: 'report-burst.png',
+    // Algorithms whose admitted series are equal in this run (asserted: the case needs them).
+    coinciding: ['token_bucket', 'gcra'],
     args: ['--pattern', 'burst', '--rate', '50', '--duration', '60s', '--keys', '3', '--seed', '7', '--limit', '10', '--period', '10s'],
   },
   {
     name: 'login-burst',
     screenshot: 'report-login-burst.png',
+    coinciding: [],
     args: ['--trace', TRACE, '--limit', '5', '--period', '1s'],
   },
 ];
@@ -51,6 +57,67 @@ function parseSummary(stdout) {
     for (const field of fields.slice(1)) assert.match(field, /^\d+$/, `an integer in: ${line}`);
     const [algorithm, offered, admitted, denied, max] = fields;
     return { algorithm, offered: Number(offered), admitted: Number(admitted), denied: Number(denied), max: Number(max) };
+  });
+}
+
+// A CSS colour of the forms the report uses (#rgb, #rrggbb, #rrggbbaa, rgb(), rgba()) as
+// {r, g, b} in 0..255 and its hue in degrees (0..360) and saturation (0..1, HSL).
+function parseColour(text) {
+  let r, g, b;
+  const hex = /^#([0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8})$/i.exec(text);
+  const fn = /^rgba?\((\d+),\s*(\d+),\s*(\d+)/i.exec(text);
+  if (hex) {
+    const h = hex[1].length === 3 ? [...hex[1]].map((c) => c + c).join('') : hex[1];
+    [r, g, b] = [0, 2, 4].map((i) => parseInt(h.slice(i, i + 2), 16));
+  } else if (fn) {
+    [r, g, b] = fn.slice(1, 4).map(Number);
+  } else {
+    assert.fail(`not a colour the test reads: ${JSON.stringify(text)}`);
+  }
+  const [rf, gf, bf] = [r / 255, g / 255, b / 255];
+  const max = Math.max(rf, gf, bf);
+  const min = Math.min(rf, gf, bf);
+  const light = (max + min) / 2;
+  const d = max - min;
+  const saturation = d === 0 ? 0 : d / (1 - Math.abs(2 * light - 1));
+  let hue = 0;
+  if (d > 0) {
+    if (max === rf) hue = 60 * (((gf - bf) / d) % 6);
+    else if (max === gf) hue = 60 * ((bf - rf) / d + 2);
+    else hue = 60 * ((rf - gf) / d + 4);
+  }
+  return { r, g, b, hue: (hue + 360) % 360, saturation };
+}
+
+// Cool (green, cyan, blue, purple) and warm (red, orange, amber, pink) hues.
+const isCool = (c) => c.saturation > 0.25 && c.hue >= 75 && c.hue <= 290;
+const isWarm = (c) => c.saturation > 0.25 && (c.hue <= 60 || c.hue >= 300);
+
+// What a series counts, from its label: "admitted" (`admitted`, `<algorithm> admitted`),
+// "denied" or "offered"; null when the label does not say.
+function kindOf(label) {
+  const match = /^(?:([a-z_]+) )?(admitted|denied)$|^(offered)\b/.exec(label);
+  return match ? match[2] ?? match[3] : null;
+}
+
+// Every uPlot of the report: [{chart, series: [{label, stroke, dash, width, legend}]}], the
+// x series left out; `stroke` as the series draws it, `legend` the text of its legend label.
+function chartSeries(page) {
+  return page.evaluate(() => {
+    const charts = (window.spillwayReport && window.spillwayReport.charts) || {};
+    return Object.entries(charts).map(([chart, u]) => {
+      const legend = [...u.root.querySelectorAll('.u-legend .u-series .u-label')].map((e) => e.textContent);
+      return {
+        chart,
+        series: u.series.slice(1).map((s, i) => ({
+          label: s.label,
+          stroke: typeof s.stroke === 'function' ? s.stroke(u, i + 1) : s.stroke,
+          dash: s.dash ?? [],
+          width: s.width,
+          legend: legend[i + 1] ?? null,
+        })),
+      };
+    });
   });
 }
 
@@ -145,6 +212,113 @@ for (const testCase of CASES) {
         assert.equal(row.admittedCells, 1, `${row.algorithm}: one td[data-field="admitted"]`);
         assert.match(row.admitted, /^\d+$/, `${row.algorithm}: admitted is an integer`);
         assert.equal(Number(row.admitted), expected.admitted, `${row.algorithm}: admitted in the page and on stdout`);
+      }
+    });
+
+    it('every chart is a uPlot whose legend says admitted, denied or offered for each series', async () => {
+      const { page } = await setup();
+      const names = await page.$$eval('div.chart', (divs) => divs.map((d) => d.getAttribute('data-chart')));
+      const charts = await chartSeries(page);
+      assert.deepEqual(charts.map((c) => c.chart).sort(), [...names].sort(), 'one uPlot per div.chart, kept in window.spillwayReport.charts');
+      for (const { chart, series } of charts) {
+        for (const s of series) {
+          assert.notEqual(kindOf(s.label), null, `${chart}: series "${s.label}" does not say admitted, denied or offered`);
+          assert.equal(s.legend, s.label, `${chart}: the legend shows the series' label`);
+        }
+      }
+      const kinds = Object.fromEntries(charts.map((c) => [c.chart, new Set(c.series.map((s) => kindOf(s.label)))]));
+      assert.deepEqual([...kinds.overview].sort(), ['admitted', 'offered'], 'the overview');
+      assert.deepEqual([...kinds['retry-after']], ['denied'], 'the retry_after histogram counts denials');
+      for (const algorithm of DEFAULT_ALGORITHMS) {
+        assert.deepEqual([...kinds[`algorithm-${algorithm}`]].sort(), ['admitted', 'denied', 'offered'], algorithm);
+      }
+    });
+
+    it('admitted is in cool colours and denied in warm ones, the same for an algorithm in every chart', async () => {
+      const { page } = await setup();
+      const charts = await chartSeries(page);
+      assert.ok(charts.length >= 3, `uPlot charts found: ${charts.length}`);
+      const colourOf = { admitted: new Map(), denied: new Map() }; // algorithm -> stroke
+      for (const { chart, series } of charts) {
+        const strokes = { admitted: new Set(), denied: new Set() };
+        for (const s of series) {
+          const kind = kindOf(s.label);
+          if (kind === 'offered') continue;
+          assert.ok(kind, `${chart}: series "${s.label}" does not say whether it is admitted or denied`);
+          const colour = parseColour(s.stroke);
+          const where = `${chart}: "${s.label}" drawn in ${s.stroke} (hue ${colour.hue.toFixed(0)}°)`;
+          assert.ok(kind === 'admitted' ? isCool(colour) : isWarm(colour),
+            `${where}: ${kind} must be ${kind === 'admitted' ? 'blue/green/purple' : 'red/orange'}`);
+          strokes[kind].add(s.stroke.toLowerCase());
+          const algorithm = chart.startsWith('algorithm-') ? chart.slice('algorithm-'.length) : s.label.split(' ')[0];
+          const seen = colourOf[kind].get(algorithm);
+          if (seen !== undefined) assert.equal(s.stroke.toLowerCase(), seen, `${where}: ${algorithm} ${kind} elsewhere is ${seen}`);
+          colourOf[kind].set(algorithm, s.stroke.toLowerCase());
+        }
+        const shared = [...strokes.admitted].filter((c) => strokes.denied.has(c));
+        assert.deepEqual(shared, [], `${chart}: colours used for both admitted and denied`);
+      }
+      for (const algorithm of DEFAULT_ALGORITHMS) {
+        assert.ok(colourOf.admitted.has(algorithm) && colourOf.denied.has(algorithm), `${algorithm}: an admitted and a denied colour`);
+      }
+    });
+
+    it('no two algorithm lines share colour and dash, and a line drawn over another leaves it showing', async () => {
+      const { page } = await setup();
+      const charts = await chartSeries(page);
+      const overview = charts.find((c) => c.chart === 'overview');
+      assert.ok(overview, 'the overview chart');
+      const lines = overview.series.filter((s) => kindOf(s.label) !== 'offered');
+      assert.equal(lines.length, DEFAULT_ALGORITHMS.length, 'one admitted line per algorithm');
+      for (const [i, earlier] of lines.entries()) {
+        for (const later of lines.slice(i + 1)) {
+          const pair = `"${earlier.label}" (${earlier.stroke} ${JSON.stringify(earlier.dash)} ${earlier.width}px) and "${later.label}" (${later.stroke} ${JSON.stringify(later.dash)} ${later.width}px)`;
+          assert.ok(earlier.stroke.toLowerCase() !== later.stroke.toLowerCase(), `${pair}: one colour`);
+          assert.notDeepEqual(earlier.dash, later.dash, `${pair}: one dash`);
+          // Drawn later = on top: thinner (the earlier one shows at its edges) and, unless the
+          // earlier one is solid and much wider, broken (the earlier one shows in its gaps).
+          assert.ok(later.width < earlier.width, `${pair}: the one on top is not thinner`);
+          assert.ok(later.dash.length > 0, `${pair}: the one on top is a solid line`);
+        }
+      }
+      // In each algorithm's own chart, denied is drawn over admitted: thinner, so both show.
+      for (const { chart, series } of charts.filter((c) => c.chart.startsWith('algorithm-'))) {
+        const admitted = series.find((s) => kindOf(s.label) === 'admitted');
+        const denied = series.find((s) => kindOf(s.label) === 'denied');
+        assert.ok(series.indexOf(denied) > series.indexOf(admitted), `${chart}: denied drawn last`);
+        assert.ok(denied.width < admitted.width, `${chart}: denied (${denied.width}px) thinner than admitted (${admitted.width}px)`);
+      }
+    });
+
+    it('every algorithm\'s admitted line shows in the overview\'s pixels, also where lines coincide', async () => {
+      const { page } = await setup();
+      const data = await page.evaluate(() => JSON.parse(document.getElementById('report-data').textContent));
+      const rates = Object.fromEntries(data.algorithms.map((a) => [a.name, a.admitted_rate]));
+      for (const name of testCase.coinciding.slice(1)) {
+        assert.deepEqual(rates[name], rates[testCase.coinciding[0]], `${name} and ${testCase.coinciding[0]} admit alike in this run (the case needs it)`);
+        assert.ok(rates[name].some((r) => r > 0), `${name} admitted something`);
+      }
+      const charts = await chartSeries(page);
+      const overview = charts.find((c) => c.chart === 'overview');
+      assert.ok(overview, 'the overview chart');
+      const colours = overview.series.filter((s) => kindOf(s.label) !== 'offered').map((s) => ({ label: s.label, ...parseColour(s.stroke) }));
+      assert.equal(colours.length, DEFAULT_ALGORITHMS.length, 'one line per algorithm in the overview');
+      // Pixels of the overview's canvas within a small distance of each line's colour.
+      const counts = await page.$eval('div.chart[data-chart="overview"] canvas', (canvas, wanted) => {
+        const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+        const found = wanted.map(() => 0);
+        for (let p = 0; p < pixels.length; p += 4) {
+          if (pixels[p + 3] < 250) continue;
+          wanted.forEach((c, i) => {
+            const d = Math.hypot(pixels[p] - c.r, pixels[p + 1] - c.g, pixels[p + 2] - c.b);
+            if (d <= 24) found[i] += 1;
+          });
+        }
+        return found;
+      }, colours);
+      const seen = Object.fromEntries(colours.map((c, i) => [c.label, counts[i]]));
+      for (const c of colours) {
+        assert.ok(seen[c.label] >= 100, `"${c.label}" shows in ${seen[c.label]} pixels of the overview (want ≥ 100); all: ${JSON.stringify(seen)}`);
       }
     });
   });

@@ -54,6 +54,66 @@ TEST(ParseTraceLine, RejectsMalformedLinesNamingTheField) {
   }
 }
 
+TEST(TraceParser, SkipsAHeaderOnTheFirstLineOnlyAndIgnoresItsExtraColumns) {
+  TraceParser own;  // replay's output: a header of 7 columns
+  for (const char* skipped :
+       {"# a comment", "", "t_us,key,cost,allowed,remaining,retry_after_us,reset_after_us"}) {
+    auto parsed = own.parse(skipped);
+    ASSERT_TRUE(parsed.has_value()) << skipped << ": " << parsed.error().message;
+    EXPECT_FALSE(parsed->has_value()) << skipped;
+  }
+  auto line = own.parse("20,a,2,0,0,980,980");
+  ASSERT_TRUE(line && *line) << (line ? "skipped" : line.error().message);
+  EXPECT_EQ((*line)->at, 20);
+  EXPECT_EQ((*line)->key, "a");
+  EXPECT_EQ((*line)->cost, 2);
+  EXPECT_FALSE(own.parse("20,a,2,0,0,980,980,8").has_value()) << "8 fields under 7 columns";
+  EXPECT_FALSE(own.parse("t_us,key").has_value()) << "a header after the first line";
+
+  TraceParser plain;  // no header: 3 fields at most, as before
+  ASSERT_TRUE(plain.parse("0,a,1").has_value());
+  EXPECT_FALSE(plain.parse("0,a,1,1").has_value());
+  TraceParser short_header;
+  ASSERT_TRUE(short_header.parse(" t_us , key ").has_value());
+  ASSERT_TRUE(short_header.parse("5,b").has_value());
+  for (const char* wrong : {"t_us,user", "t_us", "t_us,key,weight"}) {
+    TraceParser parser;
+    auto parsed = parser.parse(wrong);
+    ASSERT_FALSE(parsed.has_value()) << wrong;
+    EXPECT_NE(parsed.error().message.find("header must start t_us,key[,cost]"), std::string::npos)
+        << parsed.error().message;
+  }
+}
+
+TEST(ReplayBinary, ReadsDashAsStandardInputAndReplaysItsOwnOutput) {
+  const std::string flags = "replay --algorithm fixed_window --limit 2 --period 1ms";
+  const std::string trace = "0,a\n10,a\n20,a\n20,b,2\n1000,a\n";
+  const Outcome first = run_binary(flags, trace);
+  ASSERT_EQ(first.status, 0) << first.err;
+  const Outcome dash = run_binary(flags + " -", trace);
+  ASSERT_EQ(dash.status, 0) << dash.err;
+  EXPECT_EQ(dash.out, first.out);
+  // The output, header and all, as the next run's trace: the same requests, the same answers.
+  const Outcome again = run_binary(flags + " -", first.out);
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.out, first.out);
+  EXPECT_EQ(again.err, "");
+  // A header that is not a trace's is an error naming it.
+  const Outcome wrong = run_binary(flags + " -", "t_us,user\n0,a\n");
+  EXPECT_EQ(wrong.status, 1);
+  EXPECT_NE(wrong.err.find("trace line 1: a header must start t_us,key[,cost]"), std::string::npos)
+      << wrong.err;
+}
+
+TEST(ReplayBinary, ATraceFileThatCannotBeOpenedGivesTheReason) {
+  const Outcome run =
+      run_binary("replay --algorithm gcra --limit 1 --period 1s /nonexistent/trace.csv", "");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_EQ(run.err,
+            "spillway replay: cannot open trace file \"/nonexistent/trace.csv\": No such file or "
+            "directory\n");
+}
+
 TEST(ReplayBinary, PrintsHeaderAndOneDecisionPerRequest) {
   // fixed_window 2 per 1000 µs: two admitted, the third denied until the window ends at 1000.
   Outcome run = run_binary("replay --algorithm fixed_window --limit 2 --period 1ms",

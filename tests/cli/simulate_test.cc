@@ -298,6 +298,59 @@ TEST(SimulateBinary, WritesTheReportTheSeriesAndTheChart) {
   for (const std::string& path : {html, csv, svg}) std::remove(path.c_str());
 }
 
+// "-" is standard input for --trace and standard output for a file (the summary then goes to
+// stderr); files written are announced; a file that cannot be written gives the reason.
+TEST(SimulateBinary, DashIsStandardInputOrOutputAndWrittenFilesAreAnnounced) {
+  const std::string trace = "t_us,key\n0,a\n10,a\n20,a\n30,b\n1000000,a\n";
+  const std::string flags = " --limit 2 --period 1s --algorithms gcra,fixed_window";
+  const std::string file = temp_path("trace.csv");
+  std::ofstream(file) << trace;
+  const testing::BinaryRun from_file = testing::run_binary("simulate --trace " + file + flags);
+  ASSERT_EQ(from_file.status, 0) << from_file.err;
+  const testing::BinaryRun from_stdin = testing::run_binary("simulate --trace -" + flags, trace);
+  ASSERT_EQ(from_stdin.status, 0) << from_stdin.err;
+  EXPECT_EQ(from_stdin.out, from_file.out);
+  // gcra 2/s: a at 0 and 10, b, and a again a second later; a at 20 is denied.
+  EXPECT_EQ(parse_summary(from_stdin.out).at("gcra")[1], 4) << from_stdin.out;
+
+  // --csv -: the series on stdout, the summary on stderr; the SVG file is announced.
+  const std::string svg = temp_path("chart.svg");
+  const testing::BinaryRun csv =
+      testing::run_binary("simulate --trace -" + flags + " --csv - --svg " + svg, trace);
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_TRUE(csv.out.starts_with("bucket_start_s,bucket_s,algorithm,offered,admitted,denied\n"))
+      << csv.out;
+  EXPECT_NE(csv.err.find(from_file.out), std::string::npos) << csv.err;
+  EXPECT_NE(csv.err.find("spillway simulate: wrote " + svg + "\n"), std::string::npos) << csv.err;
+  EXPECT_EQ(csv.err.find("wrote -"), std::string::npos) << csv.err;
+  EXPECT_TRUE(slurp(svg).starts_with("<svg")) << "the chart was written";
+  for (const char* option : {"--out", "--svg", "--trace-out"}) {
+    const std::string extra = std::string(option) == "--trace-out" ? "--pattern steady" : "";
+    const testing::BinaryRun run = testing::run_binary(
+        "simulate " + (extra.empty() ? "--trace " + file : extra) + flags + " " + option + " -");
+    ASSERT_EQ(run.status, 0) << option << ": " << run.err;
+    EXPECT_FALSE(run.out.empty()) << option;
+    EXPECT_NE(run.err.find("algorithm,offered,"), std::string::npos) << option << ": " << run.err;
+  }
+  // Two files on stdout would mix: refused, naming both.
+  const testing::BinaryRun both =
+      testing::run_binary("simulate --trace " + file + flags + " --csv - --svg -");
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("--csv and --svg both write to standard output"), std::string::npos)
+      << both.err;
+
+  // A file that cannot be written: exit 1 and the system's reason.
+  const testing::BinaryRun unwritable =
+      testing::run_binary("simulate --trace " + file + flags + " --out /nonexistent/r.html");
+  EXPECT_EQ(unwritable.status, 1);
+  EXPECT_NE(
+      unwritable.err.find("--out: cannot write /nonexistent/r.html: No such file or directory\n"),
+      std::string::npos)
+      << unwritable.err;
+  EXPECT_EQ(unwritable.err.find("wrote"), std::string::npos) << unwritable.err;
+  for (const std::string& path : {file, svg}) std::remove(path.c_str());
+}
+
 TEST(SimulateBinary, BadOptionsExitTwoNamingTheOption) {
   struct Case {
     std::string args;

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/support/process.h"
 
@@ -38,7 +40,53 @@ TEST(ValidateBinary, GoodConfigPrintsOkWithTheLayerCount) {
   std::remove(path.c_str());
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, path + ": ok (2 layers)\n");
-  EXPECT_EQ(run.err, "");
+  // "user" is not an attribute GET /v1/auth provides: a warning, not an error.
+  EXPECT_EQ(run.err, "spillway validate: " + path +
+                         ": warning: line 8: layers[1].key: layer user reads attribute \"user\", "
+                         "which GET /v1/auth does not provide (it provides ip, api_key, endpoint, "
+                         "method): every /v1/auth request would be a 400; POST /v1/check can send "
+                         "it\n");
+}
+
+TEST(ValidateBinary, NoWarningForLayersThatAuthCanMeet) {
+  const std::string path = write_config(
+      "layers:\n  - {name: edge, key: [ip], limit: 100/s}\n"
+      "  - {name: trial, key: [user], limit: 10/s, mode: shadow}\n"
+      "  - name: gateway\n    key: [api_key]\n    by_plan: {default: free, plans: {free: 1/s}}\n"
+      "  - name: endpoint\n    key: [api_key, endpoint]\n"
+      "    by_endpoint: {limits: {/a: 1/s}}\n");
+  Outcome run = run_binary("validate " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.err, "");  // a shadow layer never refuses a request
+}
+
+TEST(ValidateBinary, WarnsOfAnEndpointLayerWhoseKeyLacksTheRoute) {
+  const std::string path = write_config(
+      "layers:\n  - name: endpoint\n    key: [api_key]\n"
+      "    by_endpoint: {limits: {/a: 1/s, /b: 5/s}}\n");
+  Outcome run = run_binary("validate " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("warning: line 3: layers[0].key: layer endpoint limits routes but its "
+                         "key has no endpoint"),
+            std::string::npos)
+      << run.err;
+}
+
+TEST(ValidateBinary, WarnsOfRoutesOnAnAttributeAuthDoesNotProvide) {
+  const std::string path = write_config(
+      "layers:\n  - name: endpoint\n    key: [api_key, path]\n"
+      "    by_endpoint:\n      attribute: path\n      limits: {/a: 1/s}\n");
+  Outcome run = run_binary("validate " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("warning: line 5: layers[0].by_endpoint.attribute: layer endpoint reads "
+                         "attribute \"path\""),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("on /v1/auth its routes never match"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("layers[0].key"), std::string::npos) << run.err;  // "path" is the route
 }
 
 TEST(ValidateBinary, EmptyFileIsTheBuiltInPolicy) {
@@ -102,6 +150,96 @@ TEST(ValidateBinary, RlsRulesAreCheckedAsServeLoadsThem) {
 
   run = run_binary("validate --rls " + good + " extra");
   EXPECT_EQ(run.status, 2);
+}
+
+// Each of these passed validate before and then stopped `serve`: validate runs serve's checks
+// short of binding and connecting (src/cli/preflight.h).
+TEST(ValidateBinary, RefusesWhatServeRefuses) {
+  struct Case {
+    std::string yaml;
+    std::string located;  // "line N: path: "
+    std::string mention;
+  };
+  const std::vector<Case> cases = {
+      {"backend:\n  url: redis://localhost:63a9\n", "line 2: backend.url: ", "63a9"},
+      {"backend:\n  url: redis://localhost:99999\n", "line 2: backend.url: ", "99999"},
+      {"server:\n  grpc_listen: 127.0.0.1:0\n", "line 2: server.grpc_listen: ", "needs rules"},
+      {"rls:\n  config: /nonexistent/rules\n", "line 2: rls.config: ", "/nonexistent/rules"},
+      {"backend:\n  url: rediss://localhost:6380\n  tls:\n    ca_file: /nonexistent/ca.pem\n",
+       "line 3: backend.tls: ", "/nonexistent/ca.pem"},
+      {"backend:\n  url: redis+sentinel://localhost:26379\n", "line 2: backend.url: ", ""},
+  };
+  for (const Case& c : cases) {
+    const std::string path = write_config(c.yaml);
+    Outcome run = run_binary("validate " + path);
+    std::remove(path.c_str());
+    EXPECT_EQ(run.status, 1) << c.yaml << run.out;
+    EXPECT_EQ(run.out, "") << c.yaml;
+    EXPECT_TRUE(run.err.starts_with("spillway validate: " + path + ": " + c.located))
+        << c.yaml << run.err;
+    EXPECT_NE(run.err.find(c.mention), std::string::npos) << c.yaml << run.err;
+    EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << c.yaml << run.err;  // one error
+  }
+}
+
+TEST(ValidateBinary, ReportsEveryErrorOfTheFileInOrder) {
+  const std::string path = write_config(
+      "server:\n"
+      "  threads: 0\n"         // 2
+      "  access_log: maybe\n"  // 3
+      "backend:\n"
+      "  url: redis://localhost:63a9\n"  // 5
+      "  timeout: 5 parsecs\n"           // 6
+      "rls:\n"
+      "  config: /nonexistent/rules\n"  // 8
+      "layers:\n"
+      "  - name: a\n"
+      "    key: [ip]\n"
+      "    limit: 60/mn\n"  // 12
+      "  - name: b\n"
+      "    key: [ip]\n"
+      "    algorithm: gcra\n"
+      "    mode: loud\n"  // 16
+      "    limit: 6/min\n");
+  Outcome run = run_binary("validate " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(run.status, 1);
+  std::vector<std::string> lines;
+  std::istringstream err(run.err);
+  for (std::string line; std::getline(err, line);) lines.push_back(line);
+  const std::vector<std::string> expected = {
+      "line 2: server.threads: ",  "line 3: server.access_log: ", "line 5: backend.url: ",
+      "line 6: backend.timeout: ", "line 8: rls.config: ",        "line 12: layers[0].limit: ",
+      "line 16: layers[1].mode: "};
+  ASSERT_EQ(lines.size(), expected.size()) << run.err;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_TRUE(lines[i].starts_with("spillway validate: " + path + ": " + expected[i]))
+        << lines[i];
+  }
+}
+
+TEST(ValidateBinary, DashReadsStandardInput) {
+  Outcome run = run_binary("validate -", "layers:\n  - name: a\n    key: [ip]\n    limit: 1/s\n");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "-: ok (1 layer)\n");
+  run = run_binary("validate -", "layers:\n  - name: a\n    key: [ip]\n    limit: 1/mn\n");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_TRUE(run.err.starts_with("spillway validate: -: line 4: layers[0].limit: ")) << run.err;
+}
+
+TEST(ValidateBinary, YamlSyntaxErrorsInWords) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"server:\n\tlisten: 127.0.0.1:8080\n",
+       "line 2: a tab character cannot indent YAML (use spaces)"},
+      {"server:\n  threads: 2\nlayers: [{name: a, key: [ip], limit: 1/s}\n",
+       "line 3: unclosed '[' (no ']' closes it)"},
+      {"backend:\n  url: 'redis://localhost:6379\n", "line 2: unclosed single quote"},
+  };
+  for (const auto& [yaml, message] : cases) {
+    Outcome run = run_binary("validate -", yaml);
+    EXPECT_EQ(run.status, 1) << yaml;
+    EXPECT_TRUE(run.err.starts_with("spillway validate: -: " + message)) << yaml << run.err;
+  }
 }
 
 }  // namespace

@@ -46,6 +46,23 @@ INSTANTIATE_TEST_SUITE_P(Forms, ParseDurationValid,
                                            DurationCase{"2d",
                                                         172'800'000'000}));  // 2 * 86400 * 10^6
 
+// The unit words of a rate's period work after a duration's number too.
+INSTANTIATE_TEST_SUITE_P(
+    Words, ParseDurationValid,
+    ::testing::Values(DurationCase{"1min", 60'000'000},           // 60 * 10^6
+                      DurationCase{"5mins", 300'000'000},         // 5 * 60 * 10^6
+                      DurationCase{"1minute", 60'000'000},        // 60 * 10^6
+                      DurationCase{"15minutes", 900'000'000},     // 15 * 60 * 10^6
+                      DurationCase{"90sec", 90'000'000},          // 90 * 10^6
+                      DurationCase{"10secs", 10'000'000},         // 10 * 10^6
+                      DurationCase{"1second", 1'000'000},         // 10^6
+                      DurationCase{"30seconds", 30'000'000},      // 30 * 10^6
+                      DurationCase{"1hour", 3'600'000'000},       // 3600 * 10^6
+                      DurationCase{"2hours", 7'200'000'000},      // 2 * 3600 * 10^6
+                      DurationCase{"1day", 86'400'000'000},       // 86400 * 10^6
+                      DurationCase{"7days", 604'800'000'000},     // 7 * 86400 * 10^6
+                      DurationCase{" 2hours ", 7'200'000'000}));  // blanks around are trimmed
+
 // --- parse_duration: rejections ------------------------------------------------------------------
 
 class ParseDurationInvalid : public ::testing::TestWithParam<const char*> {};
@@ -68,7 +85,10 @@ INSTANTIATE_TEST_SUITE_P(Bad, ParseDurationInvalid,
                                            "99999999999999999999d", "9223372036854775807s",
                                            "9223372036854775807ms",
                                            "106751992d",  // 106751992 * 86400 * 10^6 > 2^63
-                                           "1e3s", "0x10s"));
+                                           "1e3s", "0x10s",
+                                           // unit words: no blank inside, no other spelling
+                                           "1 min", "2 hours", "2hourss", "1mins2", "min", "1MIN",
+                                           "1minut", "0min", "-2hours", "1.5hours"));
 
 // --- parse_rate ----------------------------------------------------------------------------------
 
@@ -103,7 +123,10 @@ INSTANTIATE_TEST_SUITE_P(
                       RateCase{"7/ms", 7, 1'000},             // P=1ms
                       RateCase{"100/30s", 100, 30 * kS},      // duration after '/'
                       RateCase{"1000/250ms", 1000, 250'000},  // duration after '/'
-                      RateCase{"2/5m", 2, 5 * 60 * kS}));     // duration after '/'
+                      RateCase{"2/5m", 2, 5 * 60 * kS},       // duration after '/'
+                      RateCase{"60/minutes", 60, 60 * kS},    // a plural unit word
+                      RateCase{"5/2hours", 5, 7200 * kS},     // a duration with a unit word
+                      RateCase{"9/15mins", 9, 900 * kS}));    // a duration with a unit word
 
 class ParseRateInvalid : public ::testing::TestWithParam<const char*> {};
 

@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace spillway::policy {
 namespace {
@@ -316,7 +319,7 @@ TEST(ConfigErrors, NameTheLineAndTheField) {
        "unknown field"},
       {"YAML syntax error",
        example_with("plans: {free: 60/min, pro: 600/min}", "plans: {free: 60/min, pro: 600/min"),
-       23, "", ""},
+       22, "", "unclosed '{'"},
       {"key list empty", example_with("key: [ip]", "key: []"), 13, "layers[0].key", "at least one"},
       {"key not a list", example_with("key: [ip]", "key: ip"), 13, "layers[0].key", "list"},
       {"bad attribute name", example_with("key: [ip]", "key: [ip, \"a b\"]"), 13,
@@ -539,6 +542,125 @@ TEST(ConfigParse, DashboardSwitchAndKeyMasking) {
   ASSERT_FALSE(bad_keys);
   EXPECT_NE(bad_keys.error().message.find("server.dashboard_keys"), std::string::npos);
   EXPECT_NE(bad_keys.error().message.find("masked or clear"), std::string::npos);
+}
+
+// A bad field does not hide the next one, nor a bad section or layer the next: one run names
+// every mistake, one line each, in file order.
+TEST(ConfigErrors, EveryErrorIsReportedOneLineEach) {
+  Result<Config> config = parse_config(
+      "layers:\n"
+      "  - name: a\n"
+      "    key: [ip]\n"
+      "    algorithm: leaky\n"  // 4
+      "    limit: 1/s\n"
+      "  - name: a\n"       // 6: used by layers[0] too
+      "    key: []\n"       // 7
+      "    limit: 60/mn\n"  // 8
+      "    colour: blue\n"  // 9
+      "  - name: c\n"
+      "    key: [ip]\n"
+      "    by_plan:\n"
+      "      default: free\n"
+      "      plans: {free: 1/mn, pro: 2/min}\n"  // 14
+      "server:\n"
+      "  threads: 0\n"         // 16
+      "  listen: nowhere\n"    // 17
+      "  access_log: maybe\n"  // 18
+      "  threads: 3\n"         // 19: given twice
+      "backend:\n"
+      "  url: mysql://db\n"         // 21
+      "  on_error: maybe\n"         // 22
+      "  tls: {insecure: maybe}\n"  // 23 (no complaint about the URL: it was reported)
+      "rls:\n"
+      "  charge_on_deny: perhaps\n"  // 25
+      "  watch: 1 fortnight\n"       // 26
+      "colour: blue\n");             // 27
+  ASSERT_FALSE(config.has_value());
+  std::vector<std::string> lines;
+  std::istringstream text(config.error().message);
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  const std::vector<std::string> expected = {
+      "line 4: layers[0].algorithm: ",
+      "line 6: layers[1].name: ",
+      "line 7: layers[1].key: ",
+      "line 8: layers[1].limit: ",
+      "line 9: layers[1].colour: ",
+      "line 14: layers[2].by_plan.plans.free: ",
+      "line 16: server.threads: ",
+      "line 17: server.listen: ",
+      "line 18: server.access_log: ",
+      "line 19: server.threads: ",
+      "line 21: backend.url: ",
+      "line 22: backend.on_error: ",
+      "line 23: backend.tls.insecure: ",
+      "line 25: rls.charge_on_deny: ",
+      "line 26: rls.watch: ",
+      "line 27: colour: ",
+  };
+  ASSERT_EQ(lines.size(), expected.size()) << config.error().message;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_TRUE(lines[i].starts_with(expected[i])) << expected[i] << " vs " << lines[i];
+  }
+}
+
+TEST(ConfigErrors, YamlSyntaxErrorsAreSaidInWords) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"server:\n\tlisten: 127.0.0.1:8080\n",
+       "line 2: a tab character cannot indent YAML (use spaces)"},
+      {"server:\n  threads: 2\n\tlisten: 127.0.0.1:8080\n",
+       "line 3: a tab character cannot indent YAML (use spaces)"},
+      {"server: {threads: 2\nbackend: {}\n", "line 1: unclosed '{' (no '}' closes it)"},
+      {"server:\n  trusted_proxies: [10.0.0.0/8\n", "line 2: unclosed '[' (no ']' closes it)"},
+      {"backend:\n  url: 'redis://x:1\n", "line 2: unclosed single quote (no ' closes it)"},
+      {"backend:\n  url: \"redis://x:1\nlayers: []\n",
+       "line 2: unclosed double quote (no \" closes it)"},
+      {"server: {threads: 2}}\n", "line 1: a ']' or '}' that closes nothing"},
+      {"a: b: c\n", "line 1: unexpected ':'"},
+  };
+  for (const auto& [yaml, message] : cases) {
+    Result<Config> config = parse_config(yaml);
+    ASSERT_FALSE(config.has_value()) << yaml;
+    EXPECT_TRUE(config.error().message.starts_with(message)) << yaml << config.error().message;
+  }
+  // Quotes that close, apostrophes inside values, and block scalars are not mistaken for open
+  // quotes.
+  for (const char* yaml : {"backend: {url: 'memory', key_prefix: \"it's\"}\n",
+                           "backend:\n  key_prefix: it's\n  url: memory # it's fine\n",
+                           "backend:\n  key_prefix: 'it''s'\n",
+                           "backend:\n  key_prefix: |\n    'open\n  url: memory\n"}) {
+    EXPECT_TRUE(parse_config(yaml).has_value()) << yaml << parse_config(yaml).error().message;
+  }
+}
+
+TEST(ConfigParse, EveryBooleanTakesTrueFalseYesNoOnOff) {
+  for (const auto& [word, value] : std::vector<std::pair<std::string, bool>>{{"true", true},
+                                                                             {"yes", true},
+                                                                             {"on", true},
+                                                                             {"false", false},
+                                                                             {"no", false},
+                                                                             {"off", false}}) {
+    Result<Config> config =
+        parse_config("server:\n  access_log: " + word + "\n  dashboard: " + word +
+                     "\nbackend:\n  url: rediss://localhost:6380\n  tls: {insecure: " + word +
+                     "}\nrls:\n  charge_on_deny: " + word + "\n");
+    ASSERT_TRUE(config.has_value()) << word << ": " << config.error().message;
+    EXPECT_EQ(config->server.access_log, value) << word;
+    EXPECT_EQ(config->server.dashboard, value) << word;
+    EXPECT_EQ(config->backend.tls->insecure, value) << word;
+    EXPECT_EQ(config->rls.charge_on_deny, value) << word;
+  }
+  Result<Config> config = parse_config("rls:\n  charge_on_deny: maybe\n");
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().message,
+            "line 2: rls.charge_on_deny: \"maybe\" must be true or false (or yes/no, on/off)");
+}
+
+TEST(ConfigParse, RecordsTheLineOfEachField) {
+  Result<Config> config = parse_config("# a comment\nbackend:\n  key_prefix: p\n  url: memory\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->lines.of("backend"), 2);
+  EXPECT_EQ(config->lines.of("backend.url"), 4);
+  EXPECT_EQ(config->lines.of("server.listen"), 0);
 }
 
 }  // namespace

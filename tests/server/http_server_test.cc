@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <future>
 #include <memory>
@@ -220,6 +221,35 @@ class Later {
   std::vector<std::thread> threads_;
 };
 
+// "2026-12-02T01:02:03.456Z": the length of an access log line's RFC 3339 timestamp.
+constexpr std::size_t kTimestampLength = 24;
+
+// The time that `line` starts with ("2026-12-02T01:02:03.456Z " exactly: UTC, milliseconds, a
+// space after), as ms since 1970; nullopt when it starts otherwise.
+std::optional<std::int64_t> timestamp_of(std::string_view line) {
+  if (line.size() <= kTimestampLength || line[kTimestampLength] != ' ') return std::nullopt;
+  const std::string_view shape = "dddd-dd-ddTdd:dd:dd.dddZ";
+  for (std::size_t i = 0; i < kTimestampLength; ++i) {
+    const bool digit = line[i] >= '0' && line[i] <= '9';
+    if (shape[i] == 'd' ? !digit : line[i] != shape[i]) return std::nullopt;
+  }
+  const auto number = [&](std::size_t at, std::size_t length) {
+    return std::stoi(std::string(line.substr(at, length)));
+  };
+  std::tm utc{};
+  utc.tm_year = number(0, 4) - 1900;
+  utc.tm_mon = number(5, 2) - 1;
+  utc.tm_mday = number(8, 2);
+  utc.tm_hour = number(11, 2);
+  utc.tm_min = number(14, 2);
+  utc.tm_sec = number(17, 2);
+  if (utc.tm_mon > 11 || utc.tm_mday < 1 || utc.tm_mday > 31 || utc.tm_hour > 23 ||
+      utc.tm_min > 59 || utc.tm_sec > 60) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(timegm(&utc)) * 1000 + number(20, 3);
+}
+
 // Collects access log lines.
 class LogCapture {
  public:
@@ -233,7 +263,8 @@ class LogCapture {
     const std::lock_guard lock(mutex_);
     return lines_;
   }
-  // Waits for the line `<before> us=<digits> <after>` (written after the response went out).
+  // Waits for the line `<timestamp> <before> us=<digits> <after>` (written after the response
+  // went out).
   bool wait_for(const std::string& before, const std::string& after,
                 milliseconds timeout = 2000ms) {
     const auto deadline = Clock::now() + timeout;
@@ -248,6 +279,8 @@ class LogCapture {
 
  private:
   static bool matches(std::string_view line, const std::string& before, const std::string& after) {
+    if (!timestamp_of(line)) return false;
+    line.remove_prefix(kTimestampLength + 1);
     const std::string head = before + " us=";
     if (line.substr(0, head.size()) != head) return false;
     line.remove_prefix(head.size());
@@ -846,6 +879,32 @@ TEST(HttpServer, AccessLogHasOneLinePerRequestAndProtocolError) {
   ASSERT_TRUE(bad.read_response());
   EXPECT_TRUE(log.wait_for("method=- path=- status=400", "peer=127.0.0.1"));
   EXPECT_EQ(log.lines().size(), 3u);
+}
+
+// Every line starts with the time it was written: RFC 3339, UTC ('Z'), in milliseconds, within
+// the moments before the request and after its line arrived.
+TEST(HttpServer, AccessLogLinesStartWithAnRfc3339UtcTimestamp) {
+  const auto wall_ms = [] {
+    return std::chrono::duration_cast<milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  LogCapture log;
+  auto server = start(test_options(&log));
+  ASSERT_TRUE(server);
+  const std::int64_t before = wall_ms();
+  RawClient client(server->port());
+  ASSERT_TRUE(client.send(post("/v1/check", "{}")));
+  ASSERT_TRUE(client.read_response());
+  ASSERT_TRUE(log.wait_for("method=POST path=/v1/check status=200", "peer=127.0.0.1"));
+  const std::int64_t after = wall_ms();
+  ASSERT_EQ(log.lines().size(), 1u);
+  const std::string line = log.lines().front();
+  const std::optional<std::int64_t> at = timestamp_of(line);
+  ASSERT_TRUE(at.has_value()) << line;
+  EXPECT_GE(*at, before) << line;
+  EXPECT_LE(*at, after) << line;
+  EXPECT_EQ(line.substr(kTimestampLength, 13), " method=POST ") << line;
 }
 
 TEST(HttpServer, LogRequestsOffWritesNoLines) {

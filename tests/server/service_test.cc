@@ -300,7 +300,8 @@ TEST(ApiOnError, RedisDownFollowsOnErrorAndRecovers) {
       EXPECT_NE(check.body.find("\"error\""), std::string::npos) << check.body;
     }
     // nginx's auth_request understands 403 only: a denial stays 403, with the header.
-    HttpReply auth = http(s.port(), "GET", "/v1/auth", "", {{"X-API-Key", "k"}});
+    HttpReply auth =
+        http(s.port(), "GET", "/v1/auth", "", {{"X-API-Key", "k"}, {"X-Original-URI", "/x"}});
     EXPECT_EQ(auth.status, allow ? 204 : 403);
     EXPECT_FALSE(auth.header("x-spillway-backend-error").empty());
     const std::string metrics = http(s.port(), "GET", "/metrics").body;

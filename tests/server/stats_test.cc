@@ -90,6 +90,36 @@ TEST(DisplayKey, ShowsTheLayerAndValuesAndMasksByDefault) {
   EXPECT_EQ(display_key("edge:99:x", true).second.find("99:x"), std::string::npos);
 }
 
+// Numbers are plain decimals, as people and dashboards read them: 12.2, not boost::json's 1.22E1.
+TEST(StatsJson, NumbersArePlainDecimalsNeverExponents) {
+  Metrics::Snapshot metrics;
+  metrics.decision_latency.buckets[0] = 3;  // three answers under 25 µs: p50 = p99 = 0.025 ms
+  metrics.decision_latency.count = 3;
+  metrics.outcomes = {4, 12345678901};
+  StatsView view{.metrics = &metrics, .backend_kind = "memory", .uptime_s = 12.2};
+  const std::string body = stats_json(view);
+  EXPECT_NE(body.find("\"uptime_s\":12.2,"), std::string::npos) << body;
+  EXPECT_NE(body.find("\"p50\":0.025,"), std::string::npos) << body;
+  EXPECT_NE(body.find("\"total_decisions\":12345678905,"), std::string::npos) << body;
+  for (std::size_t at = body.find_first_of("eE"); at != std::string::npos;
+       at = body.find_first_of("eE", at + 1)) {
+    const bool after_digit = at > 0 && body[at - 1] >= '0' && body[at - 1] <= '9';
+    EXPECT_FALSE(after_digit) << "an exponent at " << at << ": " << body;
+  }
+  // Still JSON, and the same numbers read back.
+  const json::object parsed = json::parse(body).as_object();
+  EXPECT_EQ(parsed.at("uptime_s").as_double(), 12.2);
+  EXPECT_EQ(parsed.at("backend").at("latency_ms").at("p99").as_double(), 0.025);
+  EXPECT_EQ(parsed.at("backend").at("kind").as_string(), "memory");
+  // A tiny and a huge uptime are plain decimals too.
+  for (const double uptime : {0.0005, 1e21}) {
+    view.uptime_s = uptime;
+    const json::object again = json::parse(stats_json(view)).as_object();
+    EXPECT_EQ(again.at("uptime_s").to_number<double>(), uptime);
+    EXPECT_EQ(stats_json(view).find("E"), std::string::npos) << stats_json(view);
+  }
+}
+
 testing::RedisServer& redis() {
   static testing::RedisServer* server = new testing::RedisServer();
   return *server;

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace spillway::testing {
 
@@ -28,13 +30,24 @@ struct HttpReply {
 
 class HttpConnection {
  public:
-  explicit HttpConnection(std::uint16_t port) {
+  // `source`: the local IPv4 address to connect from (e.g. "127.0.0.2"); null: the kernel's choice.
+  explicit HttpConnection(std::uint16_t port, const char* source = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (source != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      if (::inet_pton(AF_INET, source, &local.sin_addr) != 1 ||
+          ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
+        ::close(fd_);
+        throw std::runtime_error(std::string("cannot bind a client socket to ") + source);
+      }
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      ::close(fd_);
       throw std::runtime_error("connect to 127.0.0.1:" + std::to_string(port) + " failed");
     }
   }
@@ -62,11 +75,12 @@ class HttpConnection {
       out += "Content-Length: " + std::to_string(body.size()) + "\r\n";
     out += "\r\n" + body;
     send_raw(out);
-    return read_reply();
+    return read_reply(method == "HEAD");
   }
 
-  // Reads one response (Content-Length framed). Status 0 if the server closed first.
-  HttpReply read_reply() {
+  // Reads one response (Content-Length framed; no body after HEAD). Status 0 if the server
+  // closed first.
+  HttpReply read_reply(bool head_only = false) {
     HttpReply reply;
     std::size_t end;
     while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) {
@@ -88,8 +102,10 @@ class HttpConnection {
       reply.headers[name] = value;
       pos = next;
     }
-    const std::size_t length =
-        std::stoul(reply.header("content-length").empty() ? "0" : reply.header("content-length"));
+    const std::size_t length = head_only ? 0
+                                         : std::stoul(reply.header("content-length").empty()
+                                                          ? "0"
+                                                          : reply.header("content-length"));
     while (buffer_.size() < length) {
       if (!fill()) break;
     }
@@ -110,6 +126,19 @@ class HttpConnection {
   int fd_ = -1;
   std::string buffer_;
 };
+
+// Whether something accepts connections on 127.0.0.1:`port` within 5 s (polled every 50 ms).
+inline bool accepts_connections(std::uint16_t port) {
+  for (int i = 0; i < 100; ++i) {
+    try {
+      HttpConnection probe(port);
+      return true;
+    } catch (const std::exception&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  return false;
+}
 
 inline HttpReply http(std::uint16_t port, const std::string& method, const std::string& target,
                       const std::string& body = "",

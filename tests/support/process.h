@@ -1,10 +1,12 @@
-// Helpers for tests that run programs: free loopback ports, files, shell commands, and a
-// `spillway serve` child process that is stopped with SIGTERM when the object goes away.
+// Helpers for tests that run programs: free loopback ports, files, shell commands, any program as
+// a child process, and a `spillway serve` child process; children are stopped with SIGTERM when
+// their object goes away.
 #pragma once
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,6 +103,43 @@ inline BinaryRun run_binary(const std::string& args, const std::string& input = 
 // `spillway serve ARGS --listen 127.0.0.1:0` as a child process; stderr to `log`. The kernel
 // picks the port (no other process can take it between a pick and the bind); ready() reads it
 // from the server's "listening on" line.
+// A program (argv[0] a full path) as a child process, stdout and stderr to `log`; SIGTERM, then
+// SIGKILL after 10 s, and waited for when destroyed; SIGKILL if the thread that started it dies
+// first (PR_SET_PDEATHSIG).
+class ChildProcess {
+ public:
+  ChildProcess(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (!std::freopen(log.c_str(), "w", stderr) || ::dup2(2, 1) < 0) _exit(126);
+      std::vector<char*> args;
+      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+  }
+  ~ChildProcess() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 200 && ::waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ::kill(pid_, SIGKILL);  // a no-op when it is gone
+    ::waitpid(pid_, nullptr, 0);
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+  std::string log() const { return read_file(log_); }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+};
+
 class ServeProcess {
  public:
   ServeProcess(const std::vector<std::string>& args, std::string log) : log_(std::move(log)) {

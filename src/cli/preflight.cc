@@ -1,0 +1,116 @@
+// serve's checks before it starts, shared with validate (see preflight.h).
+#include "src/cli/preflight.h"
+
+#include <ostream>
+#include <utility>
+
+namespace spillway::cli {
+namespace {
+
+// Builds each error line with where the value came from.
+class Problems {
+ public:
+  Problems(const policy::Config& config, const std::string& file,
+           const std::map<std::string, std::string>& flags, Preflight& out)
+      : config_(config), file_(file), flags_(flags), out_(out) {}
+
+  // Whether `path`'s value came from a flag.
+  bool from_flag(const std::string& path) const { return flags_.contains(path); }
+
+  void add(const std::string& path, const std::string& what) {
+    if (auto flag = flags_.find(path); flag != flags_.end()) {
+      out_.errors.push_back(flag->second + ": " + what);
+      return;
+    }
+    const int line = config_.lines.of(path);
+    std::string text = file_.empty() ? "" : file_ + ": ";
+    if (line > 0) text += "line " + std::to_string(line) + ": ";
+    out_.errors.push_back(text + path + ": " + what);
+  }
+
+ private:
+  const policy::Config& config_;
+  const std::string& file_;
+  const std::map<std::string, std::string>& flags_;
+  Preflight& out_;
+};
+
+}  // namespace
+
+void print_lines(std::ostream& out, const std::string& prefix, std::string_view lines) {
+  while (!lines.empty()) {
+    const std::size_t end = lines.find('\n');
+    out << prefix << lines.substr(0, end) << "\n";
+    lines.remove_prefix(end == std::string_view::npos ? lines.size() : end + 1);
+  }
+}
+
+BackendOptions backend_options(const policy::Config& config) {
+  std::optional<RedisTlsOptions> tls;
+  if (const auto& t = config.backend.tls) {
+    tls = RedisTlsOptions{.ca_file = t->ca_file,
+                          .cert_file = t->cert_file,
+                          .key_file = t->key_file,
+                          .server_name = t->server_name,
+                          .insecure = t->insecure};
+  }
+  return {.redis = {.key_prefix = config.backend.key_prefix,
+                    .timeout = config.backend.timeout,
+                    .tls = std::move(tls)},
+          .breaker = {.failures = config.backend.breaker_failures,
+                      .probe_interval = config.backend.breaker_probe},
+          .local_fallback = config.backend.on_error == policy::OnError::kLocal,
+          .over_limit_cache = config.backend.over_limit_cache};
+}
+
+Preflight preflight(const policy::Config& config, const std::string& file,
+                    const std::map<std::string, std::string>& flags) {
+  Preflight out;
+  Problems problems(config, file, flags, out);
+
+  if (auto listen = policy::parse_listen_address(config.server.listen)) {
+    out.listen = std::move(*listen);
+  } else {
+    problems.add("server.listen", listen.error().message);
+    out.usage_error |= problems.from_flag("server.listen");
+  }
+  bool grpc_on = false;
+  if (!config.server.grpc_listen.empty()) {
+    grpc_on = true;
+    if (auto grpc = policy::parse_listen_address(config.server.grpc_listen)) {
+      out.grpc_listen = std::move(*grpc);
+    } else {
+      problems.add("server.grpc_listen", grpc.error().message);
+      out.usage_error |= problems.from_flag("server.grpc_listen");
+    }
+  }
+
+  // The rules: needed by the gRPC listener, and loaded whenever named (a rules path that does not
+  // load is a mistake even while the listener is off: turning it on would fail).
+  // (An rls.config written with an error was reported where it was read.)
+  if (grpc_on && config.rls.config.empty() && config.lines.of("rls.config") == 0) {
+    problems.add("server.grpc_listen",
+                 "the gRPC listener needs rules: give --rls-config PATH or rls.config in the "
+                 "config file");
+    out.usage_error = true;
+  }
+  if (!config.rls.config.empty()) {
+    out.rules_fingerprint = rls::rls_rules_fingerprint(config.rls.config);
+    if (auto rules = rls::load_rls_rules(config.rls.config)) {
+      out.rules = std::make_shared<const rls::RlsRules>(std::move(*rules));
+    } else {
+      problems.add("rls.config", rules.error().message);
+    }
+  }
+
+  out.backend = backend_options(config);
+  if (auto checked = check_store(config.backend.url, out.backend); !checked) {
+    // TLS files written in the config are blamed there; otherwise the URL (its tls_* parameters).
+    const bool tls_section =
+        checked.error().field == "tls" && config.backend.tls && !problems.from_flag("backend.url");
+    problems.add(tls_section ? "backend.tls" : "backend.url", checked.error().message);
+  }
+  return out;
+}
+
+}  // namespace spillway::cli

@@ -1,0 +1,49 @@
+// What `spillway serve` checks before it binds a socket or connects to a backend, in one function
+// that `spillway validate` calls too, so that validate refuses exactly what serve would stop on:
+// the listen addresses, the backend URL parsed fully with its TLS files loaded (check_store),
+// Envoy's rules loaded when rls.config is set, and a gRPC listener that has rules.
+//
+// Every problem is reported, one line each, located where the user wrote it: "FILE: line N:
+// backend.url: …" for a field of the config file, "--backend: …" for a flag that replaced it,
+// "backend.url: …" for a default. Nothing is bound, connected or started; files are read.
+// Thread safety: a plain function of its arguments and the files it reads.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "spillway/open_store.h"
+#include "src/policy/config.h"
+#include "src/policy/listen_address.h"
+#include "src/rls/rls_config.h"
+
+namespace spillway::cli {
+
+struct Preflight {
+  std::vector<std::string> errors;  // one line each, in the order above; empty: all is well
+  bool usage_error = false;      // one is about a flag's address or a missing rules flag (exit 2)
+  policy::ListenAddress listen;  // server.listen
+  std::optional<policy::ListenAddress> grpc_listen;  // set when the gRPC listener is on
+  // Loaded when rls.config is set; the fingerprint is of the files as they were before loading.
+  std::shared_ptr<const rls::RlsRules> rules;
+  std::string rules_fingerprint;
+  BackendOptions backend;  // what open_store gets for backend.url
+};
+
+// `file`: the config file's name ("" for the built-in config). `flags`: the config paths a flag
+// replaced, e.g. {"backend.url", "--backend"}, so that an error names the flag.
+Preflight preflight(const policy::Config& config, const std::string& file,
+                    const std::map<std::string, std::string>& flags = {});
+
+// Writes each line of `lines` (an error of several lines, as parse_config's) after `prefix`.
+void print_lines(std::ostream& out, const std::string& prefix, std::string_view lines);
+
+// The backend options that the config describes (what serve opens, what validate checks).
+BackendOptions backend_options(const policy::Config& config);
+
+}  // namespace spillway::cli

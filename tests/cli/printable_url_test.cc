@@ -1,0 +1,54 @@
+// Backend URLs in log lines: the password is replaced, everything else is kept as given.
+#include "src/cli/printable_url.h"
+
+#include <gtest/gtest.h>
+
+#include "spillway/open_store.h"
+#include "src/cli/backend_watch.h"
+
+namespace spillway::cli {
+namespace {
+
+TEST(PrintableUrl, HidesPasswordsAndKeepsTheRest) {
+  EXPECT_EQ(printable_url("redis://:s3cret@127.0.0.1:6379/2"), "redis://:***@127.0.0.1:6379/2");
+  EXPECT_EQ(printable_url("rediss://app:p@ss:w@redis.internal:6380?tls_ca_file=/ca.pem"),
+            "rediss://app:***@redis.internal:6380?tls_ca_file=/ca.pem");
+  EXPECT_EQ(printable_url("redis+cluster://u:pw@a:1,b:2"), "redis+cluster://u:***@a:1,b:2");
+  // A raw '/' or '@' in a password: the URL parser takes the last '@' before the query.
+  EXPECT_EQ(printable_url("redis://:pa/ss@127.0.0.1:1"), "redis://:***@127.0.0.1:1");
+  EXPECT_EQ(printable_url("redis://:a@b/c@h:1/0"), "redis://:***@h:1/0");
+  EXPECT_EQ(printable_url("unix:///run/redis.sock?db=1&password=s3cret&user=u"),
+            "unix:///run/redis.sock?db=1&password=***&user=u");
+  for (const char* same : {"memory", "redis://127.0.0.1:6379", "redis://host:1/0?x=password=y",
+                           "redis+sentinel://s1:26379,s2:26379/mymaster", ""}) {
+    EXPECT_EQ(printable_url(same), same);
+  }
+}
+
+TEST(PrintableUrl, TheNotAnsweringLineSaysWhatOnErrorDoes) {
+  const std::string error =
+      "redis 10.0.0.1:6379: not connected (connect failed: Connection refused)";
+  EXPECT_EQ(not_answering_line("redis://:pw@10.0.0.1:6379", error, policy::OnError::kAllow),
+            "backend redis://:***@10.0.0.1:6379 is not answering (connect failed: Connection "
+            "refused); on_error allow: failing open, requests are not limited until it answers");
+  EXPECT_NE(not_answering_line("redis://h:1", error, policy::OnError::kDeny)
+                .find("on_error deny: failing closed, every request is denied"),
+            std::string::npos);
+  EXPECT_NE(not_answering_line("redis://h:1", "timed out", policy::OnError::kLocal)
+                .find("(timed out); on_error local: each instance limits on its own"),
+            std::string::npos);
+  EXPECT_EQ(answers_again_line("redis://:pw@h:1"), "backend redis://:***@h:1 answers again");
+}
+
+// A mistyped scheme is refused before any parser reads the user info: the error still hides it.
+TEST(PrintableUrl, AnUnknownSchemeKeepsItsPasswordOutOfTheError) {
+  for (const char* url : {"redsi://:s3cret@127.0.0.1:6379", "s3cret@host"}) {
+    Result<void> checked = check_store(url, {});
+    ASSERT_FALSE(checked.has_value()) << url;
+    EXPECT_EQ(checked.error().message.find("s3cret"), std::string::npos) << checked.error().message;
+    EXPECT_NE(checked.error().message.find("is not a backend URL"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace spillway::cli
