@@ -37,9 +37,9 @@ std::vector<std::string> auth_warnings(const policy::Config& config) {
     const int line = config.lines.of(path);
     warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + path +
                        ": layer " + layer + " reads attribute \"" + attribute +
-                       "\", which GET /v1/auth does not provide (it provides ip, api_key, "
-                       "endpoint, method): " +
-                       std::string(consequence) + "; POST /v1/check can send it");
+                       "\", which GET /v1/auth does not provide (it provides " +
+                       server::auth_attributes_text() + "): " + std::string(consequence) +
+                       "; POST /v1/check can send it");
   };
   constexpr std::string_view kRefused = "every /v1/auth request would be a 400";
   constexpr std::string_view kSkipped = "on /v1/auth its routes never match";

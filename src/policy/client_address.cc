@@ -14,11 +14,6 @@ constexpr std::size_t kMaxShown = 80;  // bytes of a client's value quoted in an
 
 std::string quoted(std::string_view text) { return quote_for_error(text, kMaxShown); }
 
-bool is_trusted(const IpAddress& ip, const std::vector<Cidr>& trusted_proxies) {
-  return std::any_of(trusted_proxies.begin(), trusted_proxies.end(),
-                     [&](const Cidr& cidr) { return cidr_contains(cidr, ip); });
-}
-
 bool all_blank(std::span<const std::string_view> lines) {
   return std::all_of(lines.begin(), lines.end(),
                      [](std::string_view line) { return trim(line).empty(); });
@@ -47,7 +42,7 @@ Result<IpAddress> from_forwarded_for(const IpAddress& peer, std::span<const std:
         trim(comma == std::string_view::npos ? rest : rest.substr(comma + 1));
     Result<IpAddress> hop = parse_forwarded_for_entry(entry);
     if (!hop) return invalid_argument("X-Forwarded-For entry " + hop.error().message);
-    if (!is_trusted(*hop, trusted_proxies)) return *hop;
+    if (!is_trusted_proxy(*hop, trusted_proxies)) return *hop;
     leftmost = *hop;
     if (comma == std::string_view::npos) break;
     rest = rest.substr(0, comma);
@@ -66,7 +61,7 @@ Result<IpAddress> from_forwarded(const IpAddress& peer, std::span<const std::str
     Result<std::optional<IpAddress>> node = parse_forwarded_node(*element->for_node);
     if (!node) return std::unexpected(node.error());
     if (!*node) return reporter;
-    if (!is_trusted(**node, trusted_proxies)) return **node;
+    if (!is_trusted_proxy(**node, trusted_proxies)) return **node;
     reporter = **node;
   }
   return reporter;
@@ -83,6 +78,11 @@ Result<IpAddress> from_real_ip(std::span<const std::string_view> lines) {
 }
 
 }  // namespace
+
+bool is_trusted_proxy(const IpAddress& peer, const std::vector<Cidr>& trusted_proxies) {
+  return std::any_of(trusted_proxies.begin(), trusted_proxies.end(),
+                     [&](const Cidr& cidr) { return cidr_contains(cidr, peer); });
+}
 
 std::string_view client_ip_header_name(ClientIpHeader header) {
   switch (header) {
@@ -144,7 +144,7 @@ Result<IpAddress> parse_forwarded_for_entry(std::string_view entry) {
 Result<IpAddress> client_address(const IpAddress& peer, ClientIpHeader header,
                                  std::span<const std::string_view> lines,
                                  const std::vector<Cidr>& trusted_proxies) {
-  if (!is_trusted(peer, trusted_proxies)) return peer;
+  if (!is_trusted_proxy(peer, trusted_proxies)) return peer;
   if (lines.empty()) return peer;
   switch (header) {
     case ClientIpHeader::kXForwardedFor:

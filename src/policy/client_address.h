@@ -47,6 +47,9 @@ Result<IpAddress> client_address(const IpAddress& peer, ClientIpHeader header,
                                  std::span<const std::string_view> lines,
                                  const std::vector<Cidr>& trusted_proxies);
 
+// Whether `peer` is in one of the trusted proxies' networks.
+bool is_trusted_proxy(const IpAddress& peer, const std::vector<Cidr>& trusted_proxies);
+
 // An X-Forwarded-For or X-Real-IP entry: an address, `v4:port`, `[v6]` or `[v6]:port` (port
 // 0-65535, dropped). Errors quote the entry.
 Result<IpAddress> parse_forwarded_for_entry(std::string_view entry);

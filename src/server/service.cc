@@ -114,6 +114,14 @@ std::string auth_attribute_message(const Error& error) {
 
 }  // namespace
 
+std::string auth_attributes_text() {
+  std::string text;
+  for (std::string_view attribute : kAuthAttributes) {
+    text.append(text.empty() ? "" : ", ").append(attribute);
+  }
+  return text;
+}
+
 Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& config) {
   auto built = Policy::make(config.policy);
   if (!built) return std::unexpected(built.error());
@@ -436,10 +444,7 @@ void Service::check(const HttpRequest& request, const Reply& reply) {
 // behind it is keyed by the proxy's address (one budget for all). Said once a minute at most.
 void Service::warn_of_unread_client_header(const HttpRequest& request, const Settings& settings,
                                            const policy::IpAddress& peer) {
-  const bool trusted =
-      std::any_of(settings.trusted_proxies.begin(), settings.trusted_proxies.end(),
-                  [&](const policy::Cidr& cidr) { return policy::cidr_contains(cidr, peer); });
-  if (!trusted) return;
+  if (!policy::is_trusted_proxy(peer, settings.trusted_proxies)) return;
   for (std::string_view other : {"x-forwarded-for", "forwarded", "x-real-ip"}) {
     if (request.header(other) == nullptr) continue;
     proxy_log_.write("spillway: trusted proxy " + request.peer_address + " sent " +
@@ -474,10 +479,10 @@ void Service::auth(const HttpRequest& request, const Reply& reply) {
   // The original request's path (raw: the policy makes it canonical) and method. A proxy sets
   // each once; a second line could only come from a client, and which one counts is ambiguous.
   for (std::string_view name : {"x-original-uri", "x-original-method"}) {
-    if (header_lines(request, name) > 1) {
-      return reply(error_response(
-          400, std::string(header_display_name(name)) + " must be sent once (it came " +
-                   std::to_string(header_lines(request, name)) + " times)"));
+    if (const std::size_t lines = header_lines(request, name); lines > 1) {
+      return reply(error_response(400, std::string(header_display_name(name)) +
+                                           " must be sent once (it came " + std::to_string(lines) +
+                                           " times)"));
     }
   }
   const std::vector<std::string>& routed = current->policy->route_attributes();
@@ -497,8 +502,8 @@ void Service::auth(const HttpRequest& request, const Reply& reply) {
         std::end(kAuthAttributes)) {
       return reply(error_response(
           400, "the policy limits routes of attribute " + quote_for_error(attribute) +
-                   ", which /v1/auth does not provide (it provides ip, api_key, endpoint, "
-                   "method): use POST /v1/check, or by_endpoint.attribute: endpoint"));
+                   ", which /v1/auth does not provide (it provides " + auth_attributes_text() +
+                   "): use POST /v1/check, or by_endpoint.attribute: endpoint"));
     }
   }
   if (auto method = header("x-original-method"); method && !method->empty()) {

@@ -30,6 +30,8 @@ namespace spillway::server {
 // X-Original-URI and X-Original-Method. A layer reading any other attribute can only be met on
 // POST /v1/check (`spillway validate` warns of it).
 inline constexpr std::string_view kAuthAttributes[] = {"ip", "api_key", "endpoint", "method"};
+// "ip, api_key, endpoint, method": kAuthAttributes for messages.
+std::string auth_attributes_text();
 
 class Service {
  public:
