@@ -397,16 +397,21 @@ TEST(RedisKeys, EveryKeyHasATtlAndAllExpire) {
   const Micros period = 1000 * kMicrosPerMilli;
   for (Algorithm a : kAllAlgorithms) {
     const Limit limit = *Limit::make(a, 20, period);
-    for (int i = 0; i < 50; ++i) {
-      ASSERT_TRUE((*store)->check("user" + std::to_string(i % 10), limit, 1 + i % 3).has_value());
+    // Up to 10 keys (one per user); some may already be idle and gone (a fixed window ends on
+    // Redis' clock, possibly a moment after its writes, taking every key with it), which is
+    // right: only keys with no TTL or a long one are wrong. So a round that finds no key is run
+    // again, in the next window (a round takes a small part of a window, so one of three in a row
+    // ends inside its window).
+    testing::KeyAudit audit;
+    for (int round = 0; round < 3 && audit.keys == 0; ++round) {
+      for (int i = 0; i < 50; ++i) {
+        ASSERT_TRUE((*store)->check("user" + std::to_string(i % 10), limit, 1 + i % 3).has_value());
+      }
+      audit = testing::audit_keys(server(), prefix + ":" + std::string(algorithm_name(a)) + ":*");
+      EXPECT_EQ(audit.without_ttl, 0) << algorithm_name(a) << ", round " << round;
     }
-    const testing::KeyAudit audit =
-        testing::audit_keys(server(), prefix + ":" + std::string(algorithm_name(a)) + ":*");
-    // Up to 10 keys (one per user); some may already be idle and gone (a fixed window can end a
-    // moment after its write), which is right: only keys with no TTL or a long one are wrong.
     EXPECT_GT(audit.keys, 0) << algorithm_name(a);
     EXPECT_LE(audit.keys, 10) << algorithm_name(a) << ": one key per user";
-    EXPECT_EQ(audit.without_ttl, 0) << algorithm_name(a);
     EXPECT_LE(audit.max_pttl_ms, 2 * period / 1000 + 1) << algorithm_name(a) << ": a TTL over 2P";
     EXPECT_GT(audit.max_pttl_ms, 0) << algorithm_name(a);
   }
