@@ -6,7 +6,8 @@
 // backend failures and do not count.
 //
 // Thread safety: as the wrapped store (every method from any thread); the state is atomic.
-// Ownership: owns the wrapped store. Time: its own steady clock (the wrapped store keeps its own).
+// Ownership: owns the wrapped store. Time: options.clock (default SteadyClock), read for the probe
+// timer only (the wrapped store keeps its own clock).
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <string_view>
 
+#include "spillway/clock.h"
 #include "spillway/store.h"
 
 namespace spillway {
@@ -21,20 +23,15 @@ namespace spillway {
 struct CircuitBreakerOptions {
   int failures = 5;  // consecutive failures that open the circuit
   std::chrono::milliseconds probe_interval{1000};
+  std::shared_ptr<const Clock> clock;  // default: SteadyClock
 };
 
 class CircuitBreakerStore final : public Store {
  public:
   CircuitBreakerStore(std::unique_ptr<Store> inner, CircuitBreakerOptions options = {});
 
-  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
-                         std::optional<Micros> now = std::nullopt) override;
-  void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
-                   std::optional<Micros> now, Callback done) override;
-  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                              std::optional<Micros> now = std::nullopt) override;
-  void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
-                       std::optional<Micros> now, AllCallback done) override;
+  // A refused call (the circuit is open, and this is not the probe) is answered at once.
+  void decide(const StoreRequest& request, AllCallback done) override;
 
   // Not ready while the circuit is open.
   bool ready() const override;
@@ -56,13 +53,15 @@ class CircuitBreakerStore final : public Store {
   Call admit_call();
   // What the backend's answer (nullptr: a decision) says about its health.
   void record(const Error* error, Call call);
+  Micros probe_interval() const;
 
   std::unique_ptr<Store> inner_;
   const CircuitBreakerOptions options_;
   std::atomic<int> consecutive_failures_{0};
   std::atomic<bool> open_{false};
   std::atomic<bool> probing_{false};
-  std::atomic<std::int64_t> next_probe_ms_{0};  // steady clock
+  std::shared_ptr<const Clock> clock_;
+  std::atomic<Micros> next_probe_{0};  // clock_'s time
 };
 
 }  // namespace spillway

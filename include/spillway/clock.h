@@ -19,6 +19,13 @@ class SystemClock final : public Clock {
   Micros now() const override;
 };
 
+// Monotonic time in µs since an arbitrary start (CLOCK_MONOTONIC): for intervals within one
+// process (the circuit breaker's probe timer), never for limits that processes share.
+class SteadyClock final : public Clock {
+ public:
+  Micros now() const override;
+};
+
 // A clock that moves only when told to; for replay and tests.
 class ManualClock final : public Clock {
  public:

@@ -32,14 +32,7 @@ class LocalFallbackStore final : public Store {
   LocalFallbackStore(std::unique_ptr<Store> primary, std::unique_ptr<Store> local);
   ~LocalFallbackStore() override;
 
-  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
-                         std::optional<Micros> now = std::nullopt) override;
-  void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
-                   std::optional<Micros> now, Callback done) override;
-  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                              std::optional<Micros> now = std::nullopt) override;
-  void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
-                       std::optional<Micros> now, AllCallback done) override;
+  void decide(const StoreRequest& request, AllCallback done) override;
 
   // It can always decide: ready while the local store is (a load balancer keeps the instance).
   bool ready() const override { return local_->ready(); }

@@ -37,10 +37,8 @@ class MemoryStore final : public Store {
   MemoryStore(const MemoryStore&) = delete;
   MemoryStore& operator=(const MemoryStore&) = delete;
 
-  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
-                         std::optional<Micros> now = std::nullopt) override;
-  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                              std::optional<Micros> now = std::nullopt) override;
+  // Answers before it returns (through complete_inline).
+  void decide(const StoreRequest& request, AllCallback done) override;
 
   bool decides_inline() const override { return true; }
 

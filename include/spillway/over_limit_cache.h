@@ -38,14 +38,8 @@ class OverLimitCache final : public Store {
                  std::shared_ptr<const Clock> clock = nullptr);
   ~OverLimitCache() override;
 
-  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
-                         std::optional<Micros> now = std::nullopt) override;
-  void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
-                   std::optional<Micros> now, Callback done) override;
-  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                              std::optional<Micros> now = std::nullopt) override;
-  void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
-                       std::optional<Micros> now, AllCallback done) override;
+  // A request that some key's cached denial answers is answered at once, without the backend.
+  void decide(const StoreRequest& request, AllCallback done) override;
 
   bool ready() const override { return inner_->ready(); }
   Result<void> wait_ready(std::chrono::milliseconds timeout) override {

@@ -58,12 +58,15 @@ class Policy {
   };
   Result<std::vector<Check>> resolve(const Attributes& attributes) const;
 
-  // Resolves, checks all-or-nothing, and combines. Errors: bad attributes (kInvalidArgument) or
-  // the store's error.
+  // Resolves, checks all-or-nothing, and combines; the answer goes to `done` as the store's does
+  // (Store::decide). Errors: bad attributes (kInvalidArgument) or the store's error. The caller
+  // keeps this Policy and the store alive until `done` ran.
+  void decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
+                    std::optional<Micros> now,
+                    std::function<void(Result<PolicyDecision>)> done) const;
+  // decide_async, waiting for its answer (src/core/wait_for_answer.h).
   Result<PolicyDecision> decide(Store& store, const Attributes& attributes, std::int64_t cost,
                                 std::optional<Micros> now = std::nullopt) const;
-  void decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
-                    std::function<void(Result<PolicyDecision>)> done) const;
 
   // Every attribute some layer reads (key parts, plan and endpoint attributes, "method" when a
   // route names one), sorted: what POST /v1/check accepts.

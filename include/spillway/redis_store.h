@@ -29,7 +29,7 @@
 //
 // Deadline: a check's timeout counts from the call, time queued behind other calls included.
 //
-// Thread safety: check() and check_async() may be called from any number of threads; they share
+// Thread safety: decide() (and so every check form) from any number of threads; the checks share
 // the connections (automatic pipelining). Faults come back as Errc::kUnavailable / kTimeout within
 // the timeout.
 #pragma once
@@ -100,16 +100,10 @@ class RedisStore final : public Store {
   static Result<void> check_options(const RedisStoreOptions& options);
   ~RedisStore() override;
 
-  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
-                         std::optional<Micros> now = std::nullopt) override;
-  void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
-                   std::optional<Micros> now, Callback done) override;
-  // One script call (lua/all_or_nothing.lua) over all the keys; on a cluster, one per hash slot
+  // One key: batched with other single-key checks of its algorithm (lua/<algorithm>.lua). Several:
+  // one script call (lua/all_or_nothing.lua) over all the keys; on a cluster, one per hash slot
   // with reserve-then-refund (see above).
-  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                              std::optional<Micros> now = std::nullopt) override;
-  void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
-                       std::optional<Micros> now, AllCallback done) override;
+  void decide(const StoreRequest& request, AllCallback done) override;
 
   // The Redis key that holds `key`'s state under `limit`.
   std::string storage_key(std::string_view key, const Limit& limit) const;

@@ -30,38 +30,76 @@ struct KeyedLimit {
 
 using Decisions = std::vector<Decision>;
 
+// What a request asks of a store. Only checks exist today; reserve, commit, refund and lease are
+// the operations planned next, and each will be one more value here, not one more method.
+enum class Operation : std::uint8_t { kCheck };
+
+// One request to a store, validated once where it enters (make()): every store and wrapper takes
+// it as it is. All-or-nothing over its keys (the layers of one request), as one atomic step:
+// `cost` is charged to every key if every key admits it, and to none otherwise. The answer has
+// one decision per key, in order; when the request is denied, the keys that denied report their
+// denial and the others their state as it stands (allowed, remaining uncharged).
+// cost 0 is a peek (reports, changes nothing). `now` (µs) overrides the store's clock; for replay
+// and tests. A denied request changes no state.
+//
+// A view: the keys and limits belong to the caller and live until decide() returns; a store that
+// answers later copies what it needs (src/backends/owned_request.h). Plain value, cheap to copy.
+class StoreRequest {
+ public:
+  // Errors (kInvalidArgument, nothing decided): no key, an empty key, a key over kMaxKeyBytes, the
+  // same key under the same limit twice, a negative cost, `now` outside 0..2^52 µs.
+  static Result<StoreRequest> make(std::span<const KeyedLimit> checks, std::int64_t cost = 1,
+                                   std::optional<Micros> now = std::nullopt,
+                                   Operation operation = Operation::kCheck);
+
+  std::span<const KeyedLimit> checks() const { return checks_; }
+  std::int64_t cost() const { return cost_; }
+  std::optional<Micros> now() const { return now_; }
+  Operation operation() const { return operation_; }
+
+ private:
+  StoreRequest(std::span<const KeyedLimit> checks, std::int64_t cost, std::optional<Micros> now,
+               Operation operation)
+      : checks_(checks), cost_(cost), now_(now), operation_(operation) {}
+
+  friend struct OwnedRequest;  // a copy over its own keys: the same request, still valid
+
+  std::span<const KeyedLimit> checks_;
+  std::int64_t cost_;
+  std::optional<Micros> now_;
+  Operation operation_;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
 
-  // Decides whether `cost` units may pass for `key` now. cost 0 is a peek (reports, changes
-  // nothing). `now` (µs) overrides the store's clock; for replay and tests. A denied request
-  // changes no state. Invalid input returns Errc::kInvalidArgument and changes nothing.
-  virtual Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
-                                 std::optional<Micros> now = std::nullopt) = 0;
-
-  // The same decision delivered to `done` (exactly once, possibly on another thread, possibly
-  // before this returns). Backends with network round trips override it to keep many checks in
-  // flight; the default decides synchronously. `done` must not block, nor throw.
-  // An answer ready at once (the default, an open circuit, invalid input) comes before this
-  // returns, except when this thread is already inside such an answer's callback: then it comes
-  // right after that callback returns, on this thread, in order. So a caller may issue its next
-  // check from inside `done` without growing the stack (src/core/inline_completion.h).
-  using Callback = std::function<void(Result<Decision>)>;
-  virtual void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
-                           std::optional<Micros> now, Callback done);
-
-  // All-or-nothing over several keys (the layers of one request), as one atomic step: `cost` is
-  // charged to every key if every key admits it, and to none otherwise. Returns one decision per
-  // key, in order. When the request is denied, the keys that denied report their denial and the
-  // others report their state as it stands (allowed, remaining uncharged). Keys must be distinct.
-  virtual Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                      std::optional<Micros> now = std::nullopt) = 0;
-
   using AllCallback = std::function<void(Result<Decisions>)>;
-  // As check_async, for check_all.
-  virtual void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
-                               std::optional<Micros> now, AllCallback done);
+  using Callback = std::function<void(Result<Decision>)>;
+
+  // The one way a store decides: every backend and every wrapper implements this, and only this.
+  // The answer goes to `done`: exactly once, possibly on another thread, possibly before this
+  // returns. `done` must not block, nor throw. An answer ready at once (the memory store, an open
+  // circuit, a cached denial) goes through complete_inline() (src/core/inline_completion.h): it
+  // comes before this returns, except when this thread is already inside such an answer's
+  // callback; then right after that callback returns, on this thread, in order. So a caller may
+  // issue its next request from inside `done` without growing the stack.
+  virtual void decide(const StoreRequest& request, AllCallback done) = 0;
+
+  // The forms callers use; each validates its arguments (an error changes nothing) and calls
+  // decide(). The synchronous ones block until the answer (at once on a store that decides
+  // inline; never call them on an event loop with a network store). A single key is a request
+  // with one key.
+  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
+                         std::optional<Micros> now = std::nullopt);
+  void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
+                   std::optional<Micros> now, Callback done);
+  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                              std::optional<Micros> now = std::nullopt);
+  void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
+                       std::optional<Micros> now, AllCallback done);
+  // decide(), waiting for its answer. Safe from inside an inline answer's callback.
+  Result<Decisions> decide_and_wait(const StoreRequest& request);
 
   // Whether the backend can decide now (a network backend: it has a connection). For readiness
   // probes; a check may still fail right after true, and succeed right after false.
@@ -89,18 +127,16 @@ class Store {
   // wrapper passes it on to the store it wraps. Default: nothing to forget.
   virtual void clear_caches() {}
 
-  // True when check() and check_all() answer at once, without waiting on I/O (the in-process
-  // store): a caller on an event loop may then call them directly instead of the async forms.
+  // True when decide() always answers before it returns, without waiting on I/O (the in-process
+  // store; a wrapper: as the store it wraps).
   virtual bool decides_inline() const { return false; }
 };
 
 // True when every decision admitted.
 bool all_allowed(const Decisions& decisions);
 
-// Checks the arguments every backend shares (key length, cost range, now range).
+// Checks one key's arguments as StoreRequest::make does (key length, cost range, now range); for
+// callers that validate input before they build requests (e.g. a trace's lines).
 Result<void> validate_check(std::string_view key, std::int64_t cost, std::optional<Micros> now);
-// The same for check_all: at least one key, every key valid, no key twice.
-Result<void> validate_check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                std::optional<Micros> now);
 
 }  // namespace spillway

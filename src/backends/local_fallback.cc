@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "src/backends/owned_checks.h"
+#include "src/backends/owned_request.h"
 #include "src/core/rate_limited_log.h"
 
 namespace spillway {
@@ -24,57 +24,18 @@ bool LocalFallbackStore::falls_back(const Error& error) {
   return true;
 }
 
-Result<Decision> LocalFallbackStore::check(std::string_view key, const Limit& limit,
-                                           std::int64_t cost, std::optional<Micros> now) {
-  Result<Decision> decision = primary_->check(key, limit, cost, now);
-  if (decision) {
-    answered_by_primary();
-    return decision;
-  }
-  if (!falls_back(decision.error())) return decision;
-  return local_->check(key, limit, cost, now);
-}
-
-void LocalFallbackStore::check_async(std::string_view key, const Limit& limit, std::int64_t cost,
-                                     std::optional<Micros> now, Callback done) {
-  // The key must outlive the primary's answer, which may come on another thread.
-  primary_->check_async(key, limit, cost, now,
-                        [this, owned_key = std::string(key), limit, cost, now,
-                         done = std::move(done)](Result<Decision> decision) mutable {
-                          if (decision) {
-                            answered_by_primary();
-                            return done(std::move(decision));
-                          }
-                          if (!falls_back(decision.error())) return done(std::move(decision));
-                          done(local_->check(owned_key, limit, cost, now));
-                        });
-}
-
-Result<Decisions> LocalFallbackStore::check_all(std::span<const KeyedLimit> checks,
-                                                std::int64_t cost, std::optional<Micros> now) {
-  Result<Decisions> decisions = primary_->check_all(checks, cost, now);
-  if (decisions) {
-    answered_by_primary();
-    return decisions;
-  }
-  if (!falls_back(decisions.error())) return decisions;
-  return local_->check_all(checks, cost, now);
-}
-
-void LocalFallbackStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                         std::optional<Micros> now, AllCallback done) {
+void LocalFallbackStore::decide(const StoreRequest& request, AllCallback done) {
   // Copies of the keys and limits: the caller's may be gone when the primary answers.
-  auto owned = std::make_shared<const OwnedChecks>(checks);
-  primary_->check_all_async(
-      checks, cost, now,
-      [this, owned, cost, now, done = std::move(done)](Result<Decisions> decisions) mutable {
-        if (decisions) {
-          answered_by_primary();
-          return done(std::move(decisions));
-        }
-        if (!falls_back(decisions.error())) return done(std::move(decisions));
-        done(local_->check_all(owned->checks, cost, now));
-      });
+  auto owned = std::make_shared<const OwnedRequest>(request);
+  primary_->decide(request,
+                   [this, owned, done = std::move(done)](Result<Decisions> decisions) mutable {
+                     if (decisions) {
+                       answered_by_primary();
+                       return done(std::move(decisions));
+                     }
+                     if (!falls_back(decisions.error())) return done(std::move(decisions));
+                     local_->decide(owned->request, std::move(done));
+                   });
 }
 
 std::string_view LocalFallbackStore::status() const {

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "src/backends/owned_checks.h"
+#include "src/backends/owned_request.h"
 #include "src/core/inline_completion.h"
 
 namespace spillway {
@@ -142,38 +142,6 @@ void OverLimitCache::remember_all(std::span<const KeyedLimit> checks, std::int64
   }
 }
 
-Result<Decision> OverLimitCache::check(std::string_view key, const Limit& limit, std::int64_t cost,
-                                       std::optional<Micros> now) {
-  if (Result<void> valid = validate_check(key, cost, now); !valid)
-    return std::unexpected(valid.error());
-  const Micros sent = time(now);
-  if (std::optional<Decision> cached = lookup(key, limit, cost, sent)) {
-    hits_.fetch_add(1, std::memory_order_relaxed);
-    return *cached;
-  }
-  Result<Decision> decision = inner_->check(key, limit, cost, now);
-  if (decision) remember(key, limit, cost, sent, *decision);
-  return decision;
-}
-
-void OverLimitCache::check_async(std::string_view key, const Limit& limit, std::int64_t cost,
-                                 std::optional<Micros> now, Callback done) {
-  if (Result<void> valid = validate_check(key, cost, now); !valid) {
-    return complete_inline(done, Result<Decision>(std::unexpected(valid.error())));
-  }
-  const Micros sent = time(now);
-  if (std::optional<Decision> cached = lookup(key, limit, cost, sent)) {
-    hits_.fetch_add(1, std::memory_order_relaxed);
-    return complete_inline(done, Result<Decision>(*cached));
-  }
-  inner_->check_async(key, limit, cost, now,
-                      [this, owned_key = std::string(key), limit, cost, sent,
-                       done = std::move(done)](Result<Decision> decision) {
-                        if (decision) remember(owned_key, limit, cost, sent, *decision);
-                        done(std::move(decision));
-                      });
-}
-
 std::optional<Decisions> OverLimitCache::cached_all(std::span<const KeyedLimit> checks,
                                                     std::int64_t cost, Micros at) {
   std::vector<std::optional<Decision>> cached(checks.size());
@@ -192,35 +160,17 @@ std::optional<Decisions> OverLimitCache::cached_all(std::span<const KeyedLimit> 
   return decisions;
 }
 
-Result<Decisions> OverLimitCache::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                            std::optional<Micros> now) {
-  if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
-    return std::unexpected(valid.error());
-  }
-  const Micros sent = time(now);
-  if (std::optional<Decisions> cached = cached_all(checks, cost, sent)) return *cached;
-  Result<Decisions> decisions = inner_->check_all(checks, cost, now);
-  if (decisions) remember_all(checks, cost, sent, *decisions);
-  return decisions;
-}
-
-void OverLimitCache::check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                     std::optional<Micros> now, AllCallback done) {
-  if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
-    return complete_inline(done, Result<Decisions>(std::unexpected(valid.error())));
-  }
-  const Micros sent = time(now);
-  if (std::optional<Decisions> cached = cached_all(checks, cost, sent)) {
+void OverLimitCache::decide(const StoreRequest& request, AllCallback done) {
+  const Micros sent = time(request.now());
+  if (std::optional<Decisions> cached = cached_all(request.checks(), request.cost(), sent)) {
     return complete_inline(done, Result<Decisions>(std::move(*cached)));
   }
   // Copies of the keys and limits: the caller's may be gone when the backend answers.
-  auto owned = std::make_shared<const OwnedChecks>(checks);
-  inner_->check_all_async(
-      checks, cost, now,
-      [this, owned, cost, sent, done = std::move(done)](Result<Decisions> decisions) {
-        if (decisions) remember_all(owned->checks, cost, sent, *decisions);
-        done(std::move(decisions));
-      });
+  auto owned = std::make_shared<const OwnedRequest>(request);
+  inner_->decide(request, [this, owned, sent, done = std::move(done)](Result<Decisions> decisions) {
+    if (decisions) remember_all(owned->checks, owned->request.cost(), sent, *decisions);
+    done(std::move(decisions));
+  });
 }
 
 void OverLimitCache::append_metrics(std::string& out) const {

@@ -7,6 +7,7 @@ namespace {
 
 struct Frame {
   bool active = false;                                 // an inline answer is running
+  int direct = 0;                                      // DirectCompletion scopes open
   std::deque<std::move_only_function<void()>> queued;  // answers waiting for it, FIFO
 };
 
@@ -33,7 +34,13 @@ void leave() {
 
 void enqueue(std::move_only_function<void()> work) { frame.queued.push_back(std::move(work)); }
 
+bool direct() { return frame.direct > 0; }
+
 }  // namespace inline_completion_detail
+
+DirectCompletion::DirectCompletion() { ++frame.direct; }
+
+DirectCompletion::~DirectCompletion() { --frame.direct; }
 
 bool in_inline_completion() { return frame.active; }
 

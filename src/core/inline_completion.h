@@ -10,8 +10,9 @@
 // callback loops instead of recursing: the stack depth stays bounded however long the chain.
 //
 // Consequence for callers: a nested answer arrives after check_async() returned, on the same
-// thread. Never block a thread on an answer from inside an inline callback (a synchronous check
-// built on check_async must validate its input itself first; RedisStore::check does).
+// thread. So a thread that waits for an answer must open a DirectCompletion around the call that
+// asks for it (Store::decide_and_wait does): inside one, answers ready at once are delivered at
+// once, even nested, and the wait cannot be for an answer queued behind itself.
 //
 // Thread safety: one queue per thread (thread_local); nothing is shared between threads.
 // Ownership: the queue owns the callbacks and answers it holds until it runs them.
@@ -31,8 +32,22 @@ bool enter();
 void leave();
 // Queues `work` behind the thread's running inline answer.
 void enqueue(std::move_only_function<void()> work);
+// Whether a DirectCompletion is open on this thread.
+bool direct();
 
 }  // namespace inline_completion_detail
+
+// While one is alive, complete_inline() on this thread delivers at once, never queues. For a
+// caller that blocks until its answer (it chains nothing, so the stack cannot grow). Nests.
+class DirectCompletion {
+ public:
+  DirectCompletion();
+  ~DirectCompletion();
+  DirectCompletion(const DirectCompletion&) = delete;
+  DirectCompletion& operator=(const DirectCompletion&) = delete;
+};
+
+namespace inline_completion_detail {}  // namespace inline_completion_detail
 
 // Delivers `value` to `done` (moved from): now, or after the running inline answer (see above).
 template <class Done, class Value>
@@ -41,6 +56,10 @@ void complete_inline(Done& done, Value&& value) {
     struct Leave {
       ~Leave() { inline_completion_detail::leave(); }
     } leave;
+    done(std::forward<Value>(value));
+    return;
+  }
+  if (inline_completion_detail::direct()) {
     done(std::forward<Value>(value));
     return;
   }

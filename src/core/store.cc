@@ -1,6 +1,11 @@
+// StoreRequest's validation and the Store forms built on decide(): the single-key and
+// all-or-nothing checks, synchronous and asynchronous.
 #include "spillway/store.h"
 
 #include <string>
+
+#include "src/core/inline_completion.h"
+#include "src/core/wait_for_answer.h"
 
 namespace spillway {
 
@@ -17,11 +22,13 @@ Result<void> validate_check(std::string_view key, std::int64_t cost, std::option
   return {};
 }
 
-Result<void> validate_check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                std::optional<Micros> now) {
+Result<StoreRequest> StoreRequest::make(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                        std::optional<Micros> now, Operation operation) {
   if (checks.empty()) return invalid_argument("check_all needs at least one key");
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    if (Result<void> valid = validate_check(checks[i].key, cost, now); !valid) return valid;
+    if (Result<void> valid = validate_check(checks[i].key, cost, now); !valid) {
+      return std::unexpected(valid.error());
+    }
     for (std::size_t j = 0; j < i; ++j) {
       if (checks[j].key == checks[i].key && *checks[j].limit == *checks[i].limit) {
         return invalid_argument("check_all got the same key twice: \"" +
@@ -29,7 +36,7 @@ Result<void> validate_check_all(std::span<const KeyedLimit> checks, std::int64_t
       }
     }
   }
-  return {};
+  return StoreRequest(checks, cost, now, operation);
 }
 
 bool all_allowed(const Decisions& decisions) {
@@ -37,6 +44,42 @@ bool all_allowed(const Decisions& decisions) {
     if (!d.allowed) return false;
   }
   return true;
+}
+
+Result<Decisions> Store::decide_and_wait(const StoreRequest& request) {
+  return wait_for_answer<Result<Decisions>>(
+      [&](auto answer) { decide(request, std::move(answer)); });
+}
+
+Result<Decisions> Store::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                   std::optional<Micros> now) {
+  Result<StoreRequest> request = StoreRequest::make(checks, cost, now);
+  if (!request) return std::unexpected(request.error());
+  return decide_and_wait(*request);
+}
+
+Result<Decision> Store::check(std::string_view key, const Limit& limit, std::int64_t cost,
+                              std::optional<Micros> now) {
+  const KeyedLimit one[] = {{key, &limit}};
+  Result<Decisions> decisions = check_all(one, cost, now);
+  if (!decisions) return std::unexpected(decisions.error());
+  return decisions->front();
+}
+
+void Store::check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
+                            std::optional<Micros> now, AllCallback done) {
+  Result<StoreRequest> request = StoreRequest::make(checks, cost, now);
+  if (!request) return complete_inline(done, Result<Decisions>(std::unexpected(request.error())));
+  decide(*request, std::move(done));
+}
+
+void Store::check_async(std::string_view key, const Limit& limit, std::int64_t cost,
+                        std::optional<Micros> now, Callback done) {
+  const KeyedLimit one[] = {{key, &limit}};
+  check_all_async(one, cost, now, [done = std::move(done)](Result<Decisions> decisions) {
+    if (!decisions) return done(std::unexpected(decisions.error()));
+    done(decisions->front());
+  });
 }
 
 }  // namespace spillway

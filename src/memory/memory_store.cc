@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "src/core/all_algorithms.h"
+#include "src/core/inline_completion.h"
 #include "src/memory/key_budget.h"
 #include "src/memory/sharded_table.h"
 
@@ -174,20 +175,16 @@ MemoryStore::MemoryStore(MemoryStoreOptions options)
 
 MemoryStore::~MemoryStore() = default;
 
-Result<Decision> MemoryStore::check(std::string_view key, const Limit& limit, std::int64_t cost,
-                                    std::optional<Micros> now) {
-  if (Result<void> valid = validate_check(key, cost, now); !valid) {
-    return std::unexpected(valid.error());
+void MemoryStore::decide(const StoreRequest& request, AllCallback done) {
+  const Micros now = request.now() ? *request.now() : clock_->now();
+  const std::span<const KeyedLimit> checks = request.checks();
+  if (checks.size() == 1) {  // one key: no shard set to lock in order
+    Result<Decision> decision = impl_->check(checks[0].key, *checks[0].limit, now, request.cost());
+    if (!decision)
+      return complete_inline(done, Result<Decisions>(std::unexpected(decision.error())));
+    return complete_inline(done, Result<Decisions>(Decisions{*decision}));
   }
-  return impl_->check(key, limit, now ? *now : clock_->now(), cost);
-}
-
-Result<Decisions> MemoryStore::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                         std::optional<Micros> now) {
-  if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
-    return std::unexpected(valid.error());
-  }
-  return impl_->check_all(checks, now ? *now : clock_->now(), cost);
+  complete_inline(done, impl_->check_all(checks, now, request.cost()));
 }
 
 std::size_t MemoryStore::sweep(Micros now) { return impl_->sweep(now); }

@@ -7,6 +7,7 @@
 
 #include "src/core/inline_completion.h"
 #include "src/core/text.h"
+#include "src/core/wait_for_answer.h"
 #include "src/policy/endpoint_path.h"
 #include "src/policy/keys.h"
 #include "src/policy/names.h"
@@ -292,26 +293,12 @@ void Policy::add_shadow(PolicyDecision& out, const std::vector<Check>& shadow,
 
 Result<PolicyDecision> Policy::decide(Store& store, const Attributes& attributes, std::int64_t cost,
                                       std::optional<Micros> now) const {
-  auto checks = resolve(attributes);
-  if (!checks) return std::unexpected(checks.error());
-  const std::vector<Check> shadow = take_shadow(*checks);
-  Decisions decisions;
-  if (!checks->empty()) {
-    auto enforced = store.check_all(keyed_limits(*checks), cost, now);
-    if (!enforced) return std::unexpected(enforced.error());
-    decisions = std::move(*enforced);
-  }
-  PolicyDecision out = combine(*checks, decisions);
-  if (out.allowed && !shadow.empty()) {
-    std::vector<Result<Decision>> would;
-    for (const Check& check : shadow)
-      would.push_back(store.check(check.key, *check.limit, cost, now));
-    add_shadow(out, shadow, would);
-  }
-  return out;
+  return wait_for_answer<Result<PolicyDecision>>(
+      [&](auto answer) { decide_async(store, attributes, cost, now, std::move(answer)); });
 }
 
 void Policy::decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
+                          std::optional<Micros> now,
                           std::function<void(Result<PolicyDecision>)> done) const {
   auto checks = resolve(attributes);
   if (!checks) {
@@ -322,7 +309,7 @@ void Policy::decide_async(Store& store, const Attributes& attributes, std::int64
   // Then the shadow layers, once the enforced ones admitted: each checked on its own, all at
   // once; the last answer finishes the request. Their errors change nothing but shadow_error.
   using Done = std::function<void(Result<PolicyDecision>)>;
-  auto then_shadow = [this, &store, cost, shadow](PolicyDecision out, Done finish) {
+  auto then_shadow = [this, &store, cost, now, shadow](PolicyDecision out, Done finish) {
     if (!out.allowed || shadow->empty()) return finish(std::move(out));
     struct Pending {
       PolicyDecision decided;
@@ -338,7 +325,7 @@ void Policy::decide_async(Store& store, const Attributes& attributes, std::int64
     pending->left = shadow->size();
     for (std::size_t i = 0; i < shadow->size(); ++i) {
       const Check& check = (*shadow)[i];
-      store.check_async(check.key, *check.limit, cost, std::nullopt,
+      store.check_async(check.key, *check.limit, cost, now,
                         [this, shadow, pending, i](Result<Decision> would) {
                           {
                             std::lock_guard lock(pending->mutex);
@@ -354,7 +341,7 @@ void Policy::decide_async(Store& store, const Attributes& attributes, std::int64
   auto owned = std::make_shared<std::vector<Check>>(std::move(*checks));
   // The caller keeps this Policy and the store alive until `done` runs (the server holds them).
   store.check_all_async(
-      keyed_limits(*owned), cost, std::nullopt,
+      keyed_limits(*owned), cost, now,
       [this, owned, then_shadow, done = std::move(done)](Result<Decisions> decisions) mutable {
         if (!decisions) return done(std::unexpected(decisions.error()));
         then_shadow(combine(*owned, *decisions), std::move(done));

@@ -41,7 +41,7 @@ void Batcher::submit(Pending check) {
       // Answered outside the lock: a caller that chains its next check from the answer comes
       // back into submit().
       lock.unlock();
-      complete_inline(check.done, Result<Decision>(std::unexpected(closed_error())));
+      complete_inline(check.done, Result<Decisions>(std::unexpected(closed_error())));
       return;
     }
     SlotQueue& slot = slots_[check.slot];
@@ -134,8 +134,13 @@ void Batcher::send(std::shared_ptr<std::vector<Pending>> batch) {
 
 void Batcher::finish(std::vector<Pending>& batch, Result<Reply> reply) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    batch[i].done(reply ? packed_decision_at(*reply, i, batch[i].numbers[0])
-                        : std::unexpected(reply.error()));
+    Result<Decision> decision =
+        reply ? packed_decision_at(*reply, i, batch[i].numbers[0]) : std::unexpected(reply.error());
+    if (!decision) {
+      batch[i].done(std::unexpected(decision.error()));
+    } else {
+      batch[i].done(Decisions{*decision});
+    }
   }
   // This call's in-flight place goes to what queued meanwhile, or back to the slot.
   dispatch(batch.front().slot, {}, {});

@@ -44,7 +44,7 @@ class Batcher {
     std::string now;                      // "" for the server's TIME
     std::array<std::int64_t, 6> numbers;  // limit, period, burst, limit_units, period_units, cost
     ScriptTarget::Deadline deadline;      // when the check was submitted + the store's timeout
-    Store::Callback done;
+    Store::AllCallback done;              // gets one decision (the batcher's checks are single)
   };
 
   void submit(Pending check);

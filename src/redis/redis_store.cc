@@ -1,9 +1,7 @@
 #include "spillway/redis_store.h"
 
-#include <future>
 #include <thread>
 
-#include "src/core/inline_completion.h"
 #include "src/redis/batcher.h"
 #include "src/redis/cluster_router.h"
 #include "src/redis/cross_slot.h"
@@ -158,41 +156,22 @@ std::uint16_t RedisStore::slot_of(std::string_view redis_key) const {
   return target_->one_node() ? 0 : redis::key_slot(redis_key);
 }
 
-void RedisStore::check_async(std::string_view key, const Limit& limit, std::int64_t cost,
-                             std::optional<Micros> now, Callback done) {
-  if (Result<void> valid = validate_check(key, cost, now); !valid) {
-    return complete_inline(done, Result<Decision>(std::unexpected(valid.error())));
-  }
-  std::string redis_key = storage_key(key, limit);
-  const std::uint16_t slot = slot_of(redis_key);
-  batchers_[algorithm_index(limit.algorithm())]->submit(
-      {.key = std::move(redis_key),
-       .slot = slot,
-       .now = now ? std::to_string(*now) : std::string(),
-       .numbers = {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
-                   limit.period_units(), cost},
-       .deadline = std::chrono::steady_clock::now() + options_.timeout,
-       .done = std::move(done)});
-}
-
-Result<Decision> RedisStore::check(std::string_view key, const Limit& limit, std::int64_t cost,
-                                   std::optional<Micros> now) {
-  // Invalid input is answered here: check_async's inline answer could be queued behind one this
-  // thread is running (src/core/inline_completion.h), and the wait below would never end.
-  if (Result<void> valid = validate_check(key, cost, now); !valid) {
-    return std::unexpected(valid.error());
-  }
-  std::promise<Result<Decision>> promise;
-  std::future<Result<Decision>> future = promise.get_future();
-  check_async(key, limit, cost, now,
-              [&promise](Result<Decision> decision) { promise.set_value(std::move(decision)); });
-  return future.get();
-}
-
-void RedisStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                 std::optional<Micros> now, AllCallback done) {
-  if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {
-    return complete_inline(done, Result<Decisions>(std::unexpected(valid.error())));
+void RedisStore::decide(const StoreRequest& request, AllCallback done) {
+  const std::span<const KeyedLimit> checks = request.checks();
+  const std::int64_t cost = request.cost();
+  const std::optional<Micros> now = request.now();
+  if (checks.size() == 1) {
+    const Limit& limit = *checks[0].limit;
+    std::string redis_key = storage_key(checks[0].key, limit);
+    const std::uint16_t slot = slot_of(redis_key);
+    return batchers_[algorithm_index(limit.algorithm())]->submit(
+        {.key = std::move(redis_key),
+         .slot = slot,
+         .now = now ? std::to_string(*now) : std::string(),
+         .numbers = {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
+                     limit.period_units(), cost},
+         .deadline = std::chrono::steady_clock::now() + options_.timeout,
+         .done = std::move(done)});
   }
   std::vector<redis::SlotKey> keys;
   keys.reserve(checks.size());
@@ -240,18 +219,6 @@ void RedisStore::check_all_async(std::span<const KeyedLimit> checks, std::int64_
                  }
                  done(std::move(decisions));
                });
-}
-
-Result<Decisions> RedisStore::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                        std::optional<Micros> now) {
-  if (Result<void> valid = validate_check_all(checks, cost, now); !valid) {  // as in check()
-    return std::unexpected(valid.error());
-  }
-  std::promise<Result<Decisions>> promise;
-  std::future<Result<Decisions>> future = promise.get_future();
-  check_all_async(checks, cost, now,
-                  [&promise](Result<Decisions> d) { promise.set_value(std::move(d)); });
-  return future.get();
 }
 
 bool RedisStore::ready() const { return target_->ready(); }

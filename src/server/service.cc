@@ -149,7 +149,6 @@ std::atomic<std::uint64_t> next_service_id{1};
 
 Service::Service(std::unique_ptr<Store> store)
     : store_(std::move(store)),
-      synchronous_(store_->decides_inline()),
       id_(next_service_id.fetch_add(1, std::memory_order_relaxed)),
       mask_salt_((static_cast<std::uint64_t>(std::random_device()()) << 32) ^
                  std::random_device()()) {}
@@ -380,10 +379,6 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   auto made = Limit::make(algorithm, *limit_value, *period, burst);
   if (!made) return reply(error_response(400, made.error().message));
   const auto on_error = settings()->on_error;
-  if (synchronous_) {
-    return reply(
-        limit_response(*made, on_error, *stored_key, store_->check(*stored_key, *made, cost)));
-  }
   store_->check_async(
       *stored_key, *made, cost, std::nullopt,
       [this, limit = *made, on_error, key = *stored_key, reply](Result<Decision> decision) {
@@ -516,11 +511,8 @@ void Service::run_policy(const std::shared_ptr<const Settings>& settings,
                          const Attributes& attributes, std::int64_t cost, bool for_nginx,
                          const Reply& reply) {
   const Policy& policy = *settings->policy;
-  if (synchronous_) {
-    return reply(policy_response(*settings, for_nginx, policy.decide(*store_, attributes, cost)));
-  }
   // The lambda's copy of `settings` keeps the Policy alive until the store answers.
-  policy.decide_async(*store_, attributes, cost,
+  policy.decide_async(*store_, attributes, cost, std::nullopt,
                       [this, settings, for_nginx, reply](Result<PolicyDecision> result) {
                         reply(policy_response(*settings, for_nginx, result));
                       });

@@ -115,7 +115,6 @@ class Service {
   explicit Service(std::unique_ptr<Store> store);
 
   std::unique_ptr<Store> store_;
-  const bool synchronous_;  // the store answers inline (memory): no callbacks needed
   const std::uint64_t id_;  // unique for the process's lifetime: the settings cache's key
   mutable std::mutex settings_mutex_;
   std::shared_ptr<const Settings> settings_;

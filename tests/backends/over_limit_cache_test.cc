@@ -30,15 +30,10 @@ class CountingStore final : public Store {
  public:
   explicit CountingStore(std::unique_ptr<Store> inner) : inner_(std::move(inner)) {}
 
-  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost,
-                         std::optional<Micros> now) override {
-    ++checks;
-    return inner_->check(key, limit, cost, now);
-  }
-  Result<Decisions> check_all(std::span<const KeyedLimit> checks_, std::int64_t cost,
-                              std::optional<Micros> now) override {
-    ++check_alls;
-    return inner_->check_all(checks_, cost, now);
+  // Requests of one key count in `checks`, of several in `check_alls`.
+  void decide(const StoreRequest& request, AllCallback done) override {
+    ++(request.checks().size() == 1 ? checks : check_alls);
+    inner_->decide(request, std::move(done));
   }
   void clear_caches() override { ++clears; }
   Store& inner() { return *inner_; }

@@ -26,13 +26,8 @@ constexpr Micros kStart = 1'700'000'040'000'000;  // any instant: windows are ep
 class FailingStore final : public Store {
  public:
   explicit FailingStore(Errc code) : code_(code) {}
-  Result<Decision> check(std::string_view, const Limit&, std::int64_t,
-                         std::optional<Micros>) override {
-    return std::unexpected(Error{code_, "redis 127.0.0.1:1: connection refused"});
-  }
-  Result<Decisions> check_all(std::span<const KeyedLimit>, std::int64_t,
-                              std::optional<Micros>) override {
-    return std::unexpected(Error{code_, "redis 127.0.0.1:1: connection refused"});
+  void decide(const StoreRequest&, AllCallback done) override {
+    done(std::unexpected(Error{code_, "redis 127.0.0.1:1: connection refused"}));
   }
 
  private:

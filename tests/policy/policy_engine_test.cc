@@ -115,7 +115,7 @@ TEST_P(PolicyOnBackend, ShadowLayersNeverDenyAndEachCountsItsOwnWouldBeDenials) 
       Result<PolicyDecision> d;
       if (async) {
         std::promise<Result<PolicyDecision>> promise;
-        (*policy)->decide_async(*store, attributes, 1,
+        (*policy)->decide_async(*store, attributes, 1, std::nullopt,
                                 [&](Result<PolicyDecision> r) { promise.set_value(std::move(r)); });
         d = promise.get_future().get();
       } else {
@@ -305,14 +305,13 @@ TEST(Policy, AShadowLayerWithoutItsAttributesDoesNotApply) {
 // the layer "trial" fail.
 class FailingShadowStore : public Store {
  public:
-  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost,
-                         std::optional<Micros> now) override {
-    if (key.starts_with("trial")) return std::unexpected(Error{Errc::kTimeout, "injected"});
-    return memory_.check(key, limit, cost, now);
-  }
-  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                              std::optional<Micros> now) override {
-    return memory_.check_all(checks, cost, now);
+  void decide(const StoreRequest& request, AllCallback done) override {
+    for (const KeyedLimit& check : request.checks()) {
+      if (check.key.starts_with("trial")) {
+        return done(std::unexpected(Error{Errc::kTimeout, "injected"}));
+      }
+    }
+    memory_.decide(request, std::move(done));
   }
 
  private:
@@ -332,7 +331,7 @@ TEST(Policy, AShadowLayersBackendErrorChangesNothingButIsReported) {
   for (const bool async : {false, true}) {
     Result<PolicyDecision> d;
     if (async) {
-      (*policy)->decide_async(store, {{"ip", "10.0.0.4"}}, 1,
+      (*policy)->decide_async(store, {{"ip", "10.0.0.4"}}, 1, std::nullopt,
                               [&](Result<PolicyDecision> r) { d = std::move(r); });
     } else {
       d = (*policy)->decide(store, {{"ip", "10.0.0.4"}}, 1);

@@ -470,17 +470,10 @@ TEST(RlsEngine, DenialsFromTheOverLimitCacheAreCountedAsLocal) {
 class PeeksFail final : public Store {
  public:
   explicit PeeksFail(Store& inner) : inner_(inner) {}
-  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost,
-                         std::optional<Micros> now) override {
+  void decide(const StoreRequest& request, AllCallback done) override {
     ++calls;
-    if (cost == 0) return std::unexpected(Error{Errc::kUnavailable, "peek failed"});
-    return inner_.check(key, limit, cost, now);
-  }
-  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                              std::optional<Micros> now) override {
-    ++calls;
-    if (cost == 0) return std::unexpected(Error{Errc::kUnavailable, "peek failed"});
-    return inner_.check_all(checks, cost, now);
+    if (request.cost() == 0) return done(std::unexpected(Error{Errc::kUnavailable, "peek failed"}));
+    inner_.decide(request, std::move(done));
   }
   int calls = 0;
 

@@ -1,0 +1,43 @@
+// Blocks until an asynchronous call's callback delivered its value: the one way the synchronous
+// forms (Store::check, Policy::decide) are built on the asynchronous ones.
+//
+// `start(callback)` must arrange for `callback(T)` to run exactly once, on any thread. Answers
+// ready at once are delivered during start() even when this thread is inside an inline answer's
+// callback (a DirectCompletion is open meanwhile, src/core/inline_completion.h), so the wait can
+// never be for an answer queued behind itself. Never call it on a thread that must run the
+// answer (an event loop whose I/O delivers it).
+//
+// Thread safety: the value is handed over under a mutex; this returns only after the callback
+// let go of it. Ownership: the callback refers to this frame; it must not be called twice.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "src/core/inline_completion.h"
+
+namespace spillway {
+
+template <class T, class Start>
+T wait_for_answer(Start&& start) {
+  struct Slot {
+    std::mutex mutex;
+    std::condition_variable answered;
+    std::optional<T> answer;
+  } slot;
+  {
+    DirectCompletion direct;
+    std::forward<Start>(start)([&slot](T answer) {
+      std::lock_guard lock(slot.mutex);
+      slot.answer.emplace(std::move(answer));
+      slot.answered.notify_one();
+    });
+  }
+  std::unique_lock lock(slot.mutex);
+  slot.answered.wait(lock, [&slot] { return slot.answer.has_value(); });
+  return std::move(*slot.answer);
+}
+
+}  // namespace spillway
