@@ -27,9 +27,10 @@ TEST(CircuitBreaker, OpensAfterTheThresholdAnswersAtOnceAndClosesAfterAProbe) {
   testing::RedisServer redis;
   auto inner = RedisStore::open({.url = redis.url(), .key_prefix = "cb", .timeout = 300ms});
   ASSERT_TRUE(inner.has_value());
-  // The interval is long next to the timeout: after a failed probe (300 ms) the test has
-  // 1.2 s to see the circuit still open before the next probe is due.
-  CircuitBreakerStore store(std::move(*inner), {.failures = 3, .probe_interval = 1500ms});
+  // The probe timer runs on a manual clock: the test moves it past the interval.
+  auto clock = std::make_shared<ManualClock>(0);
+  CircuitBreakerStore store(std::move(*inner),
+                            {.failures = 3, .probe_interval = 1500ms, .clock = clock});
   const Limit limit = *Limit::make(Algorithm::kGcra, 100, kMicrosPerSecond);
   ASSERT_TRUE(store.check("k", limit).has_value());
   EXPECT_EQ(store.status(), "ready");
@@ -54,8 +55,11 @@ TEST(CircuitBreaker, OpensAfterTheThresholdAnswersAtOnceAndClosesAfterAProbe) {
   ASSERT_FALSE(refused_all.has_value());
   EXPECT_NE(refused_all.error().message.find("circuit open"), std::string::npos);
 
+  // Not yet due a moment before the interval ends.
+  clock->advance(1499 * kMicrosPerMilli);
+  EXPECT_NE(store.check("k", limit).error().message.find("circuit open"), std::string::npos);
   // Still paused when the probe goes: it fails, the circuit stays open for another interval.
-  std::this_thread::sleep_for(1550ms);
+  clock->advance(51 * kMicrosPerMilli);
   auto probe = store.check("k", limit);
   ASSERT_FALSE(probe.has_value());
   EXPECT_EQ(probe.error().code, Errc::kTimeout) << "this call was the probe";
@@ -64,7 +68,7 @@ TEST(CircuitBreaker, OpensAfterTheThresholdAnswersAtOnceAndClosesAfterAProbe) {
 
   // Back: the next probe succeeds and closes the circuit.
   redis.resume();
-  std::this_thread::sleep_for(1550ms);
+  clock->advance(1550 * kMicrosPerMilli);
   auto back = store.check("k", limit);
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_FALSE(store.open());
