@@ -7,6 +7,7 @@
 #include <chrono>
 #include <random>
 
+#include "src/core/metrics_text.h"
 #include "src/core/text.h"
 #include "src/pages/dashboard_page.h"
 #include "src/policy/keys.h"
@@ -238,10 +239,10 @@ void Service::handle(HttpRequest request, Responder respond) {
 
 void Service::metrics_text(const HttpRequest&, const Reply& reply) {
   std::string text = metrics_.render();
-  text.append(
-      "# HELP spillway_backend_status The backend's state now (ready, unreachable, "
-      "circuit_open).\n# TYPE spillway_backend_status gauge\nspillway_backend_status{status=\"");
-  text.append(store_->status()).append("\"} 1\n");
+  append_metric_family(text, "spillway_backend_status", MetricType::kGauge,
+                       "The backend's state now (ready, unreachable, circuit_open).");
+  append_metric_sample(text, "spillway_backend_status", {{"status", store_->status()}},
+                       std::uint64_t{1});
   store_->append_metrics(text);
   {
     std::lock_guard lock(metrics_sources_mutex_);
