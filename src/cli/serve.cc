@@ -134,15 +134,10 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   grpc_server::GrpcMetrics grpc_metrics;
   std::unique_ptr<grpc_server::RlsGrpcServer> grpc;
   if (grpc_address) {
-    const auto headers = config->rls.response_headers;
     engine = std::make_unique<rls::RlsEngine>(
         (*service)->store(), rules,
         rls::RlsOptions{.charge_on_deny = config->rls.charge_on_deny,
-                        .response_headers = headers == policy::RlsHeaders::kDraft
-                                                ? rls::ResponseHeaders::kDraft
-                                            : headers == policy::RlsHeaders::kXRateLimit
-                                                ? rls::ResponseHeaders::kXRateLimit
-                                                : rls::ResponseHeaders::kOff});
+                        .response_headers = config->rls.response_headers});
     Store* shared_store = &(*service)->store();
     watcher = std::make_unique<rls::RlsWatcher>(
         *engine, config->rls.config, rules_fingerprint, config->rls.watch,

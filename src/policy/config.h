@@ -113,6 +113,8 @@ struct BackendConfig {
 };
 
 // Envoy's rate limit service (gRPC): its rules and how it answers.
+// The rate limit headers it adds (src/rls/rls_engine.h's ResponseHeaders is this enum): none,
+// RateLimit-* (draft) or X-RateLimit-*.
 enum class RlsHeaders { kOff, kDraft, kXRateLimit };
 enum class RlsOnError { kError, kAllow, kDeny };
 struct RlsConfig {
