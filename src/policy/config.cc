@@ -187,15 +187,11 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     collect([&] {
       const std::string path = fields.path("on_error");
       const std::string text = scalar(on_error->value, path, "allow, deny or local");
-      if (text == "allow") {
-        backend.on_error = OnError::kAllow;
-      } else if (text == "deny") {
-        backend.on_error = OnError::kDeny;
-      } else if (text == "local") {
-        backend.on_error = OnError::kLocal;
-      } else {
+      const std::optional<OnError> parsed = parse_on_error(text);
+      if (!parsed) {
         fail(on_error->value, path, quote_for_error(text) + " must be allow, deny or local");
       }
+      backend.on_error = *parsed;
     });
   if (const Entry* tls = fields.find("tls"))
     collect([&] {

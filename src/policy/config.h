@@ -69,6 +69,7 @@
 #include "spillway/policy.h"
 #include "src/policy/client_address.h"
 #include "src/policy/ip.h"
+#include "src/policy/on_error.h"
 
 namespace spillway::policy {
 
@@ -87,9 +88,6 @@ struct ServerConfig {
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
-// kLocal: an in-process limiter with the same policy decides while the backend fails.
-enum class OnError { kAllow, kDeny, kLocal };
-
 struct TlsConfig {
   std::string ca_file, cert_file, key_file, server_name;
   bool insecure = false;
@@ -100,9 +98,8 @@ struct BackendConfig {
   std::string url = "memory";
   std::string key_prefix = "spillway";
   std::chrono::milliseconds timeout{50};
-  // Fail open by default: a backend outage must not become an API outage.
-  OnError on_error = OnError::kAllow;
-  int breaker_failures = 5;  // CircuitBreakerStore around a Redis backend; 0 = no breaker
+  OnError on_error = kDefaultOnError;  // src/policy/on_error.h
+  int breaker_failures = 5;            // CircuitBreakerStore around a Redis backend; 0 = no breaker
   std::chrono::milliseconds breaker_probe{1000};
   std::optional<TlsConfig> tls;
   std::size_t over_limit_cache = 0;  // Redis: keys of the exact local cache of denials; 0 = off

@@ -135,9 +135,10 @@ Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& 
   settings->dashboard = config.server.dashboard;
   settings->mask_keys = config.server.dashboard_mask_keys;
   settings->reject_unknown_attributes = config.server.reject_unknown_attributes;
-  const std::size_t scheme = config.backend.url.find("://");
-  settings->backend_kind =
-      scheme == std::string::npos ? config.backend.url : config.backend.url.substr(0, scheme);
+  const BackendScheme* scheme = find_backend_scheme(config.backend.url);
+  settings->backend_kind = scheme != nullptr
+                               ? std::string(scheme->name)
+                               : config.backend.url.substr(0, config.backend.url.find("://"));
   settings->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
