@@ -200,7 +200,7 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
                  "a mapping of ca_file, cert_file, key_file, server_name, insecure");
       Fields tls_fields(tls->value, path,
                         {"ca_file", "cert_file", "key_file", "server_name", "insecure"});
-      TlsConfig& out = backend.tls.emplace();
+      TlsOptions& out = backend.tls.emplace();
       for (auto [name, field] :
            {std::pair{"ca_file", &out.ca_file}, std::pair{"cert_file", &out.cert_file},
             std::pair{"key_file", &out.key_file}, std::pair{"server_name", &out.server_name}}) {
@@ -217,8 +217,8 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
       if ((tls_fields.find("cert_file") == nullptr) != (tls_fields.find("key_file") == nullptr)) {
         fail(tls->value, path, "cert_file and key_file go together (mutual TLS needs both)");
       }
-      const bool tls_url =
-          backend.url.starts_with("rediss://") || backend.url.starts_with("rediss+cluster://");
+      const BackendScheme* scheme = find_backend_scheme(backend.url);
+      const bool tls_url = scheme != nullptr && scheme->tls;
       if (!tls_url && url_read) {
         fail(tls->value, path,
              "is set but backend.url is not rediss:// or rediss+cluster:// (a plain URL would send "

@@ -67,6 +67,7 @@
 
 #include "spillway/error.h"
 #include "spillway/policy.h"
+#include "spillway/tls_options.h"
 #include "src/policy/client_address.h"
 #include "src/policy/ip.h"
 #include "src/policy/on_error.h"
@@ -88,11 +89,8 @@ struct ServerConfig {
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
-struct TlsConfig {
-  std::string ca_file, cert_file, key_file, server_name;
-  bool insecure = false;
-  friend bool operator==(const TlsConfig&, const TlsConfig&) = default;
-};
+// backend.tls: the backend's own settings type (spillway/tls_options.h), under the config's name.
+using TlsConfig = TlsOptions;
 
 struct BackendConfig {
   std::string url = "memory";

@@ -27,7 +27,7 @@ Result<void> apply_tls(const RedisStoreOptions& options, redis::ClientOptions& c
   }
   if (!client.tls) return {};
   if (options.tls) {
-    redis::TlsOptions& tls = *client.tls;
+    TlsOptions& tls = *client.tls;
     for (auto [field, fallback] : {std::pair{&tls.ca_file, &options.tls->ca_file},
                                    std::pair{&tls.cert_file, &options.tls->cert_file},
                                    std::pair{&tls.key_file, &options.tls->key_file},
