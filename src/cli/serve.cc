@@ -11,6 +11,7 @@
 #include "src/cli/backend_watch.h"
 #include "src/cli/preflight.h"
 #include "src/cli/printable_url.h"
+#include "src/core/backend_schemes.h"
 #include "src/grpc/grpc_metrics.h"
 #include "src/grpc/rls_grpc_server.h"
 #include "src/policy/config.h"

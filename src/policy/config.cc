@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/core/backend_schemes.h"
 #include "src/core/text.h"
 #include "src/policy/listen_address.h"
 #include "src/policy/names.h"
@@ -152,11 +153,10 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     url_read = collect([&] {
       const std::string path = fields.path("url");
       const std::string text = scalar(url->value, path, "a backend URL");
-      bool known = text == "memory" || text == "memory://";
-      for (std::string_view scheme : {"redis://", "rediss://", "redis+cluster://",
-                                      "rediss+cluster://", "redis+sentinel://", "unix://"}) {
-        if (text.starts_with(scheme) && text.size() > scheme.size()) known = true;
-      }
+      // A Redis URL needs something after its scheme.
+      const BackendScheme* scheme = find_backend_scheme(text);
+      const bool known = scheme != nullptr && (scheme->kind == BackendKind::kMemory ||
+                                               text.size() > scheme->prefix.size());
       if (!known) {
         fail(url->value, path,
              quote_for_error(text) +

@@ -3,6 +3,7 @@
 #include <future>
 #include <thread>
 
+#include "src/core/backend_schemes.h"
 #include "src/core/inline_completion.h"
 #include "src/redis/batcher.h"
 #include "src/redis/cluster_router.h"
@@ -16,6 +17,13 @@
 
 namespace spillway {
 namespace {
+
+// The backend a URL names (src/core/backend_schemes.h); one Redis when no scheme is known (its
+// parser then says what is wrong with the URL).
+BackendKind kind_of(std::string_view url) {
+  const BackendScheme* scheme = find_backend_scheme(url);
+  return scheme == nullptr ? BackendKind::kRedis : scheme->kind;
+}
 
 // Completes the URL's TLS settings with options.tls (the URL's own parameters win) and checks
 // that they load (files readable, key matching), so that a mistake is reported at open.
@@ -65,12 +73,12 @@ Result<void> RedisStore::check_options(const RedisStoreOptions& options) {
     }
     return {};
   };
-  if (options.url.starts_with("redis+cluster://") || options.url.starts_with("rediss+cluster://")) {
+  if (kind_of(options.url) == BackendKind::kRedisCluster) {
     auto cluster = redis::parse_cluster_url(options.url);
     if (!cluster) return blame(cluster.error(), "url");
     return tls_of(std::move(cluster->node_options));
   }
-  if (options.url.starts_with("redis+sentinel://")) {
+  if (kind_of(options.url) == BackendKind::kRedisSentinel) {
     auto sentinel = redis::parse_sentinel_url(options.url);
     if (!sentinel) return blame(sentinel.error(), "url");
     if (options.tls) {
@@ -88,7 +96,7 @@ Result<void> RedisStore::check_options(const RedisStoreOptions& options) {
 Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) {
   if (auto checked = check_options(options); !checked) return std::unexpected(checked.error());
   std::unique_ptr<redis::ScriptTarget> target;
-  if (options.url.starts_with("redis+cluster://") || options.url.starts_with("rediss+cluster://")) {
+  if (kind_of(options.url) == BackendKind::kRedisCluster) {
     auto cluster = redis::parse_cluster_url(options.url);
     if (!cluster) return std::unexpected(cluster.error());
     if (auto tls = apply_tls(options, cluster->node_options); !tls) {
@@ -101,7 +109,7 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
         redis::ClusterRouter::open(std::move(cluster->seeds), std::move(cluster->node_options));
     if (!router) return std::unexpected(router.error());
     target = std::move(*router);
-  } else if (options.url.starts_with("redis+sentinel://")) {
+  } else if (kind_of(options.url) == BackendKind::kRedisSentinel) {
     auto sentinel = redis::parse_sentinel_url(options.url);
     if (!sentinel) return std::unexpected(sentinel.error());
     if (options.tls) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <random>
 
+#include "src/core/backend_schemes.h"
 #include "src/core/metrics_text.h"
 #include "src/core/text.h"
 #include "src/pages/dashboard_page.h"
@@ -277,10 +278,7 @@ void Service::healthz(const HttpRequest&, const Reply& reply) {
 void Service::readyz(const HttpRequest&, const Reply& reply) {
   const bool ready = store_->ready();
   // on_error says what requests get meanwhile: with allow they are admitted unchecked.
-  const policy::OnError mode = settings()->on_error;
-  const std::string_view on_error = mode == policy::OnError::kAllow  ? "allow"
-                                    : mode == policy::OnError::kDeny ? "deny"
-                                                                     : "local";
+  const std::string_view on_error = policy::on_error_name(settings()->on_error);
   std::string body = ready ? R"({"status":"ready","backend":")"
                            : R"({"status":"not ready","error":"backend unreachable","backend":")";
   body.append(store_->status()).append(R"(","on_error":")").append(on_error).append("\"}");
