@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "spillway/store.h"
+#include "spillway/tls_options.h"
 
 namespace spillway {
 
@@ -50,17 +51,8 @@ class Batcher;
 class ScriptTarget;
 }  // namespace redis
 
-// TLS to Redis (rediss://, rediss+cluster://). The same names, prefixed "tls_", are URL query
-// parameters (rediss://host:6380/0?tls_ca_file=/etc/ca.pem&tls_server_name=redis.internal); a
-// parameter in the URL wins over the field here.
-struct RedisTlsOptions {
-  std::string ca_file;      // PEM file of trusted CAs; empty: the system's trust store
-  std::string cert_file;    // client certificate chain (PEM), for mutual TLS; with key_file
-  std::string key_file;     // its private key (PEM)
-  std::string server_name;  // SNI and the name the certificate must carry; empty: the URL's host
-  bool insecure = false;    // no certificate verification at all: for tests only
-  bool operator==(const RedisTlsOptions&) const = default;
-};
+// TLS to Redis (rediss://, rediss+cluster://): spillway/tls_options.h, under its former name.
+using RedisTlsOptions = TlsOptions;
 
 struct RedisStoreOptions {
   // redis://[user:password@]host:port[/db], rediss://… (TLS), unix:///path, or
@@ -84,7 +76,7 @@ struct RedisStoreOptions {
   bool cluster_dry_run_first = true;
   // TLS settings for a rediss:// URL (an error with a plain URL, so that a forgotten 's' does not
   // silently send data in clear).
-  std::optional<RedisTlsOptions> tls;
+  std::optional<TlsOptions> tls;
 };
 
 class RedisStore final : public Store {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "src/backends/owned_request.h"
+#include "src/core/metrics_text.h"
 #include "src/core/rate_limited_log.h"
 
 namespace spillway {
@@ -44,12 +45,10 @@ std::string_view LocalFallbackStore::status() const {
 
 void LocalFallbackStore::append_metrics(std::string& out) const {
   primary_->append_metrics(out);
-  out.append(
-      "# HELP spillway_local_fallback_decisions_total Checks decided by the in-process limiter "
-      "because the backend failed (on_error: local).\n"
-      "# TYPE spillway_local_fallback_decisions_total counter\n"
-      "spillway_local_fallback_decisions_total ");
-  out.append(std::to_string(local_decisions())).append("\n");
+  append_metric_family(out, "spillway_local_fallback_decisions_total", MetricType::kCounter,
+                       "Checks decided by the in-process limiter because the backend failed "
+                       "(on_error: local).");
+  append_metric_sample(out, "spillway_local_fallback_decisions_total", {}, local_decisions());
 }
 
 }  // namespace spillway

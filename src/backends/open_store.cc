@@ -2,17 +2,18 @@
 
 #include <string>
 
+#include "src/core/backend_schemes.h"
+
 namespace spillway {
 
-bool is_redis_url(std::string_view url) {
-  for (std::string_view scheme : {"redis://", "rediss://", "unix://", "redis+cluster://",
-                                  "rediss+cluster://", "redis+sentinel://"}) {
-    if (url.starts_with(scheme)) return true;
-  }
-  return false;
-}
+bool is_redis_url(std::string_view url) { return is_redis_backend_url(url); }
 
 namespace {
+
+bool is_memory_url(std::string_view url) {
+  const BackendScheme* scheme = find_backend_scheme(url);
+  return scheme != nullptr && scheme->kind == BackendKind::kMemory;
+}
 
 // The URL with anything before its last '@' (user info: a password) left out of the message.
 std::string without_user_info(std::string_view url) {
@@ -35,7 +36,7 @@ std::unexpected<Error> not_a_backend(std::string_view url) {
 }  // namespace
 
 Result<void> check_store(std::string_view url, const BackendOptions& options) {
-  if (url == "memory" || url == "memory://") return {};
+  if (is_memory_url(url)) return {};
   if (is_redis_url(url)) {
     RedisStoreOptions redis = options.redis;
     redis.url = std::string(url);
@@ -45,7 +46,7 @@ Result<void> check_store(std::string_view url, const BackendOptions& options) {
 }
 
 Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions options) {
-  if (url == "memory" || url == "memory://") {
+  if (is_memory_url(url)) {
     return std::make_unique<MemoryStore>(std::move(options.memory));
   }
   if (is_redis_url(url)) {

@@ -8,6 +8,7 @@
 
 #include "src/backends/owned_request.h"
 #include "src/core/inline_completion.h"
+#include "src/core/metrics_text.h"
 
 namespace spillway {
 
@@ -175,16 +176,12 @@ void OverLimitCache::decide(const StoreRequest& request, AllCallback done) {
 
 void OverLimitCache::append_metrics(std::string& out) const {
   inner_->append_metrics(out);
-  out.append(
-      "# HELP spillway_over_limit_cache_hits_total Checks denied by the local over-limit cache "
-      "without a backend call.\n# TYPE spillway_over_limit_cache_hits_total counter\n"
-      "spillway_over_limit_cache_hits_total ");
-  out.append(std::to_string(hits()));
-  out.append(
-      "\n# HELP spillway_over_limit_cache_entries Denials the local over-limit cache holds.\n"
-      "# TYPE spillway_over_limit_cache_entries gauge\nspillway_over_limit_cache_entries ");
-  out.append(std::to_string(entries()));
-  out.push_back('\n');
+  append_metric_family(out, "spillway_over_limit_cache_hits_total", MetricType::kCounter,
+                       "Checks denied by the local over-limit cache without a backend call.");
+  append_metric_sample(out, "spillway_over_limit_cache_hits_total", {}, hits());
+  append_metric_family(out, "spillway_over_limit_cache_entries", MetricType::kGauge,
+                       "Denials the local over-limit cache holds.");
+  append_metric_sample(out, "spillway_over_limit_cache_entries", {}, std::uint64_t{entries()});
 }
 
 void OverLimitCache::clear_caches() {

@@ -46,17 +46,9 @@ void print_lines(std::ostream& out, const std::string& prefix, std::string_view 
 }
 
 BackendOptions backend_options(const policy::Config& config) {
-  std::optional<RedisTlsOptions> tls;
-  if (const auto& t = config.backend.tls) {
-    tls = RedisTlsOptions{.ca_file = t->ca_file,
-                          .cert_file = t->cert_file,
-                          .key_file = t->key_file,
-                          .server_name = t->server_name,
-                          .insecure = t->insecure};
-  }
   return {.redis = {.key_prefix = config.backend.key_prefix,
                     .timeout = config.backend.timeout,
-                    .tls = std::move(tls)},
+                    .tls = config.backend.tls},
           .breaker = {.failures = config.backend.breaker_failures,
                       .probe_interval = config.backend.breaker_probe},
           .local_fallback = config.backend.on_error == policy::OnError::kLocal,

@@ -11,6 +11,7 @@
 #include "src/cli/backend_watch.h"
 #include "src/cli/preflight.h"
 #include "src/cli/printable_url.h"
+#include "src/core/backend_schemes.h"
 #include "src/grpc/grpc_metrics.h"
 #include "src/grpc/rls_grpc_server.h"
 #include "src/policy/config.h"
@@ -74,20 +75,12 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  std::optional<RedisTlsOptions> tls;
-  if (const auto& t = config->backend.tls) {
-    tls = RedisTlsOptions{.ca_file = t->ca_file,
-                          .cert_file = t->cert_file,
-                          .key_file = t->key_file,
-                          .server_name = t->server_name,
-                          .insecure = t->insecure};
-  }
   const RedisStoreOptions redis_defaults;
   auto store = open_store(config->backend.url,
                           {.redis = {.key_prefix = config->backend.key_prefix,
                                      .timeout = config->backend.timeout,
                                      .connect_timeout = redis_defaults.connect_timeout,
-                                     .tls = std::move(tls)},
+                                     .tls = config->backend.tls},
                            .breaker = {.failures = config->backend.breaker_failures,
                                        .probe_interval = config->backend.breaker_probe},
                            .local_fallback = config->backend.on_error == policy::OnError::kLocal,
@@ -134,15 +127,10 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   grpc_server::GrpcMetrics grpc_metrics;
   std::unique_ptr<grpc_server::RlsGrpcServer> grpc;
   if (grpc_address) {
-    const auto headers = config->rls.response_headers;
     engine = std::make_unique<rls::RlsEngine>(
         (*service)->store(), rules,
         rls::RlsOptions{.charge_on_deny = config->rls.charge_on_deny,
-                        .response_headers = headers == policy::RlsHeaders::kDraft
-                                                ? rls::ResponseHeaders::kDraft
-                                            : headers == policy::RlsHeaders::kXRateLimit
-                                                ? rls::ResponseHeaders::kXRateLimit
-                                                : rls::ResponseHeaders::kOff});
+                        .response_headers = config->rls.response_headers});
     Store* shared_store = &(*service)->store();
     watcher = std::make_unique<rls::RlsWatcher>(
         *engine, config->rls.config, rules_fingerprint, config->rls.watch,
@@ -183,7 +171,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   }
   // From here on, a line each time the backend stops or starts answering.
   std::optional<BackendWatch> backend_watch;
-  if (config->backend.url != "memory" && config->backend.url != "memory://") {
+  const BackendScheme* scheme = find_backend_scheme(config->backend.url);
+  if (scheme == nullptr || scheme->kind != BackendKind::kMemory) {
     backend_watch.emplace((*service)->store(), config->backend.url, config->backend.on_error,
                           answering.has_value());
   }

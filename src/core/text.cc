@@ -1,4 +1,4 @@
-// Trimming and error-message quoting (see text.h).
+// Trimming, error-message quoting and UTF-8 validation (see text.h).
 #include "src/core/text.h"
 
 namespace spillway {
@@ -44,6 +44,27 @@ std::string quote_for_error(std::string_view text, std::size_t max_shown) {
   if (text.size() > max_shown) out.append("...");
   out.append(1, '"');
   return out;
+}
+
+std::size_t utf8_sequence_length(std::string_view text, std::size_t at) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  const std::size_t length = lead < 0x80                    ? 1
+                             : lead >= 0xc2 && lead <= 0xdf ? 2
+                             : lead >= 0xe0 && lead <= 0xef ? 3
+                             : lead >= 0xf0 && lead <= 0xf4 ? 4
+                                                            : 0;
+  if (length <= 1) return length;
+  if (at + length > text.size()) return 0;
+  // The second byte's range rules out overlong forms, surrogates and code points past U+10FFFF;
+  // the bytes after it are plain continuation bytes.
+  const unsigned char low = lead == 0xe0 ? 0xa0 : lead == 0xf0 ? 0x90 : 0x80;
+  const unsigned char high = lead == 0xed ? 0x9f : lead == 0xf4 ? 0x8f : 0xbf;
+  if (byte(at + 1) < low || byte(at + 1) > high) return 0;
+  for (std::size_t k = 2; k < length; ++k) {
+    if ((byte(at + k) & 0xc0) != 0x80) return 0;
+  }
+  return length;
 }
 
 }  // namespace spillway

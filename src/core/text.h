@@ -1,5 +1,6 @@
-// Text helpers shared by the parsers and their error messages: trimming blanks, and quoting a
-// value inside a one-line error message. Pure functions; thread-safe.
+// Text helpers shared by the parsers and their error messages: trimming blanks, quoting a value
+// inside a one-line error message, and UTF-8 validation (for the JSON and SVG writers, which
+// replace what is not UTF-8 each in their own way). Pure functions; thread-safe.
 //
 // Not for JSON: src/server/json_text.h escapes for JSON string literals (\u00NN), which is a
 // different format from the \xNN used in error messages here.
@@ -28,5 +29,10 @@ std::string escape_control(std::string_view text, bool quotes);
 // true). At most `max_shown` bytes of it are shown, then "..." when it is longer (for values that
 // come from clients and can be long).
 std::string quote_for_error(std::string_view text, std::size_t max_shown = std::string_view::npos);
+
+// The length in bytes (1 to 4) of the valid UTF-8 sequence that starts at text[at], or 0 when
+// the byte there starts none: a stray continuation byte, an overlong form, a surrogate, a code
+// point past U+10FFFF, or a sequence cut short by the end of `text`. `at` < text.size().
+std::size_t utf8_sequence_length(std::string_view text, std::size_t at);
 
 }  // namespace spillway

@@ -1,6 +1,6 @@
 #include "src/grpc/grpc_metrics.h"
 
-#include <cstdio>
+#include "src/core/metrics_text.h"
 
 namespace spillway::grpc_server {
 namespace {
@@ -10,12 +10,6 @@ constexpr std::array<const char*, GrpcMetrics::kCodes> kCodeNames = {
     "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
     "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
     "DATA_LOSS", "UNAUTHENTICATED"};
-
-std::string seconds(Micros micros) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", static_cast<double>(micros) / 1e6);
-  return text;
-}
 
 }  // namespace
 
@@ -30,30 +24,25 @@ void GrpcMetrics::call(int code, Micros latency) {
 }
 
 void GrpcMetrics::render(std::string& out) const {
-  out +=
-      "# HELP spillway_grpc_requests_total gRPC calls answered, by method and status code.\n"
-      "# TYPE spillway_grpc_requests_total counter\n";
+  constexpr std::string_view kMethod = "ShouldRateLimit";
+  append_metric_family(out, "spillway_grpc_requests_total", MetricType::kCounter,
+                       "gRPC calls answered, by method and status code.");
   for (int code = 0; code < kCodes; ++code) {
     const std::uint64_t n = calls_[static_cast<std::size_t>(code)].load(std::memory_order_relaxed);
     if (n == 0 && code != 0) continue;
-    out += "spillway_grpc_requests_total{method=\"ShouldRateLimit\",code=\"";
-    out += kCodeNames[static_cast<std::size_t>(code)];
-    out += "\"} " + std::to_string(n) + "\n";
+    append_metric_sample(
+        out, "spillway_grpc_requests_total",
+        {{"method", kMethod}, {"code", kCodeNames[static_cast<std::size_t>(code)]}}, n);
   }
-  out +=
-      "# HELP spillway_grpc_request_duration_seconds Time from a call's arrival to its answer.\n"
-      "# TYPE spillway_grpc_request_duration_seconds histogram\n";
-  std::uint64_t cumulative = 0;
-  for (std::size_t b = 0; b <= kBuckets.size(); ++b) {
-    cumulative += buckets_[b].load(std::memory_order_relaxed);
-    out += "spillway_grpc_request_duration_seconds_bucket{method=\"ShouldRateLimit\",le=\"";
-    out += b < kBuckets.size() ? seconds(kBuckets[b]) : std::string("+Inf");
-    out += "\"} " + std::to_string(cumulative) + "\n";
+  append_metric_family(out, "spillway_grpc_request_duration_seconds", MetricType::kHistogram,
+                       "Time from a call's arrival to its answer.");
+  std::array<std::uint64_t, kBuckets.size() + 1> counts{};
+  for (std::size_t b = 0; b < counts.size(); ++b) {
+    counts[b] = buckets_[b].load(std::memory_order_relaxed);
   }
-  out += "spillway_grpc_request_duration_seconds_sum{method=\"ShouldRateLimit\"} " +
-         seconds(static_cast<Micros>(latency_sum_us_.load(std::memory_order_relaxed))) + "\n";
-  out += "spillway_grpc_request_duration_seconds_count{method=\"ShouldRateLimit\"} " +
-         std::to_string(cumulative) + "\n";
+  const Micros sum_us = static_cast<Micros>(latency_sum_us_.load(std::memory_order_relaxed));
+  append_metric_histogram(out, "spillway_grpc_request_duration_seconds", {{"method", kMethod}},
+                          kBuckets, counts, static_cast<double>(sum_us) / 1e6);
 }
 
 }  // namespace spillway::grpc_server

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "src/core/text.h"
+
 namespace spillway::pages {
 
 std::string html_escape(std::string_view text) {
@@ -34,32 +36,13 @@ std::string html_escape(std::string_view text) {
 std::string xml_text(std::string_view text) {
   std::string clean;
   clean.reserve(text.size());
-  const auto byte = [&](std::size_t at) { return static_cast<unsigned char>(text[at]); };
   for (std::size_t i = 0; i < text.size();) {
-    const unsigned char b = byte(i);
-    std::size_t length = b < 0x80                 ? 1
-                         : b >= 0xc2 && b <= 0xdf ? 2
-                         : b >= 0xe0 && b <= 0xef ? 3
-                         : b >= 0xf0 && b <= 0xf4 ? 4
-                                                  : 0;
-    if (length > 1) {
-      if (i + length > text.size()) {
-        length = 0;
-      } else {
-        // The second byte's range rules out overlong forms, surrogates and code points past
-        // U+10FFFF; the others are continuation bytes.
-        const unsigned char low = b == 0xe0 ? 0xa0 : b == 0xf0 ? 0x90 : 0x80;
-        const unsigned char high = b == 0xed ? 0x9f : b == 0xf4 ? 0x8f : 0xbf;
-        if (byte(i + 1) < low || byte(i + 1) > high) length = 0;
-        for (std::size_t k = 2; k < length; ++k) {
-          if ((byte(i + k) & 0xc0) != 0x80) length = 0;
-        }
-      }
-    }
+    const std::size_t length = utf8_sequence_length(text, i);
     if (length == 0) {
       clean += "\xEF\xBF\xBD";  // U+FFFD
       ++i;
     } else {
+      const auto b = static_cast<unsigned char>(text[i]);
       if (length > 1 || b >= 0x20 || b == '\t' || b == '\n' || b == '\r') {
         clean.append(text.substr(i, length));
       }

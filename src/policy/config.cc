@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/core/backend_schemes.h"
 #include "src/core/text.h"
 #include "src/policy/listen_address.h"
 #include "src/policy/names.h"
@@ -152,11 +153,10 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     url_read = collect([&] {
       const std::string path = fields.path("url");
       const std::string text = scalar(url->value, path, "a backend URL");
-      bool known = text == "memory" || text == "memory://";
-      for (std::string_view scheme : {"redis://", "rediss://", "redis+cluster://",
-                                      "rediss+cluster://", "redis+sentinel://", "unix://"}) {
-        if (text.starts_with(scheme) && text.size() > scheme.size()) known = true;
-      }
+      // A Redis URL needs something after its scheme.
+      const BackendScheme* scheme = find_backend_scheme(text);
+      const bool known = scheme != nullptr && (scheme->kind == BackendKind::kMemory ||
+                                               text.size() > scheme->prefix.size());
       if (!known) {
         fail(url->value, path,
              quote_for_error(text) +
@@ -187,15 +187,11 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     collect([&] {
       const std::string path = fields.path("on_error");
       const std::string text = scalar(on_error->value, path, "allow, deny or local");
-      if (text == "allow") {
-        backend.on_error = OnError::kAllow;
-      } else if (text == "deny") {
-        backend.on_error = OnError::kDeny;
-      } else if (text == "local") {
-        backend.on_error = OnError::kLocal;
-      } else {
+      const std::optional<OnError> parsed = parse_on_error(text);
+      if (!parsed) {
         fail(on_error->value, path, quote_for_error(text) + " must be allow, deny or local");
       }
+      backend.on_error = *parsed;
     });
   if (const Entry* tls = fields.find("tls"))
     collect([&] {
@@ -204,7 +200,7 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
                  "a mapping of ca_file, cert_file, key_file, server_name, insecure");
       Fields tls_fields(tls->value, path,
                         {"ca_file", "cert_file", "key_file", "server_name", "insecure"});
-      TlsConfig& out = backend.tls.emplace();
+      TlsOptions& out = backend.tls.emplace();
       for (auto [name, field] :
            {std::pair{"ca_file", &out.ca_file}, std::pair{"cert_file", &out.cert_file},
             std::pair{"key_file", &out.key_file}, std::pair{"server_name", &out.server_name}}) {
@@ -221,8 +217,8 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
       if ((tls_fields.find("cert_file") == nullptr) != (tls_fields.find("key_file") == nullptr)) {
         fail(tls->value, path, "cert_file and key_file go together (mutual TLS needs both)");
       }
-      const bool tls_url =
-          backend.url.starts_with("rediss://") || backend.url.starts_with("rediss+cluster://");
+      const BackendScheme* scheme = find_backend_scheme(backend.url);
+      const bool tls_url = scheme != nullptr && scheme->tls;
       if (!tls_url && url_read) {
         fail(tls->value, path,
              "is set but backend.url is not rediss:// or rediss+cluster:// (a plain URL would send "

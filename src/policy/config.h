@@ -67,8 +67,10 @@
 
 #include "spillway/error.h"
 #include "spillway/policy.h"
+#include "spillway/tls_options.h"
 #include "src/policy/client_address.h"
 #include "src/policy/ip.h"
+#include "src/policy/on_error.h"
 
 namespace spillway::policy {
 
@@ -87,22 +89,15 @@ struct ServerConfig {
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
-// kLocal: an in-process limiter with the same policy decides while the backend fails.
-enum class OnError { kAllow, kDeny, kLocal };
-
-struct TlsConfig {
-  std::string ca_file, cert_file, key_file, server_name;
-  bool insecure = false;
-  friend bool operator==(const TlsConfig&, const TlsConfig&) = default;
-};
+// backend.tls: the backend's own settings type (spillway/tls_options.h), under the config's name.
+using TlsConfig = TlsOptions;
 
 struct BackendConfig {
   std::string url = "memory";
   std::string key_prefix = "spillway";
   std::chrono::milliseconds timeout{50};
-  // Fail open by default: a backend outage must not become an API outage.
-  OnError on_error = OnError::kAllow;
-  int breaker_failures = 5;  // CircuitBreakerStore around a Redis backend; 0 = no breaker
+  OnError on_error = kDefaultOnError;  // src/policy/on_error.h
+  int breaker_failures = 5;            // CircuitBreakerStore around a Redis backend; 0 = no breaker
   std::chrono::milliseconds breaker_probe{1000};
   std::optional<TlsConfig> tls;
   std::size_t over_limit_cache = 0;  // Redis: keys of the exact local cache of denials; 0 = off
@@ -113,6 +108,8 @@ struct BackendConfig {
 };
 
 // Envoy's rate limit service (gRPC): its rules and how it answers.
+// The rate limit headers it adds (src/rls/rls_engine.h's ResponseHeaders is this enum): none,
+// RateLimit-* (draft) or X-RateLimit-*.
 enum class RlsHeaders { kOff, kDraft, kXRateLimit };
 enum class RlsOnError { kError, kAllow, kDeny };
 struct RlsConfig {

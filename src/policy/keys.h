@@ -7,8 +7,10 @@
 // Every final key is at most kMaxKeyBytes, checked here, once. Pure functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "spillway/error.h"
 #include "spillway/store.h"
@@ -17,6 +19,15 @@ namespace spillway::policy {
 
 // Appends ":<len>:<value>" to a layer's key.
 void append_key_part(std::string& key, std::string_view value);
+
+// A layer's key read back (for /v1/stats): the layer's name and its values in order, viewing
+// `key`. nullopt when `key` is not "<layer>:<len>:<value>[…]" (no ':' after the layer, a length
+// that is not decimal digits or that runs past the end).
+struct LayerKeyParts {
+  std::string_view layer;
+  std::vector<std::string_view> values;
+};
+std::optional<LayerKeyParts> parse_layer_key(std::string_view key);
 
 // An error unless a layer's finished key fits in kMaxKeyBytes.
 Result<void> check_layer_key(const std::string& key, std::string_view layer);

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "src/core/backend_schemes.h"
 #include "src/redis/batcher.h"
 #include "src/redis/cluster_router.h"
 #include "src/redis/cross_slot.h"
@@ -15,6 +16,13 @@
 namespace spillway {
 namespace {
 
+// The backend a URL names (src/core/backend_schemes.h); one Redis when no scheme is known (its
+// parser then says what is wrong with the URL).
+BackendKind kind_of(std::string_view url) {
+  const BackendScheme* scheme = find_backend_scheme(url);
+  return scheme == nullptr ? BackendKind::kRedis : scheme->kind;
+}
+
 // Completes the URL's TLS settings with options.tls (the URL's own parameters win) and checks
 // that they load (files readable, key matching), so that a mistake is reported at open.
 Result<void> apply_tls(const RedisStoreOptions& options, redis::ClientOptions& client) {
@@ -25,7 +33,7 @@ Result<void> apply_tls(const RedisStoreOptions& options, redis::ClientOptions& c
   }
   if (!client.tls) return {};
   if (options.tls) {
-    redis::TlsOptions& tls = *client.tls;
+    TlsOptions& tls = *client.tls;
     for (auto [field, fallback] : {std::pair{&tls.ca_file, &options.tls->ca_file},
                                    std::pair{&tls.cert_file, &options.tls->cert_file},
                                    std::pair{&tls.key_file, &options.tls->key_file},
@@ -63,12 +71,12 @@ Result<void> RedisStore::check_options(const RedisStoreOptions& options) {
     }
     return {};
   };
-  if (options.url.starts_with("redis+cluster://") || options.url.starts_with("rediss+cluster://")) {
+  if (kind_of(options.url) == BackendKind::kRedisCluster) {
     auto cluster = redis::parse_cluster_url(options.url);
     if (!cluster) return blame(cluster.error(), "url");
     return tls_of(std::move(cluster->node_options));
   }
-  if (options.url.starts_with("redis+sentinel://")) {
+  if (kind_of(options.url) == BackendKind::kRedisSentinel) {
     auto sentinel = redis::parse_sentinel_url(options.url);
     if (!sentinel) return blame(sentinel.error(), "url");
     if (options.tls) {
@@ -86,7 +94,7 @@ Result<void> RedisStore::check_options(const RedisStoreOptions& options) {
 Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) {
   if (auto checked = check_options(options); !checked) return std::unexpected(checked.error());
   std::unique_ptr<redis::ScriptTarget> target;
-  if (options.url.starts_with("redis+cluster://") || options.url.starts_with("rediss+cluster://")) {
+  if (kind_of(options.url) == BackendKind::kRedisCluster) {
     auto cluster = redis::parse_cluster_url(options.url);
     if (!cluster) return std::unexpected(cluster.error());
     if (auto tls = apply_tls(options, cluster->node_options); !tls) {
@@ -99,7 +107,7 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
         redis::ClusterRouter::open(std::move(cluster->seeds), std::move(cluster->node_options));
     if (!router) return std::unexpected(router.error());
     target = std::move(*router);
-  } else if (options.url.starts_with("redis+sentinel://")) {
+  } else if (kind_of(options.url) == BackendKind::kRedisSentinel) {
     auto sentinel = redis::parse_sentinel_url(options.url);
     if (!sentinel) return std::unexpected(sentinel.error());
     if (options.tls) {

@@ -13,12 +13,9 @@
 #include <string>
 
 #include "spillway/error.h"
-#include "spillway/redis_store.h"
+#include "spillway/tls_options.h"
 
 namespace spillway::redis {
-
-// The public settings (spillway/redis_store.h), used as they are.
-using TlsOptions = RedisTlsOptions;
 
 // Errors (kInvalidArgument) name the setting and the file: a CA file that cannot be read, a
 // certificate without its key, a key that does not match the certificate.

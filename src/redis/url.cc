@@ -9,6 +9,7 @@
 #include <string>
 #include <system_error>
 
+#include "src/core/backend_schemes.h"
 #include "src/core/text.h"
 
 namespace spillway::redis {
@@ -238,20 +239,21 @@ Result<ClientOptions> parse_redis_url(std::string_view url) {
   }
   const std::string_view scheme = url.substr(0, separator);
   const std::string_view rest = url.substr(separator + 3);
-  if (scheme == "redis" || scheme == "rediss") return parse_tcp_url(rest, scheme == "rediss");
-  if (scheme == "unix") return parse_unix_url(rest);
+  if (const BackendScheme* known = find_backend_scheme(url)) {
+    if (known->kind == BackendKind::kRedis) return parse_tcp_url(rest, known->tls);
+    if (known->kind == BackendKind::kRedisUnix) return parse_unix_url(rest);
+  }
   return url_error("redis URL: unknown scheme '" + std::string(scheme) +
                    "' (expected redis, rediss or unix)");
 }
 
 Result<ClusterUrl> parse_cluster_url(std::string_view url) {
-  constexpr std::string_view kScheme = "redis+cluster://";
-  constexpr std::string_view kTlsScheme = "rediss+cluster://";
-  const bool tls = url.starts_with(kTlsScheme);
-  if (!tls && !url.starts_with(kScheme)) {
+  const BackendScheme* scheme = find_backend_scheme(url);
+  if (scheme == nullptr || scheme->kind != BackendKind::kRedisCluster) {
     return url_error("redis cluster URL: must start with redis+cluster:// or rediss+cluster://");
   }
-  std::string_view rest = url.substr(tls ? kTlsScheme.size() : kScheme.size());
+  const bool tls = scheme->tls;
+  std::string_view rest = url.substr(scheme->prefix.size());
   std::string query;  // "?tls_…", applied to every seed
   if (const std::size_t question = rest.find('?'); question != std::string_view::npos) {
     query = std::string(rest.substr(question));
@@ -282,11 +284,11 @@ Result<ClusterUrl> parse_cluster_url(std::string_view url) {
 }
 
 Result<SentinelUrl> parse_sentinel_url(std::string_view url) {
-  constexpr std::string_view kScheme = "redis+sentinel://";
-  if (!url.starts_with(kScheme)) {
+  const BackendScheme* scheme = find_backend_scheme(url);
+  if (scheme == nullptr || scheme->kind != BackendKind::kRedisSentinel) {
     return url_error("redis sentinel URL: must start with redis+sentinel://");
   }
-  std::string_view rest = url.substr(kScheme.size());
+  std::string_view rest = url.substr(scheme->prefix.size());
   std::string userinfo;  // "user:password@", for the primary
   if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
     userinfo = std::string(rest.substr(0, at + 1));

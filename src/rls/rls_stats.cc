@@ -1,5 +1,7 @@
 #include "src/rls/rls_stats.h"
 
+#include "src/core/metrics_text.h"
+
 namespace spillway::rls {
 namespace {
 
@@ -13,20 +15,6 @@ constexpr std::array<std::string_view, kStatCount> kHelp = {
     "Hits admitted.",
     "Hits over the limit of a shadow_mode rule (admitted).",
     "Hits denied by the local over-limit cache without a backend call."};
-
-// A Prometheus label value: backslash, double quote and newline escaped.
-void append_label(std::string& out, std::string_view value) {
-  for (char c : value) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-}
 
 std::string series_id(std::string_view domain, std::string_view path) {
   std::string id(domain);
@@ -60,14 +48,13 @@ void RlsStats::render(std::string& out) const {
   if (series_.empty()) return;
   for (std::size_t s = 0; s < kStatCount; ++s) {
     const std::string name = "spillway_rls_" + std::string(kNames[s]);
-    out += "# HELP " + name + " " + std::string(kHelp[s]) + "\n# TYPE " + name + " counter\n";
+    append_metric_family(out, name, MetricType::kCounter, kHelp[s]);
     for (const auto& [id, values] : series_) {
       const std::size_t split = id.find('\0');
-      out += name + "{domain=\"";
-      append_label(out, std::string_view(id).substr(0, split));
-      out += "\",descriptor=\"";
-      append_label(out, std::string_view(id).substr(split + 1));
-      out += "\"} " + std::to_string(values[s]) + "\n";
+      append_metric_sample(out, name,
+                           {{"domain", std::string_view(id).substr(0, split)},
+                            {"descriptor", std::string_view(id).substr(split + 1)}},
+                           values[s]);
     }
   }
 }

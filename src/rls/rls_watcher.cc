@@ -1,5 +1,7 @@
 #include "src/rls/rls_watcher.h"
 
+#include "src/core/metrics_text.h"
+
 namespace spillway::rls {
 
 RlsWatcher::RlsWatcher(RlsEngine& engine, std::string path, std::string loaded_fingerprint,
@@ -58,17 +60,17 @@ void RlsWatcher::watch() {
 }
 
 void RlsWatcher::render(std::string& out) const {
-  out +=
-      "# HELP spillway_rls_config_reloads_total Loads of the rate limit service's rules after "
-      "start, by result (error: the previous rules stayed in force).\n"
-      "# TYPE spillway_rls_config_reloads_total counter\n"
-      "spillway_rls_config_reloads_total{result=\"ok\"} " +
-      std::to_string(ok_.load(std::memory_order_relaxed)) +
-      "\nspillway_rls_config_reloads_total{result=\"error\"} " +
-      std::to_string(errors_.load(std::memory_order_relaxed)) +
-      "\n# HELP spillway_rls_config_domains Domains in the rules in force.\n"
-      "# TYPE spillway_rls_config_domains gauge\nspillway_rls_config_domains " +
-      std::to_string(engine_.rules()->domains.size()) + "\n";
+  append_metric_family(out, "spillway_rls_config_reloads_total", MetricType::kCounter,
+                       "Loads of the rate limit service's rules after start, by result (error: "
+                       "the previous rules stayed in force).");
+  append_metric_sample(out, "spillway_rls_config_reloads_total", {{"result", "ok"}},
+                       std::uint64_t{ok_.load(std::memory_order_relaxed)});
+  append_metric_sample(out, "spillway_rls_config_reloads_total", {{"result", "error"}},
+                       std::uint64_t{errors_.load(std::memory_order_relaxed)});
+  append_metric_family(out, "spillway_rls_config_domains", MetricType::kGauge,
+                       "Domains in the rules in force.");
+  append_metric_sample(out, "spillway_rls_config_domains", {},
+                       std::uint64_t{engine_.rules()->domains.size()});
 }
 
 }  // namespace spillway::rls

@@ -2,6 +2,8 @@
 
 #include <cstddef>
 
+#include "src/core/text.h"
+
 namespace spillway::server {
 
 // Every byte that is not part of valid UTF-8 becomes "\xNN", so that a message quoting client
@@ -11,34 +13,10 @@ std::string utf8_or_escaped(std::string_view text) {
   out.reserve(text.size());
   std::size_t i = 0;
   while (i < text.size()) {
-    const auto byte = [&](std::size_t at) { return static_cast<unsigned char>(text[at]); };
-    const unsigned char b = byte(i);
-    std::size_t length = 0;  // of a valid sequence starting at i, 0 if none
-    if (b < 0x80) {
-      length = 1;
-    } else if (b >= 0xc2 && b <= 0xdf) {
-      length = 2;
-    } else if (b >= 0xe0 && b <= 0xef) {
-      length = 3;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-      length = 4;
-    }
-    if (length > 1) {
-      if (i + length > text.size()) {
-        length = 0;
-      } else {
-        // The second byte's range excludes overlong forms, surrogates and code points > U+10FFFF.
-        const unsigned char second = byte(i + 1);
-        const unsigned char low = b == 0xe0 ? 0xa0 : b == 0xf0 ? 0x90 : 0x80;
-        const unsigned char high = b == 0xed ? 0x9f : b == 0xf4 ? 0x8f : 0xbf;
-        if (second < low || second > high) length = 0;
-        for (std::size_t k = 2; k < length; ++k) {
-          if ((byte(i + k) & 0xc0) != 0x80) length = 0;
-        }
-      }
-    }
+    const std::size_t length = utf8_sequence_length(text, i);
     if (length == 0) {
       static constexpr char kHex[] = "0123456789abcdef";
+      const auto b = static_cast<unsigned char>(text[i]);
       out.append("\\x").append(1, kHex[b >> 4]).append(1, kHex[b & 0xf]);
       ++i;
     } else {

@@ -1,28 +1,13 @@
 #include "src/server/metrics.h"
 
 #include <atomic>
-#include <sstream>
+
+#include "src/core/metrics_text.h"
 
 namespace spillway::server {
 namespace {
 
 std::atomic<std::uint64_t> next_metrics_id{1};
-
-// A label value as the text format wants it: backslash, double quote and newline escaped.
-std::string label(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (const char c : value) {
-    if (c == '\\' || c == '"') {
-      out.append(1, '\\').append(1, c);
-    } else if (c == '\n') {
-      out.append("\\n");
-    } else {
-      out.append(1, c);
-    }
-  }
-  return out;
-}
 
 // A key for `map` without allocating when it is already there.
 template <typename Map>
@@ -136,50 +121,37 @@ Micros Metrics::Histogram::quantile(double q) const {
 std::string Metrics::render() const {
   // Sum the shards first, then print in a stable order.
   const Snapshot sum = snapshot();
-  const auto& decisions = sum.decisions;
-  const auto& requests = sum.requests;
-  const auto& backend_errors = sum.backend_errors;
-  const auto& latency_buckets = sum.latency.buckets;
-  const std::uint64_t latency_count = sum.latency.count;
-  const double latency_sum_seconds = sum.latency_sum_seconds;
-  std::ostringstream out;
-  out << "# HELP spillway_decisions_total Layer decisions by result.\n"
-      << "# TYPE spillway_decisions_total counter\n";
-  for (const auto& [layer, counts] : decisions) {
+  std::string out;
+  append_metric_family(out, "spillway_decisions_total", MetricType::kCounter,
+                       "Layer decisions by result.");
+  for (const auto& [layer, counts] : sum.decisions) {
     for (const std::size_t result : {1, 0, 2}) {
       if (counts[result] == 0) continue;
-      static constexpr const char* kResults[] = {"denied", "allowed", "shadow_denied"};
-      out << "spillway_decisions_total{layer=\"" << label(layer) << "\",result=\""
-          << kResults[result] << "\"} " << counts[result] << "\n";
+      static constexpr std::string_view kResults[] = {"denied", "allowed", "shadow_denied"};
+      append_metric_sample(out, "spillway_decisions_total",
+                           {{"layer", layer}, {"result", kResults[result]}}, counts[result]);
     }
   }
-  out << "# HELP spillway_requests_total HTTP requests by endpoint and status.\n"
-      << "# TYPE spillway_requests_total counter\n";
-  for (const auto& [endpoint, by_status] : requests) {
+  append_metric_family(out, "spillway_requests_total", MetricType::kCounter,
+                       "HTTP requests by endpoint and status.");
+  for (const auto& [endpoint, by_status] : sum.requests) {
     for (const auto& [status, count] : by_status) {
-      out << "spillway_requests_total{endpoint=\"" << label(endpoint) << "\",status=\"" << status
-          << "\"} " << count << "\n";
+      append_metric_sample(out, "spillway_requests_total",
+                           {{"endpoint", endpoint}, {"status", std::to_string(status)}}, count);
     }
   }
-  out << "# HELP spillway_backend_errors_total Backend errors by kind, and what on_error "
-         "answered (allow: admitted without a decision; deny: 503, or 403 for nginx).\n"
-      << "# TYPE spillway_backend_errors_total counter\n";
-  for (const auto& [key, count] : backend_errors) {
-    out << "spillway_backend_errors_total{kind=\"" << label(key.first) << "\",answer=\""
-        << (key.second ? "allow" : "deny") << "\"} " << count << "\n";
+  append_metric_family(out, "spillway_backend_errors_total", MetricType::kCounter,
+                       "Backend errors by kind, and what on_error answered (allow: admitted "
+                       "without a decision; deny: 503, or 403 for nginx).");
+  for (const auto& [key, count] : sum.backend_errors) {
+    append_metric_sample(out, "spillway_backend_errors_total",
+                         {{"kind", key.first}, {"answer", key.second ? "allow" : "deny"}}, count);
   }
-  out << "# HELP spillway_request_duration_seconds Time to answer a request.\n"
-      << "# TYPE spillway_request_duration_seconds histogram\n";
-  std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-    cumulative += latency_buckets[i];
-    out << "spillway_request_duration_seconds_bucket{le=\""
-        << static_cast<double>(kBuckets[i]) / 1e6 << "\"} " << cumulative << "\n";
-  }
-  out << "spillway_request_duration_seconds_bucket{le=\"+Inf\"} " << latency_count << "\n"
-      << "spillway_request_duration_seconds_sum " << latency_sum_seconds << "\n"
-      << "spillway_request_duration_seconds_count " << latency_count << "\n";
-  return out.str();
+  append_metric_family(out, "spillway_request_duration_seconds", MetricType::kHistogram,
+                       "Time to answer a request.");
+  append_metric_histogram(out, "spillway_request_duration_seconds", {}, kBuckets,
+                          sum.latency.buckets, sum.latency_sum_seconds);
+  return out;
 }
 
 }  // namespace spillway::server

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <random>
 
+#include "src/core/backend_schemes.h"
+#include "src/core/metrics_text.h"
 #include "src/core/text.h"
 #include "src/pages/dashboard_page.h"
 #include "src/policy/keys.h"
@@ -134,9 +136,10 @@ Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& 
   settings->dashboard = config.server.dashboard;
   settings->mask_keys = config.server.dashboard_mask_keys;
   settings->reject_unknown_attributes = config.server.reject_unknown_attributes;
-  const std::size_t scheme = config.backend.url.find("://");
-  settings->backend_kind =
-      scheme == std::string::npos ? config.backend.url : config.backend.url.substr(0, scheme);
+  const BackendScheme* scheme = find_backend_scheme(config.backend.url);
+  settings->backend_kind = scheme != nullptr
+                               ? std::string(scheme->name)
+                               : config.backend.url.substr(0, config.backend.url.find("://"));
   settings->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
@@ -237,10 +240,10 @@ void Service::handle(HttpRequest request, Responder respond) {
 
 void Service::metrics_text(const HttpRequest&, const Reply& reply) {
   std::string text = metrics_.render();
-  text.append(
-      "# HELP spillway_backend_status The backend's state now (ready, unreachable, "
-      "circuit_open).\n# TYPE spillway_backend_status gauge\nspillway_backend_status{status=\"");
-  text.append(store_->status()).append("\"} 1\n");
+  append_metric_family(text, "spillway_backend_status", MetricType::kGauge,
+                       "The backend's state now (ready, unreachable, circuit_open).");
+  append_metric_sample(text, "spillway_backend_status", {{"status", store_->status()}},
+                       std::uint64_t{1});
   store_->append_metrics(text);
   {
     std::lock_guard lock(metrics_sources_mutex_);
@@ -274,10 +277,7 @@ void Service::healthz(const HttpRequest&, const Reply& reply) {
 void Service::readyz(const HttpRequest&, const Reply& reply) {
   const bool ready = store_->ready();
   // on_error says what requests get meanwhile: with allow they are admitted unchecked.
-  const policy::OnError mode = settings()->on_error;
-  const std::string_view on_error = mode == policy::OnError::kAllow  ? "allow"
-                                    : mode == policy::OnError::kDeny ? "deny"
-                                                                     : "local";
+  const std::string_view on_error = policy::on_error_name(settings()->on_error);
   std::string body = ready ? R"({"status":"ready","backend":")"
                            : R"({"status":"not ready","error":"backend unreachable","backend":")";
   body.append(store_->status()).append(R"(","on_error":")").append(on_error).append("\"}");

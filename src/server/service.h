@@ -61,7 +61,7 @@ class Service {
     std::vector<policy::Cidr> trusted_proxies;
     policy::ClientIpHeader client_ip_header = policy::ClientIpHeader::kXForwardedFor;
     int ipv6_prefix = 64;
-    policy::OnError on_error = policy::OnError::kDeny;
+    policy::OnError on_error = policy::kDefaultOnError;  // build() sets the config's
     bool dashboard = true;
     bool mask_keys = true;
     bool reject_unknown_attributes = true;  // POST /v1/check: 400 for attributes no layer reads

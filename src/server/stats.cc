@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <optional>
 
 #include "src/core/decimal.h"
 #include "src/policy/keys.h"
@@ -33,27 +32,6 @@ std::string masked(std::string_view value, std::uint64_t salt) {
   std::snprintf(tail, sizeof tail, "***#%04x",
                 static_cast<unsigned>((hash ^ (hash >> 16)) & 0xffff));
   return out + tail;
-}
-
-// The values of "<layer>:<len>:<value>[:<len>:<value>…]" after the layer; nullopt if malformed.
-std::optional<std::vector<std::string_view>> values_of(std::string_view rest) {
-  std::vector<std::string_view> values;
-  while (!rest.empty()) {
-    if (rest.front() != ':') return std::nullopt;
-    rest.remove_prefix(1);
-    const std::size_t colon = rest.find(':');
-    if (colon == std::string_view::npos || colon == 0) return std::nullopt;
-    std::size_t length = 0;
-    for (char c : rest.substr(0, colon)) {
-      if (c < '0' || c > '9' || length > rest.size()) return std::nullopt;
-      length = length * 10 + static_cast<std::size_t>(c - '0');
-    }
-    rest.remove_prefix(colon + 1);
-    if (length > rest.size()) return std::nullopt;
-    values.push_back(rest.substr(0, length));
-    rest.remove_prefix(length);
-  }
-  return values;
 }
 
 // A JSON number as people write it: integers as they are, other numbers in plain decimals, the
@@ -129,17 +107,14 @@ std::pair<std::string, std::string> display_key(std::string_view stored, bool ma
   if (stored.starts_with(policy::kLimitEndpointPrefix)) {
     return {"limit", show(stored.substr(policy::kLimitEndpointPrefix.size()))};
   }
-  const std::size_t colon = stored.find(':');
-  const std::string layer(stored.substr(0, colon));
-  const auto values =
-      colon == std::string_view::npos ? std::nullopt : values_of(stored.substr(colon));
-  if (!values) return {layer, show(stored)};
+  const auto parts = policy::parse_layer_key(stored);
+  if (!parts) return {std::string(stored.substr(0, stored.find(':'))), show(stored)};
   std::string shown;
-  for (std::string_view value : *values) {
+  for (std::string_view value : parts->values) {
     if (!shown.empty()) shown += " | ";
     shown += show(value);
   }
-  return {layer, shown};
+  return {std::string(parts->layer), shown};
 }
 
 std::string iso8601_utc(std::int64_t unix_seconds) {
