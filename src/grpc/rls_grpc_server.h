@@ -24,7 +24,7 @@
 
 #include "spillway/error.h"
 #include "src/grpc/grpc_metrics.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 #include "src/rls/rls_engine.h"
 
 namespace spillway::grpc_server {

@@ -16,7 +16,7 @@
 #include "spillway/algorithm.h"
 #include "spillway/duration.h"
 #include "src/core/text.h"
-#include "src/policy/yaml_fields.h"
+#include "src/config/yaml_fields.h"
 
 namespace spillway::rls {
 namespace {

@@ -19,7 +19,7 @@
 #include "spillway/policy_engine.h"
 #include "spillway/store.h"
 #include "src/core/rate_limited_log.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
 #include "src/server/top_keys.h"

@@ -1,7 +1,7 @@
 // The dependency graph of the source tree (docs/ARCHITECTURE.md), checked on every build:
 //   core <- memory, redis <- backends (open_store) <- cli
-//   core <- policy <- server <- grpc <- cli
-//   core <- policy <- rls (Envoy's rules and engine) <- grpc
+//   core <- policy <- config (the YAML file: server, backend, rls, layers) <- server <- grpc <- cli
+//   core <- policy <- config <- rls (Envoy's rules and engine) <- grpc
 //   core <- pages (the HTML pages and web assets) <- server, cli
 // A file may include headers of its own layer and of the layers below it, never one above: the
 // core knows no backend, and neither the policy nor the server knows a backend or open_store, so
@@ -23,7 +23,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Layer { kCore, kMemory, kRedis, kBackends, kPolicy, kRls, kPages, kServer, kGrpc, kCli };
+enum class Layer {
+  kCore,
+  kMemory,
+  kRedis,
+  kBackends,
+  kPolicy,
+  kConfig,
+  kRls,
+  kPages,
+  kServer,
+  kGrpc,
+  kCli
+};
 
 const char* layer_name(Layer layer) {
   switch (layer) {
@@ -37,6 +49,8 @@ const char* layer_name(Layer layer) {
       return "backends";
     case Layer::kPolicy:
       return "policy";
+    case Layer::kConfig:
+      return "config";
     case Layer::kRls:
       return "rls";
     case Layer::kPages:
@@ -59,13 +73,14 @@ const std::map<Layer, std::set<Layer>>& allowed() {
       {Layer::kRedis, {Layer::kCore}},
       {Layer::kBackends, {Layer::kCore, Layer::kMemory, Layer::kRedis}},
       {Layer::kPolicy, {Layer::kCore}},
-      {Layer::kRls, {Layer::kCore, Layer::kPolicy}},
+      {Layer::kConfig, {Layer::kCore, Layer::kPolicy}},
+      {Layer::kRls, {Layer::kCore, Layer::kPolicy, Layer::kConfig}},
       {Layer::kPages, {Layer::kCore}},
-      {Layer::kServer, {Layer::kCore, Layer::kPolicy, Layer::kPages}},
-      {Layer::kGrpc, {Layer::kCore, Layer::kPolicy, Layer::kRls, Layer::kServer}},
+      {Layer::kServer, {Layer::kCore, Layer::kPolicy, Layer::kConfig, Layer::kPages}},
+      {Layer::kGrpc, {Layer::kCore, Layer::kPolicy, Layer::kConfig, Layer::kRls, Layer::kServer}},
       {Layer::kCli,
-       {Layer::kCore, Layer::kMemory, Layer::kRedis, Layer::kBackends, Layer::kPolicy, Layer::kRls,
-        Layer::kPages, Layer::kServer, Layer::kGrpc}},
+       {Layer::kCore, Layer::kMemory, Layer::kRedis, Layer::kBackends, Layer::kPolicy,
+        Layer::kConfig, Layer::kRls, Layer::kPages, Layer::kServer, Layer::kGrpc}},
   };
   return rules;
 }
@@ -93,9 +108,10 @@ std::optional<Layer> layer_of(std::string path) {
   static const std::vector<std::pair<std::string, Layer>> dirs = {
       {"src/core/", Layer::kCore},     {"src/memory/", Layer::kMemory},
       {"src/redis/", Layer::kRedis},   {"src/backends/", Layer::kBackends},
-      {"src/policy/", Layer::kPolicy}, {"src/rls/", Layer::kRls},
-      {"src/pages/", Layer::kPages},   {"src/server/", Layer::kServer},
-      {"src/grpc/", Layer::kGrpc},     {"src/cli/", Layer::kCli},
+      {"src/policy/", Layer::kPolicy}, {"src/config/", Layer::kConfig},
+      {"src/rls/", Layer::kRls},       {"src/pages/", Layer::kPages},
+      {"src/server/", Layer::kServer}, {"src/grpc/", Layer::kGrpc},
+      {"src/cli/", Layer::kCli},
   };
   for (const auto& [dir, layer] : dirs) {
     if (path.starts_with(dir)) return layer;
@@ -135,7 +151,10 @@ TEST(Layering, TheCheckerRejectsIncludesThatPointUp) {
   EXPECT_NE(violation("src/policy/policy_engine.cc", "spillway/memory_store.h"), "");
   EXPECT_NE(violation("src/memory/memory_store.cc", "spillway/redis_store.h"), "");
   EXPECT_NE(violation("include/spillway/store.h", "spillway/memory_store.h"), "");
-  EXPECT_NE(violation("src/policy/config.cc", "src/server/http_server.h"), "");
+  EXPECT_NE(violation("src/config/config.cc", "src/server/http_server.h"), "");
+  EXPECT_NE(violation("src/policy/policy_engine.cc", "src/config/config.h"), "");
+  EXPECT_EQ(violation("src/config/config.cc", "src/policy/routes.h"), "");
+  EXPECT_EQ(violation("src/server/service.h", "src/config/config.h"), "");
   EXPECT_NE(violation("src/core/limit.cc", "tests/support/process.h"), "");
   EXPECT_EQ(violation("src/server/service.cc", "spillway/policy_engine.h"), "");
   EXPECT_NE(violation("src/rls/rls_engine.cc", "spillway/redis_store.h"), "");

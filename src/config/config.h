@@ -68,9 +68,9 @@
 #include "spillway/error.h"
 #include "spillway/policy.h"
 #include "spillway/tls_options.h"
+#include "src/config/on_error.h"
 #include "src/policy/client_address.h"
 #include "src/policy/ip.h"
-#include "src/policy/on_error.h"
 
 namespace spillway::policy {
 
@@ -96,7 +96,7 @@ struct BackendConfig {
   std::string url = "memory";
   std::string key_prefix = "spillway";
   std::chrono::milliseconds timeout{50};
-  OnError on_error = kDefaultOnError;  // src/policy/on_error.h
+  OnError on_error = kDefaultOnError;  // src/config/on_error.h
   int breaker_failures = 5;            // CircuitBreakerStore around a Redis backend; 0 = no breaker
   std::chrono::milliseconds breaker_probe{1000};
   std::optional<TlsConfig> tls;
