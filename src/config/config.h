@@ -66,7 +66,7 @@
 #include <vector>
 
 #include "spillway/error.h"
-#include "spillway/policy.h"
+#include "spillway/policy_spec.h"
 #include "spillway/tls_options.h"
 #include "src/config/on_error.h"
 #include "src/policy/client_address.h"

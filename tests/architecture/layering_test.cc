@@ -1,5 +1,5 @@
 // The dependency graph of the source tree (docs/ARCHITECTURE.md), checked on every build:
-//   core <- memory, redis <- backends (open_store) <- cli
+//   core <- memory, redis (the backends) <- open_store (URL -> store, the wrappers) <- cli
 //   core <- policy <- config (the YAML file: server, backend, rls, layers) <- server <- grpc <- cli
 //   core <- policy <- config <- rls (Envoy's rules and engine) <- grpc
 //   core <- pages (the HTML pages and web assets) <- server, cli
@@ -27,7 +27,7 @@ enum class Layer {
   kCore,
   kMemory,
   kRedis,
-  kBackends,
+  kOpenStore,
   kPolicy,
   kConfig,
   kRls,
@@ -45,8 +45,8 @@ const char* layer_name(Layer layer) {
       return "memory";
     case Layer::kRedis:
       return "redis";
-    case Layer::kBackends:
-      return "backends";
+    case Layer::kOpenStore:
+      return "open_store";
     case Layer::kPolicy:
       return "policy";
     case Layer::kConfig:
@@ -71,7 +71,7 @@ const std::map<Layer, std::set<Layer>>& allowed() {
       {Layer::kCore, {}},
       {Layer::kMemory, {Layer::kCore}},
       {Layer::kRedis, {Layer::kCore}},
-      {Layer::kBackends, {Layer::kCore, Layer::kMemory, Layer::kRedis}},
+      {Layer::kOpenStore, {Layer::kCore, Layer::kMemory, Layer::kRedis}},
       {Layer::kPolicy, {Layer::kCore}},
       {Layer::kConfig, {Layer::kCore, Layer::kPolicy}},
       {Layer::kRls, {Layer::kCore, Layer::kPolicy, Layer::kConfig}},
@@ -79,7 +79,7 @@ const std::map<Layer, std::set<Layer>>& allowed() {
       {Layer::kServer, {Layer::kCore, Layer::kPolicy, Layer::kConfig, Layer::kPages}},
       {Layer::kGrpc, {Layer::kCore, Layer::kPolicy, Layer::kConfig, Layer::kRls, Layer::kServer}},
       {Layer::kCli,
-       {Layer::kCore, Layer::kMemory, Layer::kRedis, Layer::kBackends, Layer::kPolicy,
+       {Layer::kCore, Layer::kMemory, Layer::kRedis, Layer::kOpenStore, Layer::kPolicy,
         Layer::kConfig, Layer::kRls, Layer::kPages, Layer::kServer, Layer::kGrpc}},
   };
   return rules;
@@ -96,9 +96,11 @@ std::optional<Layer> layer_of(std::string path) {
     if (header == "redis_store.h") return Layer::kRedis;
     if (header == "open_store.h" || header == "circuit_breaker.h" || header == "local_fallback.h" ||
         header == "over_limit_cache.h") {
-      return Layer::kBackends;
+      return Layer::kOpenStore;
     }
-    if (header == "policy.h" || header == "policy_engine.h") return Layer::kPolicy;
+    if (header == "policy.h" || header == "policy_spec.h" || header == "policy_engine.h") {
+      return Layer::kPolicy;
+    }
     static const std::set<std::string> core = {"algorithm.h", "algorithm_list.h", "clock.h",
                                                "decision.h",  "duration.h",       "error.h",
                                                "limit.h",     "store.h",          "tls_options.h"};
@@ -107,7 +109,7 @@ std::optional<Layer> layer_of(std::string path) {
   }
   static const std::vector<std::pair<std::string, Layer>> dirs = {
       {"src/core/", Layer::kCore},     {"src/memory/", Layer::kMemory},
-      {"src/redis/", Layer::kRedis},   {"src/backends/", Layer::kBackends},
+      {"src/redis/", Layer::kRedis},   {"src/open_store/", Layer::kOpenStore},
       {"src/policy/", Layer::kPolicy}, {"src/config/", Layer::kConfig},
       {"src/rls/", Layer::kRls},       {"src/pages/", Layer::kPages},
       {"src/server/", Layer::kServer}, {"src/grpc/", Layer::kGrpc},
@@ -160,7 +162,7 @@ TEST(Layering, TheCheckerRejectsIncludesThatPointUp) {
   EXPECT_NE(violation("src/rls/rls_engine.cc", "spillway/redis_store.h"), "");
   EXPECT_NE(violation("src/rls/rls_engine.cc", "src/server/metrics.h"), "");
   EXPECT_EQ(violation("src/grpc/rls_service.cc", "src/rls/rls_engine.h"), "");
-  EXPECT_EQ(violation("src/backends/open_store.cc", "spillway/redis_store.h"), "");
+  EXPECT_EQ(violation("src/open_store/open_store.cc", "spillway/redis_store.h"), "");
   EXPECT_EQ(violation("src/cli/serve.cc", "spillway/open_store.h"), "");
   EXPECT_EQ(violation("include/spillway/memory_store.h", "spillway/store.h"), "");
   EXPECT_EQ(violation("src/memory/memory_store.cc", "src/core/all_algorithms.h"), "");
