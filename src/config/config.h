@@ -1,5 +1,6 @@
-// The YAML configuration file (server, backend, layers) and its validation. Errors name the line
-// (1-based) and the field, e.g. "line 12: layers[1].limit: rate \"60/mn\" has no valid period".
+// The YAML configuration file (server, backend, rls, layers) and its validation. Errors name the
+// line (1-based) and the field, e.g. "line 12: layers[1].limit: rate \"60/mn\" has no valid
+// period".
 //
 // Example:
 //   server:

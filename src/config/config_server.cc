@@ -12,7 +12,8 @@ namespace spillway::policy {
 void parse_server(const YAML::Node& node, ServerConfig& server) {
   if (node.IsNull()) return;
   expect_map(node, "server",
-             "a mapping of listen, threads, trusted_proxies, ipv6_prefix, access_log");
+             "a mapping of listen, threads, trusted_proxies, client_ip_header, ipv6_prefix, "
+             "access_log, grpc_listen, dashboard, dashboard_keys, unknown_attributes");
   Fields fields(node, "server",
                 {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
                  "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header"});

@@ -73,8 +73,8 @@ class Service {
     std::int64_t loaded_at = 0;  // when this config was loaded, Unix seconds
     std::uint64_t version = 0;   // 0 for the first config, +1 per reload
   };
-  // One request's way out: counts the answer in the metrics, then sends it. Copied only by the
-  // asynchronous (Redis) paths.
+  // One request's way out: counts the answer in the metrics, then sends it. The decision
+  // endpoints copy it into the store's callback.
   struct Reply {
     Service* service;
     std::string_view endpoint;  // a fixed label, never the client's path
