@@ -8,6 +8,30 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${pref
 if(rc)
   message(FATAL_ERROR "install failed: ${rc}")
 endif()
+# The installed package exposes include/ only: no exported target names a directory of the source
+# or build tree (a dependent of the installed package could reach private src/ headers through
+# it), and no public header includes a private one.
+file(GLOB_RECURSE exports ${prefix}/*/cmake/spillway/*.cmake)
+if(NOT exports)
+  message(FATAL_ERROR "the install holds no CMake package files under ${prefix}")
+endif()
+foreach(export IN LISTS exports)
+  file(READ ${export} text)
+  foreach(tree IN ITEMS ${SOURCE_DIR} ${BINARY_DIR})
+    string(FIND "${text}" "${tree}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "${export} names ${tree}: the installed package must expose only its "
+                          "include directory")
+    endif()
+  endforeach()
+endforeach()
+file(GLOB_RECURSE headers ${prefix}/include/*)
+foreach(header IN LISTS headers)
+  file(STRINGS ${header} private_includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<]src/")
+  if(private_includes)
+    message(FATAL_ERROR "${header} includes a private header: ${private_includes}")
+  endif()
+endforeach()
 # A sanitizer build installs an instrumented library: the example must link the same runtime.
 set(flags "")
 if(SANITIZE)

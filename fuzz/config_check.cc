@@ -6,7 +6,7 @@
 
 #include "fuzz/check_util.h"
 #include "spillway/policy_engine.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 
 namespace spillway::fuzz {
 

@@ -14,7 +14,7 @@
 #include "fuzz/check_util.h"
 #include "spillway/clock.h"
 #include "spillway/memory_store.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 #include "src/policy/endpoint_path.h"
 #include "src/server/http_server.h"
 #include "src/server/request_reader.h"

@@ -1,10 +1,13 @@
-// Opens a backend by URL, above all backends: the one place that knows them all. Code that takes
-// a Store (the policy, the server) does not depend on any backend; a program that lets its user
+// Opens a backend by URL, above all backends: the one place that builds them, and puts around a
+// Redis backend the wrappers its options ask for. Which URL schemes exist is one table
+// (src/core/backend_schemes.h, also read by the config's checks and `serve`). Code that takes a
+// Store (the policy, the server) does not depend on any backend; a program that lets its user
 // pick the backend (the spillway command) calls open_store.
 //
 // URLs:
 //   memory (or memory://)                         the in-process store (MemoryStore)
-//   redis://[user:password@]host:port[/db]        one Redis (RedisStore); also unix:///path
+//   redis://[user:password@]host:port[/db]        one Redis (RedisStore)
+//   unix:///path                                  one Redis on a unix socket
 //   rediss://…?tls_ca_file=…                      the same over TLS
 //   redis+cluster://[user:password@]host:port[,host:port…]   a Redis Cluster (RedisStore)
 //   rediss+cluster://…                            the same over TLS
@@ -33,8 +36,8 @@ struct BackendOptions {
   // (MemoryStore's own default is no thread); set 0 when every check passes its own `now` on a
   // clock other than `memory.clock` (replay).
   MemoryStoreOptions memory{.sweep_interval = std::chrono::seconds(1)};
-  // For redis://, unix:// and redis+cluster://. Its `url` is replaced by the URL given to
-  // open_store.
+  // For every Redis URL (redis://, rediss://, unix://, redis[s]+cluster://, redis+sentinel://).
+  // Its `url` is replaced by the URL given to open_store.
   RedisStoreOptions redis;
   // A Redis backend is wrapped in a CircuitBreakerStore with these options (failures 0: not).
   CircuitBreakerOptions breaker;
@@ -42,7 +45,7 @@ struct BackendOptions {
   // whose local store is a MemoryStore with `memory`'s options.
   bool local_fallback = false;
   // A Redis backend's denials are remembered in an OverLimitCache of this many keys (inside the
-  // local fallback, outside the breaker); 0: no cache.
+  // local fallback, outside the breaker), on `memory.clock`; 0: no cache.
   std::size_t over_limit_cache = 0;
 };
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "spillway/policy.h"
+#include "spillway/policy_spec.h"
 #include "spillway/store.h"
 
 namespace spillway::policy {

@@ -43,7 +43,7 @@ enum class Operation : std::uint8_t { kCheck };
 // and tests. A denied request changes no state.
 //
 // A view: the keys and limits belong to the caller and live until decide() returns; a store that
-// answers later copies what it needs (src/backends/owned_request.h). Plain value, cheap to copy.
+// answers later copies what it needs (src/open_store/owned_request.h). Plain value, cheap to copy.
 class StoreRequest {
  public:
   // Errors (kInvalidArgument, nothing decided): no key, an empty key, a key over kMaxKeyBytes, the

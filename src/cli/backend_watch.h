@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "spillway/store.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 
 namespace spillway::cli {
 

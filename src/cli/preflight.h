@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "spillway/open_store.h"
-#include "src/policy/config.h"
-#include "src/policy/listen_address.h"
+#include "src/config/config.h"
+#include "src/config/listen_address.h"
 #include "src/rls/rls_config.h"
 
 namespace spillway::cli {

@@ -9,7 +9,7 @@
 
 #include "src/cli/args.h"
 #include "src/cli/preflight.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 #include "src/rls/rls_config.h"
 #include "src/server/service.h"
 

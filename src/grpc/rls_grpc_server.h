@@ -23,8 +23,8 @@
 #include <string>
 
 #include "spillway/error.h"
+#include "src/config/config.h"
 #include "src/grpc/grpc_metrics.h"
-#include "src/policy/config.h"
 #include "src/rls/rls_engine.h"
 
 namespace spillway::grpc_server {

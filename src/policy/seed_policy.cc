@@ -1,4 +1,4 @@
-#include "spillway/policy.h"
+#include "spillway/policy_spec.h"
 
 namespace spillway::policy {
 

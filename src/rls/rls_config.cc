@@ -15,8 +15,8 @@
 
 #include "spillway/algorithm.h"
 #include "spillway/duration.h"
+#include "src/config/yaml_fields.h"
 #include "src/core/text.h"
-#include "src/policy/yaml_fields.h"
 
 namespace spillway::rls {
 namespace {

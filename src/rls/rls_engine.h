@@ -37,7 +37,7 @@
 
 #include "spillway/clock.h"
 #include "spillway/store.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 #include "src/rls/rls_config.h"
 #include "src/rls/rls_request.h"
 #include "src/rls/rls_stats.h"
@@ -46,7 +46,7 @@ namespace spillway::rls {
 
 // Which rate limit headers to add to response_headers_to_add (from the descriptor with the least
 // remaining): none, "RateLimit-Limit/-Remaining/-Reset", or "X-RateLimit-…". The config's
-// rls.response_headers enum itself (src/policy/config.h), under the engine's name.
+// rls.response_headers enum itself (src/config/config.h), under the engine's name.
 using ResponseHeaders = policy::RlsHeaders;
 
 struct RlsOptions {

@@ -4,6 +4,10 @@
 // gets a 4xx whose JSON names the problem and changes no limiter state; backend errors follow
 // `on_error`.
 //
+// One class over three files: service.cc (settings, reload, routing, the reply that counts each
+// answer), service_decisions.cc (/v1/check, /v1/auth, /v1/limit: the policy or the store decides)
+// and service_ops.cc (/metrics, /healthz, /readyz, /v1/stats, /dashboard, /).
+//
 // Thread safety: handle() may run on many threads at once. reload() swaps the policy atomically;
 // requests already running finish on the policy they started with.
 #pragma once
@@ -18,8 +22,8 @@
 
 #include "spillway/policy_engine.h"
 #include "spillway/store.h"
+#include "src/config/config.h"
 #include "src/core/rate_limited_log.h"
-#include "src/policy/config.h"
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
 #include "src/server/top_keys.h"
@@ -69,8 +73,8 @@ class Service {
     std::int64_t loaded_at = 0;  // when this config was loaded, Unix seconds
     std::uint64_t version = 0;   // 0 for the first config, +1 per reload
   };
-  // One request's way out: counts the answer in the metrics, then sends it. Copied only by the
-  // asynchronous (Redis) paths.
+  // One request's way out: counts the answer in the metrics, then sends it. The decision
+  // endpoints copy it into the store's callback.
   struct Reply {
     Service* service;
     std::string_view endpoint;  // a fixed label, never the client's path
@@ -91,15 +95,18 @@ class Service {
     void (Service::*serve)(const HttpRequest& request, const Reply& reply);
   };
 
+  // The decision endpoints (service_decisions.cc).
   void limit(const HttpRequest& request, const Reply& reply);
   void check(const HttpRequest& request, const Reply& reply);
   void auth(const HttpRequest& request, const Reply& reply);
+  // The operational endpoints (service_ops.cc).
   void metrics_text(const HttpRequest& request, const Reply& reply);
   void index(const HttpRequest& request, const Reply& reply);
   void healthz(const HttpRequest& request, const Reply& reply);
   void readyz(const HttpRequest& request, const Reply& reply);
   void stats(const HttpRequest& request, const Reply& reply);
   void dashboard(const HttpRequest& request, const Reply& reply);
+  // What the decision endpoints share (service_decisions.cc).
   void run_policy(const std::shared_ptr<const Settings>& settings,
                   const policy::Attributes& attributes, std::int64_t cost, bool for_nginx,
                   const Reply& reply);

@@ -1,7 +1,7 @@
 // The dependency graph of the source tree (docs/ARCHITECTURE.md), checked on every build:
-//   core <- memory, redis <- backends (open_store) <- cli
-//   core <- policy <- server <- grpc <- cli
-//   core <- policy <- rls (Envoy's rules and engine) <- grpc
+//   core <- memory, redis (the backends) <- open_store (URL -> store, the wrappers) <- cli
+//   core <- policy <- config (the YAML file: server, backend, rls, layers) <- server <- grpc <- cli
+//   core <- policy <- config <- rls (Envoy's rules and engine) <- grpc
 //   core <- pages (the HTML pages and web assets) <- server, cli
 // A file may include headers of its own layer and of the layers below it, never one above: the
 // core knows no backend, and neither the policy nor the server knows a backend or open_store, so
@@ -23,7 +23,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Layer { kCore, kMemory, kRedis, kBackends, kPolicy, kRls, kPages, kServer, kGrpc, kCli };
+enum class Layer {
+  kCore,
+  kMemory,
+  kRedis,
+  kOpenStore,
+  kPolicy,
+  kConfig,
+  kRls,
+  kPages,
+  kServer,
+  kGrpc,
+  kCli
+};
 
 const char* layer_name(Layer layer) {
   switch (layer) {
@@ -33,10 +45,12 @@ const char* layer_name(Layer layer) {
       return "memory";
     case Layer::kRedis:
       return "redis";
-    case Layer::kBackends:
-      return "backends";
+    case Layer::kOpenStore:
+      return "open_store";
     case Layer::kPolicy:
       return "policy";
+    case Layer::kConfig:
+      return "config";
     case Layer::kRls:
       return "rls";
     case Layer::kPages:
@@ -57,15 +71,16 @@ const std::map<Layer, std::set<Layer>>& allowed() {
       {Layer::kCore, {}},
       {Layer::kMemory, {Layer::kCore}},
       {Layer::kRedis, {Layer::kCore}},
-      {Layer::kBackends, {Layer::kCore, Layer::kMemory, Layer::kRedis}},
+      {Layer::kOpenStore, {Layer::kCore, Layer::kMemory, Layer::kRedis}},
       {Layer::kPolicy, {Layer::kCore}},
-      {Layer::kRls, {Layer::kCore, Layer::kPolicy}},
+      {Layer::kConfig, {Layer::kCore, Layer::kPolicy}},
+      {Layer::kRls, {Layer::kCore, Layer::kPolicy, Layer::kConfig}},
       {Layer::kPages, {Layer::kCore}},
-      {Layer::kServer, {Layer::kCore, Layer::kPolicy, Layer::kPages}},
-      {Layer::kGrpc, {Layer::kCore, Layer::kPolicy, Layer::kRls, Layer::kServer}},
+      {Layer::kServer, {Layer::kCore, Layer::kPolicy, Layer::kConfig, Layer::kPages}},
+      {Layer::kGrpc, {Layer::kCore, Layer::kPolicy, Layer::kConfig, Layer::kRls, Layer::kServer}},
       {Layer::kCli,
-       {Layer::kCore, Layer::kMemory, Layer::kRedis, Layer::kBackends, Layer::kPolicy, Layer::kRls,
-        Layer::kPages, Layer::kServer, Layer::kGrpc}},
+       {Layer::kCore, Layer::kMemory, Layer::kRedis, Layer::kOpenStore, Layer::kPolicy,
+        Layer::kConfig, Layer::kRls, Layer::kPages, Layer::kServer, Layer::kGrpc}},
   };
   return rules;
 }
@@ -81,9 +96,11 @@ std::optional<Layer> layer_of(std::string path) {
     if (header == "redis_store.h") return Layer::kRedis;
     if (header == "open_store.h" || header == "circuit_breaker.h" || header == "local_fallback.h" ||
         header == "over_limit_cache.h") {
-      return Layer::kBackends;
+      return Layer::kOpenStore;
     }
-    if (header == "policy.h" || header == "policy_engine.h") return Layer::kPolicy;
+    if (header == "policy.h" || header == "policy_spec.h" || header == "policy_engine.h") {
+      return Layer::kPolicy;
+    }
     static const std::set<std::string> core = {"algorithm.h", "algorithm_list.h", "clock.h",
                                                "decision.h",  "duration.h",       "error.h",
                                                "limit.h",     "store.h",          "tls_options.h"};
@@ -92,10 +109,11 @@ std::optional<Layer> layer_of(std::string path) {
   }
   static const std::vector<std::pair<std::string, Layer>> dirs = {
       {"src/core/", Layer::kCore},     {"src/memory/", Layer::kMemory},
-      {"src/redis/", Layer::kRedis},   {"src/backends/", Layer::kBackends},
-      {"src/policy/", Layer::kPolicy}, {"src/rls/", Layer::kRls},
-      {"src/pages/", Layer::kPages},   {"src/server/", Layer::kServer},
-      {"src/grpc/", Layer::kGrpc},     {"src/cli/", Layer::kCli},
+      {"src/redis/", Layer::kRedis},   {"src/open_store/", Layer::kOpenStore},
+      {"src/policy/", Layer::kPolicy}, {"src/config/", Layer::kConfig},
+      {"src/rls/", Layer::kRls},       {"src/pages/", Layer::kPages},
+      {"src/server/", Layer::kServer}, {"src/grpc/", Layer::kGrpc},
+      {"src/cli/", Layer::kCli},
   };
   for (const auto& [dir, layer] : dirs) {
     if (path.starts_with(dir)) return layer;
@@ -135,13 +153,16 @@ TEST(Layering, TheCheckerRejectsIncludesThatPointUp) {
   EXPECT_NE(violation("src/policy/policy_engine.cc", "spillway/memory_store.h"), "");
   EXPECT_NE(violation("src/memory/memory_store.cc", "spillway/redis_store.h"), "");
   EXPECT_NE(violation("include/spillway/store.h", "spillway/memory_store.h"), "");
-  EXPECT_NE(violation("src/policy/config.cc", "src/server/http_server.h"), "");
+  EXPECT_NE(violation("src/config/config.cc", "src/server/http_server.h"), "");
+  EXPECT_NE(violation("src/policy/policy_engine.cc", "src/config/config.h"), "");
+  EXPECT_EQ(violation("src/config/config.cc", "src/policy/routes.h"), "");
+  EXPECT_EQ(violation("src/server/service.h", "src/config/config.h"), "");
   EXPECT_NE(violation("src/core/limit.cc", "tests/support/process.h"), "");
   EXPECT_EQ(violation("src/server/service.cc", "spillway/policy_engine.h"), "");
   EXPECT_NE(violation("src/rls/rls_engine.cc", "spillway/redis_store.h"), "");
   EXPECT_NE(violation("src/rls/rls_engine.cc", "src/server/metrics.h"), "");
   EXPECT_EQ(violation("src/grpc/rls_service.cc", "src/rls/rls_engine.h"), "");
-  EXPECT_EQ(violation("src/backends/open_store.cc", "spillway/redis_store.h"), "");
+  EXPECT_EQ(violation("src/open_store/open_store.cc", "spillway/redis_store.h"), "");
   EXPECT_EQ(violation("src/cli/serve.cc", "spillway/open_store.h"), "");
   EXPECT_EQ(violation("include/spillway/memory_store.h", "spillway/store.h"), "");
   EXPECT_EQ(violation("src/memory/memory_store.cc", "src/core/all_algorithms.h"), "");

@@ -19,7 +19,7 @@
 #include "spillway/memory_store.h"
 #include "spillway/open_store.h"
 #include "spillway/policy_engine.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 #include "src/rls/rls_config.h"
 #include "src/rls/rls_engine.h"
 #include "tests/support/http_client.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "src/policy/config.h"
+#include "src/config/config.h"
 
 namespace spillway::policy {
 namespace {

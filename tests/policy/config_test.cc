@@ -1,5 +1,5 @@
 // The YAML config file: the documented example, defaults, and errors naming line and field.
-#include "src/policy/config.h"
+#include "src/config/config.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -5,7 +5,7 @@
 
 #include "spillway/memory_store.h"
 #include "spillway/policy_engine.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 
 namespace spillway::policy {
 namespace {

@@ -1,7 +1,7 @@
-// parse_listen_address (src/policy/listen_address.h): the one parser behind the config file's
+// parse_listen_address (src/config/listen_address.h): the one parser behind the config file's
 // server.listen and `spillway serve --listen`. Both accept the same text (port 0 included: any free
 // port) and reject the same text with the same message, which quotes the value.
-#include "src/policy/listen_address.h"
+#include "src/config/listen_address.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "src/policy/config.h"
+#include "src/config/config.h"
 #include "tests/support/process.h"
 
 namespace spillway::policy {

@@ -36,6 +36,9 @@ testing::RunningService start(const std::string& backend, policy::Config config)
          .timeout = std::chrono::milliseconds(2000)});
     EXPECT_TRUE(opened.has_value()) << opened.error().message;
     if (!opened) return {};
+    // Connected before the first request: /readyz then answers the same to GET and HEAD.
+    Result<void> ready = (*opened)->wait_ready(std::chrono::seconds(5));
+    EXPECT_TRUE(ready.has_value()) << ready.error().message;
     store = std::move(*opened);
   }
   return testing::start_service(std::move(config), std::move(store));

@@ -9,7 +9,7 @@
 #include <future>
 
 #include "spillway/memory_store.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 #include "src/server/service.h"
 #include "tests/support/http_client.h"
 

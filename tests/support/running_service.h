@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "spillway/store.h"
-#include "src/policy/config.h"
+#include "src/config/config.h"
 #include "src/server/http_server.h"
 #include "src/server/service.h"
 

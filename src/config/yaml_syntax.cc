@@ -1,5 +1,5 @@
 // YAML syntax errors in words (see yaml_syntax.h).
-#include "src/policy/yaml_syntax.h"
+#include "src/config/yaml_syntax.h"
 
 #include <vector>
 

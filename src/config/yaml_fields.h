@@ -14,6 +14,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -124,6 +125,9 @@ struct Entry {
   YAML::Node key;
   YAML::Node value;
 };
+
+// A duration in whole milliseconds ("50ms", "1s"): a finer one, such as "1500us", is an error.
+std::chrono::milliseconds millis(const Entry& entry, const std::string& path);
 
 // The entries of a mapping in file order; keys must be single values and not repeat (with a
 // ReadLog, such a key is recorded as an error and left out).

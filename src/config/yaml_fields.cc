@@ -1,10 +1,11 @@
 // The YAML field readers of the config file (see yaml_fields.h).
-#include "src/policy/yaml_fields.h"
+#include "src/config/yaml_fields.h"
 
 #include <algorithm>
 #include <charconv>
 #include <limits>
 
+#include "spillway/duration.h"
 #include "src/core/text.h"
 
 namespace spillway::policy {
@@ -189,6 +190,17 @@ TextShape text_shape(std::string_view text) {
     if (shape.first_content_line == 0) shape.first_content_line = number;
   }
   return shape;
+}
+
+// A duration in whole milliseconds.
+std::chrono::milliseconds millis(const Entry& entry, const std::string& path) {
+  const std::string text = scalar(entry.value, path, "a duration such as 50ms");
+  Result<Micros> micros = parse_duration(text);
+  if (!micros) fail(entry.value, path, micros.error().message);
+  if (*micros % kMicrosPerMilli != 0) {
+    fail(entry.value, path, "duration " + quote_for_error(text) + " must be whole milliseconds");
+  }
+  return std::chrono::milliseconds(*micros / kMicrosPerMilli);
 }
 
 }  // namespace spillway::policy

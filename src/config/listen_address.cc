@@ -1,5 +1,5 @@
 // parse_listen_address (see listen_address.h).
-#include "src/policy/listen_address.h"
+#include "src/config/listen_address.h"
 
 #include <algorithm>
 #include <charconv>

@@ -6,9 +6,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "src/backends/owned_request.h"
 #include "src/core/inline_completion.h"
 #include "src/core/metrics_text.h"
+#include "src/open_store/owned_request.h"
 
 namespace spillway {
 

@@ -1,5 +1,6 @@
-// The YAML configuration file (server, backend, layers) and its validation. Errors name the line
-// (1-based) and the field, e.g. "line 12: layers[1].limit: rate \"60/mn\" has no valid period".
+// The YAML configuration file (server, backend, rls, layers) and its validation. Errors name the
+// line (1-based) and the field, e.g. "line 12: layers[1].limit: rate \"60/mn\" has no valid
+// period".
 //
 // Example:
 //   server:
@@ -66,11 +67,11 @@
 #include <vector>
 
 #include "spillway/error.h"
-#include "spillway/policy.h"
+#include "spillway/policy_spec.h"
 #include "spillway/tls_options.h"
+#include "src/config/on_error.h"
 #include "src/policy/client_address.h"
 #include "src/policy/ip.h"
-#include "src/policy/on_error.h"
 
 namespace spillway::policy {
 
@@ -96,7 +97,7 @@ struct BackendConfig {
   std::string url = "memory";
   std::string key_prefix = "spillway";
   std::chrono::milliseconds timeout{50};
-  OnError on_error = kDefaultOnError;  // src/policy/on_error.h
+  OnError on_error = kDefaultOnError;  // src/config/on_error.h
   int breaker_failures = 5;            // CircuitBreakerStore around a Redis backend; 0 = no breaker
   std::chrono::milliseconds breaker_probe{1000};
   std::optional<TlsConfig> tls;

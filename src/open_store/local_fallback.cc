@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "src/backends/owned_request.h"
 #include "src/core/metrics_text.h"
 #include "src/core/rate_limited_log.h"
+#include "src/open_store/owned_request.h"
 
 namespace spillway {
 

@@ -1,0 +1,88 @@
+// PolicySpec: a layered policy as written (in a config file or by an embedding program), before
+// Policy::make (spillway/policy_engine.h) validates it and builds its limits.
+//
+// Layered policies (docs/SPEC.md §4-§5): an ordered list of layers, each keyed by some request
+// attributes, each with one algorithm and a limit that is fixed, chosen by plan (API key -> plan),
+// or chosen by endpoint (other endpoints pass that layer). A request is admitted only if every
+// layer admits it, and a denied request charges no layer (all-or-nothing).
+//
+// Immutable once built; safe to share between threads. Reload = build a new Policy and swap it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spillway/error.h"
+#include "spillway/limit.h"
+
+namespace spillway::policy {
+
+// A request's attributes as strings: "ip", "api_key", "endpoint", or any other name.
+using Attributes = std::map<std::string, std::string, std::less<>>;
+
+// One limit as written in a policy: "60/min" plus an optional burst (bucket algorithms only).
+struct RateSpec {
+  std::int64_t limit = 0;
+  Micros period = 0;
+  std::optional<std::int64_t> burst;
+  friend bool operator==(const RateSpec&, const RateSpec&) = default;
+};
+
+struct PlanSelector {
+  std::string attribute = "api_key";               // whose value picks the plan
+  std::map<std::string, RateSpec> plans;           // plan name -> limit ("free" -> 60/min)
+  std::string default_plan;                        // for values not in `assignments`
+  std::map<std::string, std::string> assignments;  // attribute value (API key) -> plan name
+  friend bool operator==(const PlanSelector&, const PlanSelector&) = default;
+};
+
+// Routes (docs/SPEC.md §5.1): "/search", "POST /search", "/orders/{id}/export", "/files/**".
+// The request's path is made canonical first (query dropped, escapes, dot segments and repeated
+// or trailing slashes normalised); the most specific route wins; the layer's key holds the route
+// as written, so "/orders/1/export" and "/orders/2/export" share one budget. Routes that name a
+// method need the "method" attribute.
+struct EndpointSelector {
+  std::string attribute = "endpoint";      // the request path (raw or canonical: both work)
+  std::map<std::string, RateSpec> limits;  // route -> limit ("/search" -> 10/min); other paths
+                                           // pass this layer
+  bool case_sensitive = false;             // true: "/Search" and "/search" are two paths
+  friend bool operator==(const EndpointSelector&, const EndpointSelector&) = default;
+};
+
+// The attribute that carries the request's method for routes that name one.
+inline constexpr char kMethodAttribute[] = "method";
+// The attribute that carries the request's path. Any layer that keys by it keys by its canonical
+// form (docs/SPEC.md §5.1), so spellings of one path share a key.
+inline constexpr char kEndpointAttribute[] = "endpoint";
+
+// kShadow: the layer is checked and its would-be denials counted, but it never denies (the way
+// to roll out a new limit safely). It is checked on its own once the enforced layers admitted
+// the request, and charged when it admits: its state is what enforcing it alone would leave.
+enum class LayerMode { kEnforce, kShadow };
+
+struct LayerSpec {
+  std::string name;              // "edge", "gateway", "endpoint"; unique in a policy
+  std::vector<std::string> key;  // attribute names forming the key, in order (e.g. {"ip"})
+  Algorithm algorithm = Algorithm::kGcra;
+  LayerMode mode = LayerMode::kEnforce;
+  // Exactly one of these three is set.
+  std::optional<RateSpec> limit;
+  std::optional<PlanSelector> by_plan;
+  std::optional<EndpointSelector> by_endpoint;
+  friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
+};
+
+struct PolicySpec {
+  std::vector<LayerSpec> layers;
+  friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
+};
+
+// The seed article's policy (docs/SPEC.md §4): edge by ip 1000/min; gateway by api_key with plans
+// free 60/min (default) and pro 600/min; endpoint by (api_key, endpoint) with /search 10/min and
+// /export 5/min. All gcra.
+PolicySpec seed_policy_spec();
+
+}  // namespace spillway::policy

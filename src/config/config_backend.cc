@@ -1,0 +1,109 @@
+// The config file's backend section (see config.h for its fields), its TLS settings included.
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "src/config/config_sections.h"
+#include "src/config/yaml_fields.h"
+#include "src/core/backend_schemes.h"
+#include "src/core/text.h"
+
+namespace spillway::policy {
+
+void parse_backend(const YAML::Node& node, BackendConfig& backend) {
+  if (node.IsNull()) return;
+  expect_map(node, "backend",
+             "a mapping of url, key_prefix, timeout, on_error, breaker_failures, breaker_probe, "
+             "tls, over_limit_cache, require_at_start");
+  Fields fields(node, "backend",
+                {"url", "key_prefix", "timeout", "on_error", "breaker_failures", "breaker_probe",
+                 "tls", "over_limit_cache", "require_at_start"});
+  if (const Entry* require = fields.find("require_at_start"))
+    collect([&] {
+      backend.require_at_start = boolean(require->value, fields.path("require_at_start"));
+    });
+  if (const Entry* cache = fields.find("over_limit_cache"))
+    collect([&] {
+      backend.over_limit_cache = static_cast<std::size_t>(
+          whole_number(cache->value, fields.path("over_limit_cache"), 0, 100'000'000));
+    });
+  bool url_read = true;  // the TLS check below needs the URL as written
+  if (const Entry* url = fields.find("url"))
+    url_read = collect([&] {
+      const std::string path = fields.path("url");
+      const std::string text = scalar(url->value, path, "a backend URL");
+      // A Redis URL needs something after its scheme.
+      const BackendScheme* scheme = find_backend_scheme(text);
+      const bool known = scheme != nullptr && (scheme->kind == BackendKind::kMemory ||
+                                               text.size() > scheme->prefix.size());
+      if (!known) {
+        fail(url->value, path,
+             quote_for_error(text) +
+                 " is not a backend URL (use memory, redis://host:port[/db], rediss://host:port, "
+                 "redis+cluster://host:port[,host:port...], "
+                 "redis+sentinel://host:port[,host:port...]/MASTER_NAME or unix://path)");
+      }
+      backend.url = text;
+    });
+  if (const Entry* prefix = fields.find("key_prefix"))
+    collect([&] {
+      const std::string path = fields.path("key_prefix");
+      const std::string text = scalar(prefix->value, path, "a non-empty string");
+      if (text.empty()) fail(prefix->value, path, "must not be empty");
+      backend.key_prefix = text;
+    });
+
+  if (const Entry* timeout = fields.find("timeout"))
+    collect([&] { backend.timeout = millis(*timeout, fields.path("timeout")); });
+  if (const Entry* failures = fields.find("breaker_failures"))
+    collect([&] {
+      backend.breaker_failures = static_cast<int>(
+          whole_number(failures->value, fields.path("breaker_failures"), 0, 1000000));
+    });
+  if (const Entry* probe = fields.find("breaker_probe"))
+    collect([&] { backend.breaker_probe = millis(*probe, fields.path("breaker_probe")); });
+  if (const Entry* on_error = fields.find("on_error"))
+    collect([&] {
+      const std::string path = fields.path("on_error");
+      const std::string text = scalar(on_error->value, path, "allow, deny or local");
+      const std::optional<OnError> parsed = parse_on_error(text);
+      if (!parsed) {
+        fail(on_error->value, path, quote_for_error(text) + " must be allow, deny or local");
+      }
+      backend.on_error = *parsed;
+    });
+  if (const Entry* tls = fields.find("tls"))
+    collect([&] {
+      const std::string path = fields.path("tls");
+      expect_map(tls->value, path,
+                 "a mapping of ca_file, cert_file, key_file, server_name, insecure");
+      Fields tls_fields(tls->value, path,
+                        {"ca_file", "cert_file", "key_file", "server_name", "insecure"});
+      TlsOptions& out = backend.tls.emplace();
+      for (auto [name, field] :
+           {std::pair{"ca_file", &out.ca_file}, std::pair{"cert_file", &out.cert_file},
+            std::pair{"key_file", &out.key_file}, std::pair{"server_name", &out.server_name}}) {
+        if (const Entry* entry = tls_fields.find(name))
+          collect([&] {
+            const std::string field_path = tls_fields.path(name);
+            *field = scalar(entry->value, field_path, "a file path or name");
+            if (field->empty()) fail(entry->value, field_path, "must not be empty");
+          });
+      }
+      if (const Entry* insecure = tls_fields.find("insecure"))
+        collect([&] { out.insecure = boolean(insecure->value, tls_fields.path("insecure")); });
+      // Only one of the two written (one written but unusable was reported above).
+      if ((tls_fields.find("cert_file") == nullptr) != (tls_fields.find("key_file") == nullptr)) {
+        fail(tls->value, path, "cert_file and key_file go together (mutual TLS needs both)");
+      }
+      const BackendScheme* scheme = find_backend_scheme(backend.url);
+      const bool tls_url = scheme != nullptr && scheme->tls;
+      if (!tls_url && url_read) {
+        fail(tls->value, path,
+             "is set but backend.url is not rediss:// or rediss+cluster:// (a plain URL would send "
+             "everything in clear)");
+      }
+    });
+}
+
+}  // namespace spillway::policy

@@ -1,0 +1,256 @@
+// The config file's layers section: each layer's name, key, algorithm, mode and its one
+// selector (limit, by_plan or by_endpoint), checked so that a config that validates can always be
+// built into a Policy.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "src/config/config_sections.h"
+#include "src/config/yaml_fields.h"
+#include "src/core/text.h"
+#include "src/policy/names.h"
+#include "src/policy/routes.h"
+
+namespace spillway::policy {
+
+namespace {
+
+// What every rate of a layer shares.
+struct LayerContext {
+  Algorithm algorithm = Algorithm::kGcra;
+  std::optional<std::int64_t> burst;
+};
+
+// "60/min", checked by Limit::make so that a config that validates can always be built.
+RateSpec parse_rate_spec(const YAML::Node& node, const std::string& path,
+                         const LayerContext& layer) {
+  const std::string text = scalar(node, path, "a rate such as 60/min");
+  Result<Rate> rate = parse_rate(text);
+  if (!rate) fail(node, path, rate.error().message);
+  Result<Limit> limit = Limit::make(layer.algorithm, rate->limit, rate->period, layer.burst);
+  if (!limit) fail(node, path, "rate " + quote_for_error(text) + ": " + limit.error().message);
+  return RateSpec{.limit = rate->limit, .period = rate->period, .burst = layer.burst};
+}
+
+// An attribute name such as "ip" or "api_key".
+std::string parse_attribute(const YAML::Node& node, const std::string& path) {
+  const std::string text = scalar(node, path, "an attribute name such as api_key");
+  if (!is_name(text)) {
+    fail(node, path, "attribute " + quote_for_error(text) + " must be letters, digits, '_' or '-'");
+  }
+  return text;
+}
+
+std::vector<std::string> parse_key(const YAML::Node& node, const std::string& path) {
+  if (!node.IsSequence()) {
+    fail(node, path,
+         "must be a list of attribute names such as [ip], not " + std::string(kind_of(node)));
+  }
+  if (node.size() == 0) fail(node, path, "must name at least one attribute");
+  std::vector<std::string> key;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string item_path = path + "[" + std::to_string(i) + "]";
+    std::string name = parse_attribute(node[i], item_path);
+    if (std::find(key.begin(), key.end(), name) != key.end()) {
+      fail(node[i], item_path, "attribute " + quote_for_error(name) + " is listed twice");
+    }
+    key.push_back(std::move(name));
+  }
+  return key;
+}
+
+PlanSelector parse_by_plan(const YAML::Node& node, const std::string& path,
+                           const LayerContext& layer) {
+  expect_map(node, path, "a mapping of attribute, default, plans, keys");
+  Fields fields(node, path, {"attribute", "default", "plans", "keys"});
+  PlanSelector selector;
+  if (const Entry* attribute = fields.find("attribute")) {
+    selector.attribute = parse_attribute(attribute->value, fields.path("attribute"));
+  }
+  const Entry& plans = fields.require("plans");
+  const std::string plans_path = fields.path("plans");
+  expect_map(plans.value, plans_path, "a mapping of plan name to rate, e.g. {free: 60/min}");
+  bool plans_read = true;  // the default and the keys name plans: checked when all were read
+  for (const Entry& plan : entries(plans.value, plans_path)) {
+    plans_read &= collect([&] {
+      const std::string plan_path = child_path(plans_path, plan.name);
+      if (!is_name(plan.name)) {
+        fail(plan.key, plan_path,
+             "plan name " + quote_for_error(plan.name) + " must be letters, digits, '_' or '-'");
+      }
+      selector.plans[plan.name] = parse_rate_spec(plan.value, plan_path, layer);
+    });
+  }
+  if (!plans_read) return selector;
+  if (selector.plans.empty()) fail(plans.value, plans_path, "must name at least one plan");
+  std::vector<std::string> plan_names;
+  for (const auto& [name, rate] : selector.plans) plan_names.push_back(name);
+  const auto check_plan = [&](const YAML::Node& at, const std::string& at_path) {
+    const std::string name = scalar(at, at_path, "a plan name");
+    if (!selector.plans.contains(name)) {
+      fail(at, at_path,
+           "plan " + quote_for_error(name) + " is not one of the plans (" + join(plan_names) + ")");
+    }
+    return name;
+  };
+  const Entry& default_plan = fields.require("default");
+  selector.default_plan = check_plan(default_plan.value, fields.path("default"));
+  if (const Entry* keys = fields.find("keys"); keys != nullptr && !keys->value.IsNull()) {
+    const std::string keys_path = fields.path("keys");
+    expect_map(keys->value, keys_path, "a mapping of attribute value to plan, e.g. {k1: pro}");
+    for (const Entry& key : entries(keys->value, keys_path)) {
+      collect([&] {
+        const std::string key_path = child_path(keys_path, key.name);
+        if (key.name.empty()) fail(key.key, keys_path, "a key must not be empty");
+        selector.assignments[key.name] = check_plan(key.value, key_path);
+      });
+    }
+  }
+  return selector;
+}
+
+EndpointSelector parse_by_endpoint(const YAML::Node& node, const std::string& path,
+                                   const LayerContext& layer) {
+  expect_map(node, path, "a mapping of attribute, limits, case_sensitive");
+  Fields fields(node, path, {"attribute", "limits", "case_sensitive"});
+  EndpointSelector selector;
+  if (const Entry* attribute = fields.find("attribute")) {
+    selector.attribute = parse_attribute(attribute->value, fields.path("attribute"));
+  }
+  if (const Entry* sensitive = fields.find("case_sensitive")) {
+    selector.case_sensitive = boolean(sensitive->value, fields.path("case_sensitive"));
+  }
+  const Entry& limits = fields.require("limits");
+  const std::string limits_path = fields.path("limits");
+  expect_map(limits.value, limits_path,
+             "a mapping of route to rate, e.g. {/search: 10/min, \"POST /orders/{id}\": 5/min}");
+  std::vector<std::string> routes;  // in file order: a clash is reported at the later route
+  for (const Entry& endpoint : entries(limits.value, limits_path)) {
+    const std::string endpoint_path = child_path(limits_path, endpoint.name);
+    routes.push_back(endpoint.name);
+    if (Result<RouteTable> table = RouteTable::make(routes, selector.case_sensitive); !table) {
+      fail(endpoint.key, endpoint_path, table.error().message);
+    }
+    selector.limits[endpoint.name] = parse_rate_spec(endpoint.value, endpoint_path, layer);
+  }
+  if (selector.limits.empty()) fail(limits.value, limits_path, "must name at least one endpoint");
+  return selector;
+}
+
+void parse_selector(const YAML::Node& node, const std::string& path, const Fields& fields,
+                    const LayerContext& context, LayerSpec& layer);
+
+LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
+                      const std::vector<LayerSpec>& earlier) {
+  expect_map(node, path, "a mapping with name, key and a limit");
+  Fields fields(node, path,
+                {"name", "key", "algorithm", "limit", "burst", "by_plan", "by_endpoint", "mode"});
+  LayerSpec layer;
+  collect([&] {
+    const Entry& name = fields.require("name");
+    layer.name = scalar(name.value, fields.path("name"), "a layer name");
+    if (!is_name(layer.name)) {
+      fail(name.value, fields.path("name"),
+           "layer name " + quote_for_error(layer.name) + " must be letters, digits, '_' or '-'");
+    }
+    for (std::size_t j = 0; j < earlier.size(); ++j) {
+      if (earlier[j].name == layer.name) {
+        fail(name.value, fields.path("name"),
+             "layer name " + quote_for_error(layer.name) + " is already used by layers[" +
+                 std::to_string(j) + "]");
+      }
+    }
+  });
+  collect([&] { layer.key = parse_key(fields.require("key").value, fields.path("key")); });
+
+  LayerContext context;
+  bool algorithm_read = true;  // the burst and the rates are checked against the algorithm
+  if (const Entry* algorithm = fields.find("algorithm"))
+    algorithm_read = collect([&] {
+      const std::string text =
+          scalar(algorithm->value, fields.path("algorithm"), "an algorithm name");
+      Result<Algorithm> parsed = parse_algorithm(text);
+      if (!parsed) fail(algorithm->value, fields.path("algorithm"), parsed.error().message);
+      context.algorithm = *parsed;
+    });
+  layer.algorithm = context.algorithm;
+  if (const Entry* mode = fields.find("mode"))
+    collect([&] {
+      const std::string text = scalar(mode->value, fields.path("mode"), "enforce or shadow");
+      if (text == "shadow") {
+        layer.mode = LayerMode::kShadow;
+      } else if (text != "enforce") {
+        fail(mode->value, fields.path("mode"),
+             quote_for_error(text) + " must be enforce or shadow");
+      }
+    });
+  if (!algorithm_read) return layer;
+  if (const Entry* burst = fields.find("burst"))
+    collect([&] {
+      const std::string burst_path = fields.path("burst");
+      const std::int64_t value =
+          whole_number(burst->value, burst_path, 1, std::numeric_limits<std::int64_t>::max());
+      if (!takes_burst(context.algorithm)) {
+        fail(burst->value, burst_path, burst_not_taken_message(context.algorithm));
+      }
+      context.burst = value;
+    });
+  collect([&] { parse_selector(node, path, fields, context, layer); });
+  return layer;
+}
+
+// The layer's one selector: limit, by_plan or by_endpoint.
+void parse_selector(const YAML::Node& node, const std::string& path, const Fields& fields,
+                    const LayerContext& context, LayerSpec& layer) {
+  std::vector<const Entry*> selectors;
+  for (std::string_view selector : {"limit", "by_plan", "by_endpoint"}) {
+    if (const Entry* entry = fields.find(selector)) selectors.push_back(entry);
+  }
+  if (selectors.empty()) {
+    if (fields.had_unknown()) return;  // most likely the unknown field, misspelled: reported
+    fail(node, path, "needs one of limit, by_plan or by_endpoint");
+  }
+  if (selectors.size() > 1) {
+    // Point at whichever of the two comes later in the file.
+    const Entry* first = selectors[0];
+    const Entry* second = selectors[1];
+    if (second->key.Mark().line < first->key.Mark().line) std::swap(first, second);
+    fail(second->key, fields.path(second->name),
+         "a layer takes only one of limit, by_plan or by_endpoint (it also has " + first->name +
+             ")");
+  }
+  const Entry& selector = *selectors[0];
+  const std::string selector_path = fields.path(selector.name);
+  if (selector.name == "limit") {
+    layer.limit = parse_rate_spec(selector.value, selector_path, context);
+  } else if (selector.name == "by_plan") {
+    layer.by_plan = parse_by_plan(selector.value, selector_path, context);
+  } else {
+    layer.by_endpoint = parse_by_endpoint(selector.value, selector_path, context);
+  }
+}
+
+}  // namespace
+
+PolicySpec parse_layers(const YAML::Node& node) {
+  const std::string path = "layers";
+  if (!node.IsSequence() || node.size() == 0) {
+    fail(node, path,
+         "must be a non-empty list of layers (leave layers out for the built-in policy), not " +
+             std::string(node.IsSequence() ? "an empty list" : kind_of(node)));
+  }
+  PolicySpec policy;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string layer_path = path + "[" + std::to_string(i) + "]";
+    // A layer with an error is kept for the name checks of the later ones.
+    collect([&] { policy.layers.push_back(parse_layer(node[i], layer_path, policy.layers)); });
+  }
+  return policy;
+}
+
+}  // namespace spillway::policy

@@ -1,0 +1,65 @@
+// The config file's rls section: the rules of the gRPC listener and how it answers (see
+// config.h for its fields).
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "src/config/config_sections.h"
+#include "src/config/yaml_fields.h"
+#include "src/core/text.h"
+
+namespace spillway::policy {
+
+namespace {
+
+// One of `choices` (the first of each pair is the word in the file).
+template <typename T>
+T choice(const Entry& entry, const std::string& path,
+         std::initializer_list<std::pair<std::string_view, T>> choices) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : choices) names.emplace_back(name);
+  const std::string text = scalar(entry.value, path, join(names));
+  for (const auto& [name, value] : choices) {
+    if (text == name) return value;
+  }
+  fail(entry.value, path, quote_for_error(text) + " must be one of " + join(names));
+}
+
+}  // namespace
+
+void parse_rls(const YAML::Node& node, RlsConfig& rls) {
+  if (node.IsNull()) return;
+  expect_map(node, "rls", "a mapping of config, charge_on_deny, response_headers, on_error, watch");
+  Fields fields(node, "rls", {"config", "charge_on_deny", "response_headers", "on_error", "watch"});
+  if (const Entry* config = fields.find("config"))
+    collect([&] {
+      rls.config = scalar(config->value, fields.path("config"), "a file or directory path");
+      if (rls.config.empty()) fail(config->value, fields.path("config"), "must not be empty");
+    });
+  if (const Entry* charge = fields.find("charge_on_deny"))
+    collect([&] { rls.charge_on_deny = boolean(charge->value, fields.path("charge_on_deny")); });
+  if (const Entry* headers = fields.find("response_headers"))
+    collect([&] {
+      rls.response_headers = choice<RlsHeaders>(*headers, fields.path("response_headers"),
+                                                {{"off", RlsHeaders::kOff},
+                                                 {"draft", RlsHeaders::kDraft},
+                                                 {"x-ratelimit", RlsHeaders::kXRateLimit}});
+    });
+  if (const Entry* on_error = fields.find("on_error"))
+    collect([&] {
+      rls.on_error = choice<RlsOnError>(*on_error, fields.path("on_error"),
+                                        {{"error", RlsOnError::kError},
+                                         {"allow", RlsOnError::kAllow},
+                                         {"deny", RlsOnError::kDeny}});
+    });
+  if (const Entry* watch = fields.find("watch"))
+    collect([&] {
+      const bool off = watch->value.IsScalar() &&
+                       (watch->value.Scalar() == "0" || watch->value.Scalar() == "off");
+      rls.watch = off ? std::chrono::milliseconds(0) : millis(*watch, fields.path("watch"));
+    });
+}
+
+}  // namespace spillway::policy

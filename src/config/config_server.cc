@@ -1,0 +1,102 @@
+// The config file's server section (see config.h for its fields).
+#include <optional>
+#include <string>
+
+#include "src/config/config_sections.h"
+#include "src/config/listen_address.h"
+#include "src/config/yaml_fields.h"
+#include "src/core/text.h"
+
+namespace spillway::policy {
+
+void parse_server(const YAML::Node& node, ServerConfig& server) {
+  if (node.IsNull()) return;
+  expect_map(node, "server",
+             "a mapping of listen, threads, trusted_proxies, client_ip_header, ipv6_prefix, "
+             "access_log, grpc_listen, dashboard, dashboard_keys, unknown_attributes");
+  Fields fields(node, "server",
+                {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
+                 "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header"});
+  if (const Entry* header = fields.find("client_ip_header"))
+    collect([&] {
+      const std::string path = fields.path("client_ip_header");
+      const std::string text =
+          scalar(header->value, path, "x-forwarded-for, forwarded or x-real-ip");
+      std::optional<ClientIpHeader> parsed = parse_client_ip_header(text);
+      if (!parsed) {
+        fail(header->value, path,
+             quote_for_error(text) + " must be x-forwarded-for, forwarded or x-real-ip");
+      }
+      server.client_ip_header = *parsed;
+    });
+  if (const Entry* unknown = fields.find("unknown_attributes"))
+    collect([&] {
+      const std::string path = fields.path("unknown_attributes");
+      const std::string text = scalar(unknown->value, path, "reject or ignore");
+      if (text != "reject" && text != "ignore") {
+        fail(unknown->value, path, quote_for_error(text) + " must be reject or ignore");
+      }
+      server.reject_unknown_attributes = text == "reject";
+    });
+  if (const Entry* dashboard = fields.find("dashboard"))
+    collect([&] { server.dashboard = boolean(dashboard->value, fields.path("dashboard")); });
+  if (const Entry* keys = fields.find("dashboard_keys"))
+    collect([&] {
+      const std::string path = fields.path("dashboard_keys");
+      const std::string text = scalar(keys->value, path, "masked or clear");
+      if (text != "masked" && text != "clear") {
+        fail(keys->value, path, quote_for_error(text) + " must be masked or clear");
+      }
+      server.dashboard_mask_keys = text == "masked";
+    });
+  if (const Entry* grpc = fields.find("grpc_listen"))
+    collect([&] {
+      const std::string path = fields.path("grpc_listen");
+      const std::string text = scalar(grpc->value, path, "host:port");
+      Result<ListenAddress> address = parse_listen_address(text);
+      if (!address) fail(grpc->value, path, address.error().message);
+      server.grpc_listen = text;
+    });
+  if (const Entry* listen = fields.find("listen"))
+    collect([&] {
+      const std::string path = fields.path("listen");
+      const std::string text = scalar(listen->value, path, "host:port");
+      Result<ListenAddress> address = parse_listen_address(text);
+      if (!address) fail(listen->value, path, address.error().message);
+      server.listen = text;
+    });
+  if (const Entry* threads = fields.find("threads"))
+    collect([&] {
+      server.threads =
+          static_cast<int>(whole_number(threads->value, fields.path("threads"), 1, 256));
+    });
+  if (const Entry* proxies = fields.find("trusted_proxies"))
+    collect([&] {
+      const std::string path = fields.path("trusted_proxies");
+      if (!proxies->value.IsNull()) {
+        if (!proxies->value.IsSequence()) {
+          fail(proxies->value, path,
+               "must be a list of CIDRs such as [10.0.0.0/8], not " +
+                   std::string(kind_of(proxies->value)));
+        }
+        for (std::size_t i = 0; i < proxies->value.size(); ++i) {
+          collect([&] {
+            const YAML::Node item = proxies->value[i];
+            const std::string item_path = path + "[" + std::to_string(i) + "]";
+            Result<Cidr> cidr = parse_cidr(scalar(item, item_path, "a CIDR such as 10.0.0.0/8"));
+            if (!cidr) fail(item, item_path, cidr.error().message);
+            server.trusted_proxies.push_back(*cidr);
+          });
+        }
+      }
+    });
+  if (const Entry* prefix = fields.find("ipv6_prefix"))
+    collect([&] {
+      server.ipv6_prefix =
+          static_cast<int>(whole_number(prefix->value, fields.path("ipv6_prefix"), 1, 128));
+    });
+  if (const Entry* log = fields.find("access_log"))
+    collect([&] { server.access_log = boolean(log->value, fields.path("access_log")); });
+}
+
+}  // namespace spillway::policy

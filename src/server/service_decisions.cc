@@ -1,0 +1,334 @@
+// The decision endpoints of the Service: POST /v1/check (JSON attributes), GET /v1/auth (nginx
+// auth_request: attributes from headers and the client address) and POST /v1/limit (one key, a
+// limit given in the request); the policy's or the store's answer turned into a response, and
+// backend errors answered as on_error says.
+#include <algorithm>
+#include <boost/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/core/text.h"
+#include "src/policy/keys.h"
+#include "src/server/decision_response.h"
+#include "src/server/service.h"
+
+namespace spillway::server {
+namespace json = boost::json;
+using policy::Attributes;
+using policy::LayerDecision;
+using policy::Policy;
+using policy::PolicyDecision;
+namespace {
+
+// Reads a JSON object body; the error names what is wrong and, for a syntax error, where: the
+// offset of the first byte that cannot be JSON there, from 0 ("body is not valid JSON at byte
+// 16: syntax error"; the body's length when it ends too soon). The value's memory comes from
+// `resource` (a stack buffer for the usual small body), so it must not outlive it.
+Result<json::object> parse_object(const std::string& body, json::monotonic_resource& resource) {
+  unsigned char scratch[512];  // the parser's own stack, for the usual nesting
+  json::parser parser(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
+  parser.reset(json::storage_ptr(&resource));
+  boost::system::error_code ec;
+  const std::size_t parsed = parser.write(body.data(), body.size(), ec);
+  if (ec) {
+    return invalid_argument("body is not valid JSON at byte " + std::to_string(parsed) + ": " +
+                            ec.message());
+  }
+  json::value value = parser.release();
+  if (!value.is_object()) return invalid_argument("body must be a JSON object");
+  return std::move(value.as_object());
+}
+
+Result<std::int64_t> whole_number(const json::value& v, std::string_view field) {
+  if (v.is_int64()) return v.as_int64();
+  if (v.is_uint64() && v.as_uint64() <= static_cast<std::uint64_t>(kMaxExact)) {
+    return static_cast<std::int64_t>(v.as_uint64());
+  }
+  return invalid_argument("\"" + std::string(field) + "\" must be a whole number");
+}
+
+Result<std::string> text(const json::value& v, std::string_view field) {
+  if (!v.is_string()) return invalid_argument("\"" + std::string(field) + "\" must be a string");
+  return std::string(v.as_string());
+}
+
+// The "ip" attribute as its edge key: IPv4 whole, IPv6 by prefix. Invalid -> error.
+Result<std::string> normalize_ip(std::string_view text_ip, int ipv6_prefix) {
+  auto ip = policy::parse_ip(text_ip);
+  if (!ip) return invalid_argument("\"ip\": " + ip.error().message);
+  return policy::ip_key(*ip, ipv6_prefix);
+}
+
+bool uses_attribute(const Policy& policy, std::string_view name) {
+  const std::vector<std::string>& used = policy.attributes_used();
+  return std::binary_search(used.begin(), used.end(), name);
+}
+
+std::string unknown_attribute_message(const Policy& policy, std::string_view name) {
+  std::string message = "unknown attribute " + quote_for_error(name, 100) + ": the policy uses ";
+  const std::vector<std::string>& used = policy.attributes_used();
+  for (std::size_t i = 0; i < used.size(); ++i) {
+    message.append(i == 0 ? "" : ", ").append(used[i]);
+  }
+  return message.append(" (and \"cost\"); server.unknown_attributes: ignore accepts others");
+}
+
+// How many lines of this (lower-case) header the request has.
+std::size_t header_lines(const HttpRequest& request, std::string_view name) {
+  return static_cast<std::size_t>(std::count_if(request.headers.begin(), request.headers.end(),
+                                                [&](const auto& h) { return h.first == name; }));
+}
+
+std::string_view header_display_name(std::string_view name) {
+  return name == "x-original-uri" ? "X-Original-URI" : "X-Original-Method";
+}
+
+// GET /v1/auth builds its attributes from headers: a missing or bad attribute is named with the
+// header that carries it, or as one the endpoint cannot provide.
+std::string auth_attribute_message(const Error& error) {
+  if (error.field == "endpoint") return "X-Original-URI: " + error.message;
+  if (error.field == policy::kMethodAttribute) return "X-Original-Method: " + error.message;
+  if (error.field == "api_key") return "X-API-Key: " + error.message;
+  if (error.field == "ip" || error.field.empty()) return error.message;
+  return error.message +
+         "; /v1/auth provides only ip (the client address), api_key (X-API-Key), endpoint "
+         "(X-Original-URI) and method (X-Original-Method): use POST /v1/check for other "
+         "attributes";
+}
+
+}  // namespace
+
+std::string auth_attributes_text() {
+  std::string text;
+  for (std::string_view attribute : kAuthAttributes) {
+    text.append(text.empty() ? "" : ", ").append(attribute);
+  }
+  return text;
+}
+
+void Service::backend_failed(const Error& error, bool allowed) {
+  metrics_.backend_error(errc_name(error.code), allowed);
+  std::string line = "spillway: backend error (";
+  line.append(errc_name(error.code)).append("): ").append(error.message);
+  line.append(allowed ? "; on_error allow: admitted without a decision"
+                      : "; on_error deny: answered 503 (403 to nginx)");
+  error_log_.write(std::move(line));  // one line a second at most
+}
+
+void Service::limit(const HttpRequest& request, const Reply& reply) {
+  unsigned char buffer[2048];
+  json::monotonic_resource resource(buffer, sizeof buffer);
+  auto body = parse_object(request.body, resource);
+  if (!body) return reply(error_response(400, body.error().message));
+  std::string key;
+  std::optional<std::int64_t> limit_value, burst;
+  std::optional<Micros> period;
+  Algorithm algorithm = Algorithm::kGcra;
+  std::int64_t cost = 1;
+  for (const auto& [name, value] : *body) {
+    if (name == "key") {
+      auto v = text(value, name);
+      if (!v) return reply(error_response(400, v.error().message));
+      key = *v;
+    } else if (name == "limit" || name == "burst" || name == "cost") {
+      auto v = whole_number(value, name);
+      if (!v) return reply(error_response(400, v.error().message));
+      if (name == "limit") limit_value = *v;
+      if (name == "burst") burst = *v;
+      if (name == "cost") cost = *v;
+    } else if (name == "period") {
+      auto v = text(value, name);
+      if (!v) return reply(error_response(400, v.error().message));
+      auto parsed = parse_duration(*v);
+      if (!parsed) return reply(error_response(400, "\"period\": " + parsed.error().message));
+      period = *parsed;
+    } else if (name == "algorithm") {
+      auto v = text(value, name);
+      if (!v) return reply(error_response(400, v.error().message));
+      auto parsed = parse_algorithm(*v);
+      if (!parsed) return reply(error_response(400, "\"algorithm\": " + parsed.error().message));
+      algorithm = *parsed;
+    } else {
+      return reply(error_response(400, "unknown field \"" + std::string(name) + "\""));
+    }
+  }
+  auto stored_key = policy::limit_endpoint_key(key);
+  if (!stored_key) return reply(error_response(400, stored_key.error().message));
+  if (!limit_value) return reply(error_response(400, "\"limit\" is required"));
+  if (!period) return reply(error_response(400, "\"period\" is required"));
+  if (cost < 0) return reply(error_response(400, "\"cost\" must be 0 or more"));
+  auto made = Limit::make(algorithm, *limit_value, *period, burst);
+  if (!made) return reply(error_response(400, made.error().message));
+  const auto on_error = settings()->on_error;
+  store_->check_async(
+      *stored_key, *made, cost, std::nullopt,
+      [this, limit = *made, on_error, key = *stored_key, reply](Result<Decision> decision) {
+        reply(limit_response(limit, on_error, key, decision));
+      });
+}
+
+HttpResponse Service::limit_response(const Limit& limit, policy::OnError on_error,
+                                     const std::string& stored_key,
+                                     const Result<Decision>& decision) {
+  if (!decision) {
+    if (decision.error().code == Errc::kInvalidArgument) {
+      return error_response(400, decision.error().message);
+    }
+    // local: the store decided in-process already; an error that still comes is admitted.
+    const bool allow = on_error != policy::OnError::kDeny;
+    backend_failed(decision.error(), allow);
+    return limit_backend_error_response(limit, allow, decision.error());
+  }
+  metrics_.decision("limit", decision->allowed);
+  metrics_.outcome(decision->allowed);
+  if (!decision->allowed) top_denied_.add(stored_key);
+  return limit_decision_response(*decision, limit.period());
+}
+
+void Service::check(const HttpRequest& request, const Reply& reply) {
+  unsigned char buffer[2048];
+  json::monotonic_resource resource(buffer, sizeof buffer);
+  auto body = parse_object(request.body, resource);
+  if (!body) return reply(error_response(400, body.error().message));
+  const auto& current = settings();
+  Attributes attributes;
+  std::int64_t cost = 1;
+  for (const auto& [name, value] : *body) {
+    if (name == "cost") {
+      auto v = whole_number(value, name);
+      if (!v) return reply(error_response(400, v.error().message));
+      if (*v < 0) return reply(error_response(400, "\"cost\" must be 0 or more"));
+      cost = *v;
+      continue;
+    }
+    if (current->reject_unknown_attributes && !uses_attribute(*current->policy, name)) {
+      return reply(error_response(400, unknown_attribute_message(*current->policy, name)));
+    }
+    auto v = text(value, name);
+    if (!v) return reply(error_response(400, v.error().message));
+    attributes.insert_or_assign(std::string(name), std::move(*v));
+  }
+  if (auto ip = attributes.find("ip"); ip != attributes.end()) {
+    auto normalized = normalize_ip(ip->second, current->ipv6_prefix);
+    if (!normalized) return reply(error_response(400, normalized.error().message));
+    ip->second = std::move(*normalized);
+  }
+  run_policy(current, attributes, cost, false, reply);
+}
+
+// A trusted proxy that sends a client-address header other than the one configured: every client
+// behind it is keyed by the proxy's address (one budget for all). Said once a minute at most.
+void Service::warn_of_unread_client_header(const HttpRequest& request, const Settings& settings,
+                                           const policy::IpAddress& peer) {
+  if (!policy::is_trusted_proxy(peer, settings.trusted_proxies)) return;
+  for (std::string_view other : {"x-forwarded-for", "forwarded", "x-real-ip"}) {
+    if (request.header(other) == nullptr) continue;
+    proxy_log_.write("spillway: trusted proxy " + request.peer_address + " sent " +
+                     std::string(other) + " but server.client_ip_header is " +
+                     std::string(policy::client_ip_header_name(settings.client_ip_header)) +
+                     ", which it did not send: its clients are limited as one (the proxy's "
+                     "address); set server.client_ip_header: " +
+                     std::string(other));
+    return;
+  }
+}
+
+void Service::auth(const HttpRequest& request, const Reply& reply) {
+  const auto& current = settings();
+  auto peer = policy::parse_ip(request.peer_address);
+  if (!peer) return reply(error_response(400, "peer address: " + peer.error().message));
+  const auto header = [&](std::string_view name) -> std::optional<std::string_view> {
+    const std::string* value = request.header(name);
+    return value ? std::optional<std::string_view>(*value) : std::nullopt;
+  };
+  // Only the header the trusted proxies set is read, every line of it.
+  const std::vector<std::string_view> forwarded =
+      request.header_values(policy::client_ip_header_name(current->client_ip_header));
+  auto client =
+      policy::client_address(*peer, current->client_ip_header, forwarded, current->trusted_proxies);
+  if (!client) return reply(error_response(400, client.error().message));
+  if (forwarded.empty()) warn_of_unread_client_header(request, *current, *peer);
+  Attributes attributes{{"ip", policy::ip_key(*client, current->ipv6_prefix)}};
+  if (auto key = header("x-api-key"); key && !key->empty()) {
+    attributes["api_key"] = std::string(*key);
+  }
+  // The original request's path (raw: the policy makes it canonical) and method. A proxy sets
+  // each once; a second line could only come from a client, and which one counts is ambiguous.
+  for (std::string_view name : {"x-original-uri", "x-original-method"}) {
+    if (const std::size_t lines = header_lines(request, name); lines > 1) {
+      return reply(error_response(400, std::string(header_display_name(name)) +
+                                           " must be sent once (it came " + std::to_string(lines) +
+                                           " times)"));
+    }
+  }
+  const std::vector<std::string>& routed = current->policy->route_attributes();
+  if (auto uri = header("x-original-uri")) {
+    attributes[policy::kEndpointAttribute] = std::string(*uri);
+  } else if (std::find(routed.begin(), routed.end(), policy::kEndpointAttribute) != routed.end()) {
+    // Without it the endpoint limits would be skipped in silence: a proxy set up without it
+    // would never limit endpoints.
+    return reply(error_response(
+        400,
+        "X-Original-URI is required: the policy limits endpoints (nginx: proxy_set_header "
+        "X-Original-URI $request_uri;)"));
+  }
+  // An enforced endpoint layer on an attribute /v1/auth cannot fill would never apply here.
+  for (const std::string& attribute : routed) {
+    if (std::find(std::begin(kAuthAttributes), std::end(kAuthAttributes), attribute) ==
+        std::end(kAuthAttributes)) {
+      return reply(error_response(
+          400, "the policy limits routes of attribute " + quote_for_error(attribute) +
+                   ", which /v1/auth does not provide (it provides " + auth_attributes_text() +
+                   "): use POST /v1/check, or by_endpoint.attribute: endpoint"));
+    }
+  }
+  if (auto method = header("x-original-method"); method && !method->empty()) {
+    attributes[policy::kMethodAttribute] = std::string(*method);
+  }
+  run_policy(current, attributes, 1, true, reply);
+}
+
+void Service::run_policy(const std::shared_ptr<const Settings>& settings,
+                         const Attributes& attributes, std::int64_t cost, bool for_nginx,
+                         const Reply& reply) {
+  const Policy& policy = *settings->policy;
+  // The lambda's copy of `settings` keeps the Policy alive until the store answers.
+  policy.decide_async(*store_, attributes, cost, std::nullopt,
+                      [this, settings, for_nginx, reply](Result<PolicyDecision> result) {
+                        reply(policy_response(*settings, for_nginx, result));
+                      });
+}
+
+HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
+                                      const Result<PolicyDecision>& result) {
+  if (!result) {
+    if (result.error().code == Errc::kInvalidArgument) {
+      // nginx passes 401 and 403 through; a missing API key is "unauthorized".
+      const bool missing_key = result.error().field == "api_key";
+      if (!for_nginx) return error_response(400, result.error().message);
+      return error_response(missing_key ? 401 : 400, auth_attribute_message(result.error()));
+    }
+    const bool allow = settings.on_error != policy::OnError::kDeny;
+    backend_failed(result.error(), allow);
+    return policy_backend_error_response(allow, for_nginx, result.error());
+  }
+  for (const LayerDecision& l : result->layers) {
+    metrics_.decision(l.name, l.decision.allowed, l.shadow);
+  }
+  metrics_.outcome(result->allowed);
+  if (!result->allowed) top_denied_.add(result->denied_key);
+  // A shadow layer's backend error changed nothing in the answer: counted and logged only.
+  if (result->shadow_error) {
+    const Error& error = *result->shadow_error;
+    metrics_.backend_error(errc_name(error.code), true);
+    std::string line = "spillway: backend error (";
+    line.append(errc_name(error.code))
+        .append(") in a shadow layer's check: ")
+        .append(error.message);
+    error_log_.write(line.append("; the answer did not depend on it"));
+  }
+  return policy_decision_response(*result, for_nginx);
+}
+
+}  // namespace spillway::server

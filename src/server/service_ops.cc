@@ -1,0 +1,107 @@
+// The operational endpoints of the Service: GET /metrics (the server's counters, the backend's
+// state, the store's and other sources' lines), GET / (an index), GET /healthz, GET /readyz
+// (the backend and on_error), GET /v1/stats and GET /dashboard (when server.dashboard is on).
+#include <chrono>
+#include <string>
+
+#include "src/core/metrics_text.h"
+#include "src/pages/dashboard_page.h"
+#include "src/server/decision_response.h"
+#include "src/server/service.h"
+#include "src/server/stats.h"
+
+namespace spillway::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+void Service::metrics_text(const HttpRequest&, const Reply& reply) {
+  std::string text = metrics_.render();
+  append_metric_family(text, "spillway_backend_status", MetricType::kGauge,
+                       "The backend's state now (ready, unreachable, circuit_open).");
+  append_metric_sample(text, "spillway_backend_status", {{"status", store_->status()}},
+                       std::uint64_t{1});
+  store_->append_metrics(text);
+  {
+    std::lock_guard lock(metrics_sources_mutex_);
+    for (const auto& source : metrics_sources_) source(text);
+  }
+  reply({.body = std::move(text), .content_type = "text/plain; version=0.0.4"});
+}
+
+void Service::index(const HttpRequest&, const Reply& reply) {
+  std::string body =
+      "spillway " SPILLWAY_VERSION
+      " - a rate limiter\n\n"
+      "POST /v1/check     decide a request by the policy's layers (JSON attributes)\n"
+      "POST /v1/limit     decide one key against a limit given in the request\n"
+      "GET  /v1/auth      nginx auth_request: 204 admitted, 429/403 denied\n"
+      "GET  /metrics      Prometheus metrics\n"
+      "GET  /healthz      liveness\n"
+      "GET  /readyz       readiness (503 while the backend is unreachable)\n";
+  if (settings()->dashboard) {
+    body.append(
+        "GET  /v1/stats     live counters as JSON\n"
+        "GET  /dashboard    the live dashboard\n");
+  }
+  reply({.body = std::move(body), .content_type = "text/plain; charset=utf-8"});
+}
+
+void Service::healthz(const HttpRequest&, const Reply& reply) {
+  reply({.body = R"({"status":"ok"})"});
+}
+
+void Service::readyz(const HttpRequest&, const Reply& reply) {
+  const bool ready = store_->ready();
+  // on_error says what requests get meanwhile: with allow they are admitted unchecked.
+  const std::string_view on_error = policy::on_error_name(settings()->on_error);
+  std::string body = ready ? R"({"status":"ready","backend":")"
+                           : R"({"status":"not ready","error":"backend unreachable","backend":")";
+  body.append(store_->status()).append(R"(","on_error":")").append(on_error).append("\"}");
+  reply({.status = ready ? 200 : 503, .body = std::move(body)});
+}
+
+void Service::stats(const HttpRequest&, const Reply& reply) {
+  const std::shared_ptr<const Settings> current = settings();
+  if (!current->dashboard) {
+    return reply(error_response(404, "no such endpoint: /v1/stats (server.dashboard is off)"));
+  }
+  const Metrics::Snapshot snapshot = metrics_.snapshot();
+  StatsView view{.metrics = &snapshot,
+                 .top_denied = top_denied_.top(10),
+                 .mask_keys = current->mask_keys,
+                 .mask_salt = mask_salt_,
+                 .backend_kind = current->backend_kind,
+                 .backend_status = store_->status(),
+                 .backend_up = store_->ready(),
+                 .config_version = current->version,
+                 .config_loaded_at = iso8601_utc(current->loaded_at),
+                 .layers = {},
+                 .uptime_s = std::chrono::duration<double>(Clock::now() - started_).count(),
+                 .version = SPILLWAY_VERSION};
+  for (const policy::LayerSpec& layer : current->policy->spec().layers) {
+    view.layers.emplace_back(layer.name,
+                             layer.mode == policy::LayerMode::kShadow ? "shadow" : "enforce");
+  }
+  HttpResponse response{.body = stats_json(view)};
+  response.headers.emplace_back("Cache-Control", "no-store");
+  reply(std::move(response));
+}
+
+void Service::dashboard(const HttpRequest&, const Reply& reply) {
+  if (!settings()->dashboard) {
+    return reply(error_response(404, "no such endpoint: /dashboard (server.dashboard is off)"));
+  }
+  HttpResponse response{.body = std::string(pages::dashboard_html()),
+                        .content_type = "text/html; charset=utf-8"};
+  // The page inlines everything and fetches only /v1/stats from here.
+  response.headers.emplace_back("Content-Security-Policy",
+                                "default-src 'none'; script-src 'unsafe-inline'; "
+                                "style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
+  response.headers.emplace_back("Cache-Control", "no-store");
+  reply(std::move(response));
+}
+
+}  // namespace spillway::server
