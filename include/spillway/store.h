@@ -52,6 +52,11 @@ class StoreRequest {
                                    std::optional<Micros> now = std::nullopt,
                                    Operation operation = Operation::kCheck);
 
+  // What make() would refuse, if anything (the same error); for a form that validates once and
+  // then builds no request (MemoryStore's synchronous checks).
+  static std::optional<Error> problem(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                      std::optional<Micros> now);
+
   std::span<const KeyedLimit> checks() const { return checks_; }
   std::int64_t cost() const { return cost_; }
   std::optional<Micros> now() const { return now_; }
@@ -63,6 +68,7 @@ class StoreRequest {
       : checks_(checks), cost_(cost), now_(now), operation_(operation) {}
 
   friend struct OwnedRequest;  // a copy over its own keys: the same request, still valid
+  friend class Store;          // its check forms validate with problem(), then build in place
 
   std::span<const KeyedLimit> checks_;
   std::int64_t cost_;

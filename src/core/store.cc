@@ -22,20 +22,31 @@ Result<void> validate_check(std::string_view key, std::int64_t cost, std::option
   return {};
 }
 
-Result<StoreRequest> StoreRequest::make(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                        std::optional<Micros> now, Operation operation) {
-  if (checks.empty()) return invalid_argument("check_all needs at least one key");
+std::optional<Error> StoreRequest::problem(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                           std::optional<Micros> now) {
+  if (checks.empty()) return invalid_argument("check_all needs at least one key").error();
+  const bool plain_numbers = cost >= 0 && (!now || (*now >= 0 && *now <= kMaxNow));
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    if (Result<void> valid = validate_check(checks[i].key, cost, now); !valid) {
-      return std::unexpected(valid.error());
+    const std::size_t bytes = checks[i].key.size();
+    if (!plain_numbers || bytes == 0 || bytes > kMaxKeyBytes) {  // the error says which
+      if (Result<void> valid = validate_check(checks[i].key, cost, now); !valid) {
+        return valid.error();
+      }
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (checks[j].key == checks[i].key && *checks[j].limit == *checks[i].limit) {
         return invalid_argument("check_all got the same key twice: \"" +
-                                std::string(checks[i].key) + "\"");
+                                std::string(checks[i].key) + "\"")
+            .error();
       }
     }
   }
+  return std::nullopt;
+}
+
+Result<StoreRequest> StoreRequest::make(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                        std::optional<Micros> now, Operation operation) {
+  if (std::optional<Error> wrong = problem(checks, cost, now)) return std::unexpected(*wrong);
   return StoreRequest(checks, cost, now, operation);
 }
 
@@ -47,22 +58,27 @@ bool all_allowed(const Decisions& decisions) {
 }
 
 Result<Decisions> Store::decide_and_wait(const StoreRequest& request) {
-  return wait_for_answer<Result<Decisions>>(
-      [&](auto answer) { decide(request, std::move(answer)); });
+  auto start = [&](auto answer) { decide(request, std::move(answer)); };
+  if (decides_inline()) {
+    return take_inline_answer<Result<Decisions>>(
+        start, std::unexpected(Error{Errc::kInternal, "the store did not answer inline"}));
+  }
+  return wait_for_answer<Result<Decisions>>(start);
 }
 
 Result<Decisions> Store::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
                                    std::optional<Micros> now) {
-  Result<StoreRequest> request = StoreRequest::make(checks, cost, now);
-  if (!request) return std::unexpected(request.error());
-  return decide_and_wait(*request);
+  if (std::optional<Error> wrong = StoreRequest::problem(checks, cost, now)) {
+    return std::unexpected(std::move(*wrong));
+  }
+  return decide_and_wait(StoreRequest(checks, cost, now, Operation::kCheck));
 }
 
 Result<Decision> Store::check(std::string_view key, const Limit& limit, std::int64_t cost,
                               std::optional<Micros> now) {
   const KeyedLimit one[] = {{key, &limit}};
   Result<Decisions> decisions = check_all(one, cost, now);
-  if (!decisions) return std::unexpected(decisions.error());
+  if (!decisions) return std::unexpected(std::move(decisions.error()));
   return decisions->front();
 }
 

@@ -40,4 +40,16 @@ T wait_for_answer(Start&& start) {
   return std::move(*slot.answer);
 }
 
+// The same for a call that always answers before start() returns, on this thread (a store that
+// decides inline): no lock, no wait. `unanswered` is returned if it broke that promise.
+template <class T, class Start>
+T take_inline_answer(Start&& start, T unanswered) {
+  std::optional<T> answer;
+  {
+    DirectCompletion direct;
+    std::forward<Start>(start)([&answer](T value) { answer.emplace(std::move(value)); });
+  }
+  return answer ? std::move(*answer) : std::move(unanswered);
+}
+
 }  // namespace spillway

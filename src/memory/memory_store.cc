@@ -187,6 +187,23 @@ void MemoryStore::decide(const StoreRequest& request, AllCallback done) {
   complete_inline(done, impl_->check_all(checks, now, request.cost()));
 }
 
+Result<Decision> MemoryStore::check(std::string_view key, const Limit& limit, std::int64_t cost,
+                                    std::optional<Micros> now) {
+  const KeyedLimit one[] = {{key, &limit}};
+  if (std::optional<Error> wrong = StoreRequest::problem(one, cost, now)) {
+    return std::unexpected(std::move(*wrong));
+  }
+  return impl_->check(key, limit, now ? *now : clock_->now(), cost);
+}
+
+Result<Decisions> MemoryStore::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                         std::optional<Micros> now) {
+  if (std::optional<Error> wrong = StoreRequest::problem(checks, cost, now)) {
+    return std::unexpected(std::move(*wrong));
+  }
+  return impl_->check_all(checks, now ? *now : clock_->now(), cost);
+}
+
 std::size_t MemoryStore::sweep(Micros now) { return impl_->sweep(now); }
 
 std::size_t MemoryStore::size() const { return impl_->size(); }

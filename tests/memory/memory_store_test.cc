@@ -560,3 +560,43 @@ TEST(MemoryStore, SweepAfterTrafficReturnsToEmpty) {
 
 }  // namespace
 }  // namespace spillway
+
+namespace spillway {
+namespace {
+
+// MemoryStore's own synchronous forms and the Store forms built on decide() (what a Store&
+// caller gets) are one store's two doors: on the same random trace, with the same clock, two
+// stores answer every check and every layered check the same, errors included.
+RC_GTEST_PROP(MemoryStoreForms, InPlaceFormsAnswerAsDecideDoes, ()) {
+  auto clock = std::make_shared<ManualClock>(1'000'000);
+  MemoryStore direct({.clock = clock});
+  MemoryStore through({.clock = clock});
+  Store& as_store = through;
+  const int steps = *rc::gen::inRange(1, 200);
+  for (int i = 0; i < steps; ++i) {
+    const Algorithm a = kAlgorithms[*rc::gen::inRange<std::size_t>(0, kAlgorithms.size())];
+    const Limit limit = *Limit::make(a, *rc::gen::inRange(1, 6), kMicrosPerSecond);
+    const Limit other = *Limit::make(a, *rc::gen::inRange(1, 6), 2 * kMicrosPerSecond);
+    const std::string key = "k" + std::to_string(*rc::gen::inRange(0, 4));
+    const std::int64_t cost = *rc::gen::inRange(-1, 4);  // -1: an input error, the same in both
+    clock->advance(*rc::gen::inRange(0, 400'000));
+    if (*rc::gen::arbitrary<bool>()) {
+      const Result<Decision> a1 = direct.check(key, limit, cost);
+      const Result<Decision> a2 = as_store.check(key, limit, cost);
+      RC_ASSERT(a1.has_value() == a2.has_value());
+      if (a1) RC_ASSERT(*a1 == *a2);
+      if (!a1) RC_ASSERT(a1.error().message == a2.error().message);
+    } else {
+      const std::string second = *rc::gen::arbitrary<bool>() ? key : "k9";  // same key: an error
+      const std::vector<KeyedLimit> layers = {{key, &limit}, {second, &limit}, {key, &other}};
+      const Result<Decisions> b1 = direct.check_all(layers, cost);
+      const Result<Decisions> b2 = as_store.check_all(layers, cost);
+      RC_ASSERT(b1.has_value() == b2.has_value());
+      if (b1) RC_ASSERT(*b1 == *b2);
+      if (!b1) RC_ASSERT(b1.error().message == b2.error().message);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace spillway
