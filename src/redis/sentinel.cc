@@ -6,15 +6,19 @@
 #include <poll.h>
 
 #include <atomic>
-#include <deque>
 #include <mutex>
 #include <thread>
+
+#include "src/redis/resend.h"
 
 namespace spillway::redis {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// How often the watcher looks at its subscription, its requests to resolve and the clock.
+constexpr milliseconds kWatchTick{20};
 
 struct ContextDeleter {
   void operator()(redisContext* context) const { redisFree(context); }
@@ -133,31 +137,23 @@ class SentinelTarget::Impl {
   void stop() {
     if (stopping_.exchange(true)) return;
     if (thread_.joinable()) thread_.join();
-    std::deque<Retry> retries;
+    resends_.close();  // the calls waiting to be sent again fail
     std::shared_ptr<SingleNode> node;
     {
       std::lock_guard lock(mutex_);
-      retries.swap(retries_);
       node = std::move(node_);
     }
-    for (Retry& r : retries) r.done(std::unexpected(closing()));
     node.reset();  // fails its calls in flight; their callbacks see stopping_
     retired_.clear();
   }
 
   void run(std::uint16_t slot, const Script& script, std::shared_ptr<std::vector<std::string>> args,
            Deadline deadline, Callback done) {
-    std::shared_ptr<SingleNode> node;
-    {
-      std::lock_guard lock(mutex_);
-      node = node_;
-    }
-    if (!node || stopping_) return done(std::unexpected(closing()));
-    node->run(
-        slot, script, args, deadline,
-        [this, slot, script, args, deadline, done = std::move(done)](Result<Reply> reply) mutable {
-          on_reply(slot, script, std::move(args), deadline, std::move(done), std::move(reply));
-        });
+    send(ScriptCall{.slot = slot,
+                    .script = script,
+                    .args = std::move(args),
+                    .deadline = deadline,
+                    .done = std::move(done)});
   }
 
   bool ready() const {
@@ -173,41 +169,52 @@ class SentinelTarget::Impl {
   std::uint64_t switches() const { return switches_.load(); }
 
  private:
-  struct Retry {
-    std::uint16_t slot;
-    Script script;
-    std::shared_ptr<std::vector<std::string>> args;
-    Deadline deadline;
-    Callback done;
-    Error last;
-    SteadyClock::time_point due;
-  };
-
   static Error closing() {
     return Error{Errc::kUnavailable, "the redis sentinel client is closing"};
   }
 
-  void on_reply(std::uint16_t slot, const Script& script,
-                std::shared_ptr<std::vector<std::string>> args, Deadline deadline, Callback done,
-                Result<Reply> reply) {
-    const bool readonly = reply && reply->is_error() && reply->text.starts_with("READONLY");
-    if (readonly) {
+  // To the primary's SingleNode, which sends NOSCRIPT's EVAL itself.
+  void send(ScriptCall call) {
+    std::shared_ptr<SingleNode> node;
+    {
+      std::lock_guard lock(mutex_);
+      node = node_;
+    }
+    if (!node || stopping_) return call.finish(std::unexpected(closing()));
+    if (!count_send(call)) {
+      return call.finish(
+          std::unexpected(out_of_time(call, "redis sentinel: no answer from the primary")));
+    }
+    const std::uint16_t slot = call.slot;
+    const Script script = call.script;
+    const std::shared_ptr<std::vector<std::string>> args = call.args;
+    const Deadline deadline = call.deadline;
+    node->run(slot, script, args, deadline,
+              [this, call = std::move(call)](Result<Reply> reply) mutable {
+                on_reply(std::move(call), std::move(reply));
+              });
+  }
+
+  void on_reply(ScriptCall call, Result<Reply> reply) {
+    const bool resend = not_applied(call.script, reply);
+    if (reply && reply->is_error() && reply->text.starts_with("READONLY")) {
       reply = unavailable("redis sentinel: " + primary().text() +
                           " is no longer the primary (READONLY); following the failover");
     }
+    // A demoted or unreachable primary: ask the sentinels.
     if (!reply && reply.error().code == Errc::kUnavailable) resolve_requested_ = true;
-    // Not applied (READONLY, or never written): safe to send again once the primary is known.
-    const bool retry = readonly || (!reply && never_sent(reply.error()));
-    const auto due = SteadyClock::now() + kRetryPause;
-    if (retry && due < deadline && !stopping_) {
-      std::lock_guard lock(mutex_);
-      if (!stopping_) {
-        retries_.push_back(
-            Retry{slot, script, std::move(args), deadline, std::move(done), reply.error(), due});
-        return;
-      }
+    if (!resend || stopping_) return call.finish(std::move(reply));
+    // Not applied: sent again once the primary is known (or answered when time runs out).
+    call.last_error = reply ? reply->text : reply.error().message;
+    if (!can_wait(call)) {
+      return call.finish(
+          std::unexpected(out_of_time(call, "redis sentinel: no answer from the primary")));
     }
-    done(std::move(reply));
+    resends_.at(SteadyClock::now() + kResendPause,
+                [this, call = std::move(call)](bool closing_now) mutable {
+                  if (closing_now) return call.finish(std::unexpected(closing()));
+                  send(std::move(call));
+                });
   }
 
   // Asks the sentinels in turn (the last one that answered first) and installs the primary the
@@ -261,7 +268,7 @@ class SentinelTarget::Impl {
     if (old) retired_.push_back(std::move(old));
   }
 
-  // The watcher: +switch-master messages, re-resolving when asked and once a second, retries.
+  // The watcher: +switch-master messages, re-resolving when asked and once a second.
   void watch() {
     auto next_check = SteadyClock::now() + kRecheckInterval;
     auto last_resolve = SteadyClock::time_point{};
@@ -269,9 +276,9 @@ class SentinelTarget::Impl {
       if (!subscription_ && SteadyClock::now() >= next_subscribe_) subscribe();
       if (subscription_) {
         pollfd p{subscription_->fd, POLLIN, 0};
-        if (::poll(&p, 1, static_cast<int>(kRetryPause.count())) > 0) read_messages();
+        if (::poll(&p, 1, static_cast<int>(kWatchTick.count())) > 0) read_messages();
       } else {
-        std::this_thread::sleep_for(kRetryPause);
+        std::this_thread::sleep_for(kWatchTick);
       }
       const auto now = SteadyClock::now();
       if ((resolve_requested_ || now >= next_check) && now - last_resolve >= milliseconds(100)) {
@@ -280,7 +287,6 @@ class SentinelTarget::Impl {
         const bool known = resolve(nullptr);
         next_check = now + (known ? kRecheckInterval : milliseconds(100));
       }
-      send_retries();
       std::erase_if(retired_, [](const auto& node) { return node.use_count() == 1; });
     }
   }
@@ -325,25 +331,6 @@ class SentinelTarget::Impl {
     }
   }
 
-  void send_retries() {
-    std::deque<Retry> due;
-    const auto now = SteadyClock::now();
-    {
-      std::lock_guard lock(mutex_);
-      while (!retries_.empty() && retries_.front().due <= now) {
-        due.push_back(std::move(retries_.front()));
-        retries_.pop_front();
-      }
-    }
-    for (Retry& r : due) {
-      if (now >= r.deadline) {
-        r.done(std::unexpected(Error{Errc::kTimeout, r.last.message}));
-        continue;
-      }
-      run(r.slot, r.script, std::move(r.args), r.deadline, std::move(r.done));
-    }
-  }
-
   const std::vector<NodeAddress> sentinels_;
   const std::string name_;
   const ClientOptions node_options_;
@@ -352,7 +339,7 @@ class SentinelTarget::Impl {
   mutable std::mutex mutex_;
   std::shared_ptr<SingleNode> node_;  // the primary's client
   NodeAddress primary_;
-  std::deque<Retry> retries_;  // in order of `due`
+  ResendTimer resends_;  // calls waiting to be sent again
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> resolve_requested_{false};

@@ -10,9 +10,9 @@
 //     primary), and once a second anyway (a message can be lost);
 //   - a new, verified primary gets a new client; the old one is closed once no call holds it.
 // A call that was not applied (READONLY, or no connection was up when it was sent) is sent again
-// every kRetryPause until its deadline, so during a switch it waits for the new primary instead
-// of failing at once. A call lost with its connection is not sent again (it may have run): it
-// fails with kUnavailable, and on_error answers.
+// after a pause until its deadline (resend.h's rule, as on a cluster), so during a switch it
+// waits for the new primary instead of failing at once. A call lost with its connection is not
+// sent again (it may have run): it fails with kUnavailable, and on_error answers.
 //
 // Left out: sentinels that require a password or TLS (the primary's credentials come from the
 // URL; TLS to the primary is not offered with Sentinel yet).
@@ -35,7 +35,6 @@ namespace spillway::redis {
 
 class SentinelTarget final : public ScriptTarget {
  public:
-  static constexpr std::chrono::milliseconds kRetryPause{20};
   static constexpr std::chrono::milliseconds kRecheckInterval{1000};
 
   // Asks the sentinels for the primary (each within options.timeout, at least 200 ms) before it
