@@ -352,6 +352,7 @@ std::string Connection::lost_connection(const Session& session, const error_code
 
 void Connection::on_reply(const std::shared_ptr<Session>& session, Reply reply) {
   if (session->pending.empty()) {
+    if (options_.on_push) return options_.on_push(std::move(reply));
     fail(Errc::kUnavailable, "protocol error: a reply arrived that no command was waiting for");
     return;
   }
