@@ -30,15 +30,11 @@ Reply convert(const redisReply& raw) {
   Reply reply;
   switch (raw.type) {
     case REDIS_REPLY_STRING:
-      reply.type = Reply::Type::kString;
-      reply.text.assign(raw.str, raw.len);
-      break;
     case REDIS_REPLY_STATUS:
-      reply.type = Reply::Type::kStatus;
-      reply.text.assign(raw.str, raw.len);
-      break;
     case REDIS_REPLY_ERROR:
-      reply.type = Reply::Type::kError;
+      reply.type = raw.type == REDIS_REPLY_STRING   ? Reply::Type::kString
+                   : raw.type == REDIS_REPLY_STATUS ? Reply::Type::kStatus
+                                                    : Reply::Type::kError;
       reply.text.assign(raw.str, raw.len);
       break;
     case REDIS_REPLY_INTEGER:
