@@ -1,6 +1,7 @@
-// Sends one algorithm's single checks to Redis (RedisStore::check): at once while fewer than
-// max_in_flight script calls are out, otherwise queued and sent together when a call returns, up
-// to max_batch checks in one call (each still decided exactly, in order, by lua/batch.lua); a
+// Sends one algorithm's single checks to Redis (RedisStore::decide, a request of one key): at
+// once while fewer than max_in_flight script calls are out, otherwise queued and sent together
+// when a call returns, up to max_batch checks in one call (each still decided exactly, in order,
+// by lua/batch.lua); a
 // queue whose front holds a whole batch (max_batch > 1 checks with one `now`) sends it at once,
 // whatever is in flight. So the batch size follows the load: one check per call when alone,
 // fuller calls as checks pile up.

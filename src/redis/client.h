@@ -53,6 +53,11 @@ struct ClientOptions {
   // that drops every connection must not get a storm of reconnects from every client.
   int max_connects_per_second = 20;
   std::optional<TlsOptions> tls;  // rediss://: TLS on every connection
+  // Replies that no call waits for: the messages of a subscription (after a SUBSCRIBE call),
+  // on the I/O thread; must not block. Without it such a reply is a protocol error that drops
+  // the connection. A subscription does not outlive its connection: after a reconnect, nothing
+  // is subscribed (connected() going false is the sign to subscribe again).
+  std::function<void(Reply)> on_push;
 };
 
 class Client {

@@ -1,32 +1,19 @@
 #include "src/redis/cluster_router.h"
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
+// When a call is sent again (NOSCRIPT, not applied, the budget) is resend.h's rule; what is
+// the cluster's own here is the slot map and the redirections.
+#include <algorithm>
 #include <optional>
-#include <set>
-#include <thread>
+
+#include "src/redis/resend.h"
 
 namespace spillway::redis {
-namespace asio = boost::asio;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int kMaxAttempts = 32;
-constexpr std::chrono::milliseconds kRetryPause{20};
-
 std::unexpected<Error> fail(Errc code, std::string message) {
   return std::unexpected(Error{code, std::move(message)});
-}
-
-// Errors after which the same call succeeds once the cluster has settled.
-bool is_transient(std::string_view text) {
-  for (std::string_view prefix : {"TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "READONLY"}) {
-    if (text.starts_with(prefix)) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -34,10 +21,7 @@ bool is_transient(std::string_view text) {
 class ClusterRouter::Impl {
  public:
   Impl(std::vector<NodeAddress> seeds, ClientOptions node_options)
-      : seeds_(std::move(seeds)),
-        node_options_(std::move(node_options)),
-        work_(asio::make_work_guard(io_)),
-        thread_([this] { io_.run(); }) {}
+      : seeds_(std::move(seeds)), node_options_(std::move(node_options)) {}
 
   ~Impl() { shutdown(); }
 
@@ -65,11 +49,11 @@ class ClusterRouter::Impl {
 
   void run(std::uint16_t slot, const Script& script, std::shared_ptr<std::vector<std::string>> args,
            SteadyClock::time_point deadline, Callback done) {
-    auto call = std::make_shared<Call>(Call{.slot = slot,
-                                            .script = script,
-                                            .args = std::move(args),
-                                            .done = std::move(done),
-                                            .deadline = deadline});
+    auto call = std::make_shared<Call>(Call{{.slot = slot,
+                                             .script = script,
+                                             .args = std::move(args),
+                                             .deadline = deadline,
+                                             .done = std::move(done)}});
     attempt(call);
   }
 
@@ -99,27 +83,14 @@ class ClusterRouter::Impl {
       closing_ = true;
       clients.swap(clients_);
     }
-    clients.clear();  // each Client fails its calls in flight; their retries see closing_
-    asio::post(io_, [this] {
-      std::lock_guard lock(mutex_);
-      for (asio::steady_timer* timer : timers_) timer->cancel();
-    });
-    work_.reset();
-    thread_.join();
+    clients.clear();   // each Client fails its calls in flight; their retries see closing_
+    resends_.close();  // the calls waiting to be sent again fail (attempt() sees closing_)
   }
 
  private:
-  struct Call {
-    std::uint16_t slot;
-    Script script;
-    std::shared_ptr<std::vector<std::string>> args;
-    Callback done;
-    SteadyClock::time_point deadline;
-    int attempts = 0;
-    bool with_source = false;         // EVAL with the text (after NOSCRIPT)
+  struct Call : ScriptCall {
     std::optional<NodeAddress> next;  // the node a redirection named
     bool asking = false;              // ASKING first (after ASK)
-    std::string last_error;
   };
 
   std::shared_ptr<const SlotMap> current_map() const {
@@ -153,8 +124,7 @@ class ClusterRouter::Impl {
   }
 
   void finish(const std::shared_ptr<Call>& call, Result<Reply> result) {
-    Callback done = std::move(call->done);
-    done(std::move(result));
+    call->finish(std::move(result));
   }
 
   bool closing() const {
@@ -165,11 +135,7 @@ class ClusterRouter::Impl {
   void attempt(const std::shared_ptr<Call>& call) {
     if (closing())
       return finish(call, fail(Errc::kUnavailable, "the redis cluster client is closing"));
-    if (SteadyClock::now() >= call->deadline || ++call->attempts > kMaxAttempts) {
-      return finish(call, fail(Errc::kTimeout, "redis cluster: no answer for slot " +
-                                                   std::to_string(call->slot) + " in time (" +
-                                                   call->last_error + ")"));
-    }
+    if (!count_send(*call)) return give_up(call);
     NodeAddress node;
     if (call->next) {
       node = std::move(*call->next);
@@ -187,7 +153,7 @@ class ClusterRouter::Impl {
     std::shared_ptr<Client> client = client_for(node);
     if (!client)
       return finish(call, fail(Errc::kUnavailable, "the redis cluster client is closing"));
-    set_script_call(*call->args, call->script, call->with_source);
+    call->prepare();
     const bool asking = call->asking;
     call->asking = false;
     auto on_reply = [this, call, node, asking](Result<Reply> reply) {
@@ -203,26 +169,8 @@ class ClusterRouter::Impl {
   void on_reply(const std::shared_ptr<Call>& call, const NodeAddress& node, bool asked,
                 Result<Reply> reply) {
     if (closing()) return finish(call, std::move(reply));
-    if (!reply) {
-      // A call that was written may have run before its connection died (and a script's write
-      // may have reached a replica that is promoted next): sending it again could charge twice,
-      // so its error is the answer. Only a call no connection took is tried elsewhere.
-      if (!never_sent(reply.error()) && call->script.writes) {
-        return finish(call, std::move(reply));
-      }
-      call->last_error = reply.error().message;  // the node is down or unreachable
-      ++retried_;
-      refresh();
-      return later(call);
-    }
-    if (reply->is_error()) {
+    if (reply && reply->is_error()) {
       const std::string& text = reply->text;
-      if (text.starts_with("NOSCRIPT") && !call->with_source) {
-        call->with_source = true;
-        call->next = node;
-        call->asking = asked;
-        return attempt(call);
-      }
       if (std::optional<Redirect> redirect = parse_redirect(text)) {
         call->next = redirect->to;
         call->last_error = text;
@@ -235,38 +183,34 @@ class ClusterRouter::Impl {
         }
         // A redirection right after another: the cluster is between two states (a slot's
         // owners disagree for a moment), so wait a little instead of bouncing.
-        if (call->attempts > 1) return later(call);
+        if (call->sends > 1) return later(call);
         return attempt(call);
       }
-      if (is_transient(text)) {
-        call->last_error = text;
+    }
+    switch (resend_step(*call, reply)) {
+      case ResendStep::kWithSource:  // to the same node, ASKING again if it was asked
+        call->next = node;
+        call->asking = asked;
+        return attempt(call);
+      case ResendStep::kLater:  // a node down or unreachable, the cluster between two states
         ++retried_;
         refresh();
         return later(call);
-      }
+      case ResendStep::kAnswer:
+        return finish(call, std::move(reply));
     }
-    finish(call, std::move(reply));
   }
 
-  // Tries the call again after a pause (never past its deadline: attempt() then gives up).
+  void give_up(const std::shared_ptr<Call>& call) {
+    finish(call, std::unexpected(out_of_time(
+                     *call, "redis cluster: no answer for slot " + std::to_string(call->slot))));
+  }
+
+  // Tries the call again after kResendPause, or gives up when that would reach its deadline.
   void later(const std::shared_ptr<Call>& call) {
-    auto timer = std::make_shared<asio::steady_timer>(io_);
-    timer->expires_at(std::min(SteadyClock::now() + kRetryPause, call->deadline));
-    bool closed = false;
-    {
-      std::lock_guard lock(mutex_);
-      closed = closing_;
-      if (!closed) timers_.insert(timer.get());
-    }
-    if (closed)
-      return finish(call, fail(Errc::kUnavailable, "the redis cluster client is closing"));
-    timer->async_wait([this, call, timer](const boost::system::error_code&) {
-      {
-        std::lock_guard lock(mutex_);
-        timers_.erase(timer.get());
-      }
-      attempt(call);  // after a cancel, attempt() sees closing_ and fails the call
-    });
+    if (!can_wait(*call)) return give_up(call);
+    resends_.at(SteadyClock::now() + kResendPause,
+                [this, call](bool) { attempt(call); });  // closing: attempt() sees closing_
   }
 
   // Learns the slot map again, in the background: one refresh at a time, and none within
@@ -317,14 +261,11 @@ class ClusterRouter::Impl {
   mutable std::mutex mutex_;
   std::shared_ptr<const SlotMap> map_ = std::make_shared<const SlotMap>();
   std::map<std::string, std::shared_ptr<Client>> clients_;  // by "host:port"
-  std::set<asio::steady_timer*> timers_;                    // waiting retries
   bool closing_ = false;
   bool refreshing_ = false;
   SteadyClock::time_point last_refresh_{};
   std::atomic<std::uint64_t> moved_{0}, ask_{0}, retried_{0}, refreshes_{0};
-  asio::io_context io_{1};  // the retry timers' thread
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::thread thread_;  // last: started when everything else exists
+  ResendTimer resends_;  // calls waiting to be sent again
 };
 
 Result<std::unique_ptr<ClusterRouter>> ClusterRouter::open(std::vector<NodeAddress> seeds,

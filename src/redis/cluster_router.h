@@ -7,12 +7,14 @@
 //               kRefreshInterval) and the call is sent to the node the reply names;
 //   ASK         the call is sent once to the node the reply names, preceded by ASKING on the same
 //               connection (a slot being migrated);
-//   TRYAGAIN, CLUSTERDOWN, a node that is down or unreachable (the call was never written)
-//               the map is refreshed and the call is tried again after a short pause;
+//   TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN, READONLY, a node that is down or unreachable (the
+//               call was never written): the map is refreshed and the call is tried again after
+//               a short pause;
 //   NOSCRIPT    the call is sent again as EVAL with the script's text, to the same node.
-// Only when the time is spent does the caller get the last error. A call whose connection died
-// after it was written may have run, so it is never sent again (the caller gets that error),
-// unless it writes nothing (Script::writes false: a dry run).
+// Only when the time is spent (or kMaxSends sends) does the caller get kTimeout with the last
+// error. A call whose connection died after it was written may have run, so it is never sent
+// again (the caller gets that error), unless it writes nothing (Script::writes false: a dry run).
+// Which replies allow a resend, the pause and the budget are resend.h's, shared with the others.
 //
 // Thread safety: run() and ready() from any thread. Callbacks run on the nodes' I/O threads or on
 // the router's own timer thread. Destruction fails the calls in flight and those waiting to be

@@ -1,33 +1,35 @@
+// SingleNode (see script_target.h); when a call is sent again is resend.h's rule.
 #include "src/redis/script_target.h"
+
+#include "src/redis/resend.h"
 
 namespace spillway::redis {
 namespace {
 
-bool is_noscript(const Result<Reply>& reply) {
-  return reply && reply->is_error() && reply->text.starts_with("NOSCRIPT");
-}
-
-void call_script(Client& client, const Script& script,
-                 std::shared_ptr<std::vector<std::string>> args, ScriptTarget::Deadline deadline,
-                 bool with_source, ScriptTarget::Callback done) {
-  set_script_call(*args, script, with_source);
-  client.call_async(*args, deadline,
-                    [&client, script, args, deadline, with_source,
-                     done = std::move(done)](Result<Reply> reply) mutable {
-                      if (is_noscript(reply) && !with_source) {
-                        return call_script(client, script, std::move(args), deadline, true,
-                                           std::move(done));
-                      }
-                      done(std::move(reply));
-                    });
+// One server: NOSCRIPT is sent again as EVAL; a call that was not applied is answered as it is
+// (no other server, no failover to wait for: on_error and the circuit breaker decide).
+void send(Client& client, ScriptCall call) {
+  call.prepare();
+  const std::vector<std::string>& args = *call.args;
+  const ScriptTarget::Deadline deadline = call.deadline;
+  client.call_async(args, deadline, [&client, call = std::move(call)](Result<Reply> reply) mutable {
+    if (resend_step(call, reply) == ResendStep::kWithSource) {
+      return send(client, std::move(call));
+    }
+    call.finish(std::move(reply));
+  });
 }
 
 }  // namespace
 
-void SingleNode::run(std::uint16_t, const Script& script,
+void SingleNode::run(std::uint16_t slot, const Script& script,
                      std::shared_ptr<std::vector<std::string>> args, Deadline deadline,
                      Callback done) {
-  call_script(client_, script, std::move(args), deadline, false, std::move(done));
+  send(client_, ScriptCall{.slot = slot,
+                           .script = script,
+                           .args = std::move(args),
+                           .deadline = deadline,
+                           .done = std::move(done)});
 }
 
 }  // namespace spillway::redis

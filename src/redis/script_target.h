@@ -1,7 +1,9 @@
-// Where RedisStore's script calls go: one Redis server (SingleNode) or a Redis Cluster
-// (ClusterRouter, src/redis/cluster_router.h). Both call scripts by SHA (EVALSHA) and, on
+// Where RedisStore's script calls go: one Redis server (SingleNode, here), a Redis Cluster
+// (ClusterRouter, src/redis/cluster_router.h) or the primary Redis Sentinel names
+// (SentinelTarget, src/redis/sentinel.h). All three call scripts by SHA (EVALSHA) and, on
 // NOSCRIPT, send the call once more as EVAL with the text, which runs and caches it in one atomic
-// step, so the caller never sees NOSCRIPT.
+// step, so the caller never sees NOSCRIPT. When else a call is sent again is src/redis/resend.h's
+// rule, the same for the three.
 //
 // Thread safety: run() may be called from any thread; `done` runs exactly once, on an I/O
 // thread of the target, and must not block. Destroying a target fails the calls in flight.

@@ -1,14 +1,13 @@
-// SentinelTarget (see sentinel.h). The watcher thread does all the talking to sentinels with
-// blocking hiredis connections (each with a short timeout); calls never wait for it.
+// SentinelTarget (see sentinel.h). The watcher thread does all the talking to sentinels, through
+// the project's Client (one per sentinel, kept; each call within the sentinel timeout); calls
+// never wait for it.
 #include "src/redis/sentinel.h"
 
-#include <hiredis/hiredis.h>
-#include <poll.h>
-
 #include <atomic>
-#include <deque>
 #include <mutex>
 #include <thread>
+
+#include "src/redis/resend.h"
 
 namespace spillway::redis {
 namespace {
@@ -16,93 +15,80 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-struct ContextDeleter {
-  void operator()(redisContext* context) const { redisFree(context); }
-};
-using ContextPtr = std::unique_ptr<redisContext, ContextDeleter>;
-
-struct ReplyDeleter {
-  void operator()(redisReply* reply) const { freeReplyObject(reply); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+// How often the watcher looks at its subscription, its requests to resolve and the clock.
+constexpr milliseconds kWatchTick{20};
 
 std::unexpected<Error> unavailable(std::string message) {
   return std::unexpected(Error{Errc::kUnavailable, std::move(message)});
 }
 
-timeval to_timeval(milliseconds duration) {
-  timeval out{};
-  out.tv_sec = static_cast<time_t>(duration.count() / 1000);
-  out.tv_usec = static_cast<suseconds_t>((duration.count() % 1000) * 1000);
-  return out;
+// A reply's text when it is a string.
+std::optional<std::string> text_of(const Reply& reply) {
+  if (reply.type != Reply::Type::kString) return std::nullopt;
+  return reply.text;
 }
 
-// A blocking connection whose connect and every command give up after `timeout`.
-Result<ContextPtr> connect_to(const NodeAddress& node, milliseconds timeout) {
-  ContextPtr context(redisConnectWithTimeout(node.host.c_str(), node.port, to_timeval(timeout)));
-  if (!context) return unavailable(node.text() + ": cannot allocate a connection");
-  if (context->err != 0) return unavailable(node.text() + ": " + context->errstr);
-  redisSetTimeout(context.get(), to_timeval(timeout));
-  return context;
+// The client of one sentinel: no credentials, one connection, `timeout` for connecting and for
+// every call, and a quick reconnect so that a sentinel that comes back is asked again soon.
+ClientOptions sentinel_options(const NodeAddress& sentinel, milliseconds timeout) {
+  ClientOptions options;
+  options.host = sentinel.host;
+  options.port = sentinel.port;
+  options.timeout = timeout;
+  options.connect_timeout = timeout;
+  options.reconnect_max = milliseconds(200);
+  return options;
 }
 
-Result<ReplyPtr> command(redisContext* context, const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  for (const std::string& arg : args) {
-    argv.push_back(arg.data());
-    lengths.push_back(arg.size());
-  }
-  ReplyPtr reply(static_cast<redisReply*>(
-      redisCommandArgv(context, static_cast<int>(args.size()), argv.data(), lengths.data())));
-  if (!reply) return unavailable(context->errstr[0] != '\0' ? context->errstr : "no reply");
-  if (reply->type == REDIS_REPLY_ERROR) return unavailable(std::string(reply->str, reply->len));
+// One call, waiting for its reply (the watcher's own thread, never a client's). A Redis error
+// reply becomes an error too, "<what><the reply>"; the Client's own errors name the server.
+Result<Reply> ask(Client& client, const std::string& what, const std::vector<std::string>& args) {
+  Result<Reply> reply = client.call(args);
+  if (reply && reply->is_error()) return unavailable(what + reply->text);
   return reply;
 }
 
 // The primary that `sentinel` names for `name`.
-Result<NodeAddress> ask_sentinel(const NodeAddress& sentinel, const std::string& name,
-                                 milliseconds timeout) {
-  Result<ContextPtr> context = connect_to(sentinel, timeout);
-  if (!context) return std::unexpected(context.error());
-  Result<ReplyPtr> reply = command(context->get(), {"SENTINEL", "get-master-addr-by-name", name});
-  if (!reply) return unavailable(sentinel.text() + ": " + reply.error().message);
-  const redisReply& r = **reply;
-  if (r.type == REDIS_REPLY_NIL) {
+Result<NodeAddress> ask_sentinel(Client& client, const NodeAddress& sentinel,
+                                 const std::string& name) {
+  Result<Reply> reply =
+      ask(client, sentinel.text() + ": ", {"SENTINEL", "get-master-addr-by-name", name});
+  if (!reply) return std::unexpected(reply.error());
+  if (reply->type == Reply::Type::kNil) {
     return unavailable(sentinel.text() + " monitors no primary named '" + name + "'");
   }
-  if (r.type != REDIS_REPLY_ARRAY || r.elements != 2 || r.element[0]->type != REDIS_REPLY_STRING ||
-      r.element[1]->type != REDIS_REPLY_STRING) {
+  std::optional<std::string> host, port;
+  if (reply->type == Reply::Type::kArray && reply->elements.size() == 2) {
+    host = text_of(reply->elements[0]);
+    port = text_of(reply->elements[1]);
+  }
+  if (!host || !port) {
     return unavailable(sentinel.text() + ": unexpected answer to get-master-addr-by-name");
   }
-  Result<NodeAddress> address =
-      parse_node_address(std::string(r.element[0]->str, r.element[0]->len) + ":" +
-                         std::string(r.element[1]->str, r.element[1]->len));
+  Result<NodeAddress> address = parse_node_address(*host + ":" + *port);
   if (!address) return unavailable(sentinel.text() + ": " + address.error().message);
   return address;
 }
 
-// Whether `node` says it is a primary (ROLE), after AUTH with the URL's credentials.
-Result<void> verify_primary(const NodeAddress& node, const ClientOptions& options,
+// Whether `node` says it is a primary (ROLE), through a client with the URL's credentials (the
+// Client sends AUTH and SELECT before the call; their failure is the call's error).
+Result<void> verify_primary(const NodeAddress& node, const ClientOptions& node_options,
                             milliseconds timeout) {
-  Result<ContextPtr> context = connect_to(node, timeout);
-  if (!context) return std::unexpected(context.error());
-  if (options.password) {
-    std::vector<std::string> auth{"AUTH"};
-    if (options.user) auth.push_back(*options.user);
-    auth.push_back(*options.password);
-    if (Result<ReplyPtr> ok = command(context->get(), auth); !ok) {
-      return unavailable(node.text() + ": AUTH failed: " + ok.error().message);
-    }
+  ClientOptions options = node_options;
+  options.host = node.host;
+  options.port = node.port;
+  options.pool_size = 1;
+  options.timeout = timeout;
+  options.connect_timeout = timeout;
+  Client client(std::move(options));
+  Result<Reply> role = ask(client, node.text() + ": ROLE failed: ", {"ROLE"});
+  if (!role) return std::unexpected(role.error());
+  std::optional<std::string> what;
+  if (role->type == Reply::Type::kArray && !role->elements.empty()) {
+    what = text_of(role->elements[0]);
   }
-  Result<ReplyPtr> role = command(context->get(), {"ROLE"});
-  if (!role) return unavailable(node.text() + ": ROLE failed: " + role.error().message);
-  const redisReply& r = **role;
-  if (r.type != REDIS_REPLY_ARRAY || r.elements == 0 || r.element[0]->type != REDIS_REPLY_STRING) {
-    return unavailable(node.text() + ": unexpected answer to ROLE");
-  }
-  const std::string what(r.element[0]->str, r.element[0]->len);
-  if (what != "master") return unavailable(node.text() + " is a " + what + ", not a primary");
+  if (!what) return unavailable(node.text() + ": unexpected answer to ROLE");
+  if (*what != "master") return unavailable(node.text() + " is a " + *what + ", not a primary");
   return {};
 }
 
@@ -133,31 +119,25 @@ class SentinelTarget::Impl {
   void stop() {
     if (stopping_.exchange(true)) return;
     if (thread_.joinable()) thread_.join();
-    std::deque<Retry> retries;
+    subscription_.reset();
+    sentinel_clients_.clear();
+    resends_.close();  // the calls waiting to be sent again fail
     std::shared_ptr<SingleNode> node;
     {
       std::lock_guard lock(mutex_);
-      retries.swap(retries_);
       node = std::move(node_);
     }
-    for (Retry& r : retries) r.done(std::unexpected(closing()));
     node.reset();  // fails its calls in flight; their callbacks see stopping_
     retired_.clear();
   }
 
   void run(std::uint16_t slot, const Script& script, std::shared_ptr<std::vector<std::string>> args,
            Deadline deadline, Callback done) {
-    std::shared_ptr<SingleNode> node;
-    {
-      std::lock_guard lock(mutex_);
-      node = node_;
-    }
-    if (!node || stopping_) return done(std::unexpected(closing()));
-    node->run(
-        slot, script, args, deadline,
-        [this, slot, script, args, deadline, done = std::move(done)](Result<Reply> reply) mutable {
-          on_reply(slot, script, std::move(args), deadline, std::move(done), std::move(reply));
-        });
+    send(ScriptCall{.slot = slot,
+                    .script = script,
+                    .args = std::move(args),
+                    .deadline = deadline,
+                    .done = std::move(done)});
   }
 
   bool ready() const {
@@ -173,41 +153,52 @@ class SentinelTarget::Impl {
   std::uint64_t switches() const { return switches_.load(); }
 
  private:
-  struct Retry {
-    std::uint16_t slot;
-    Script script;
-    std::shared_ptr<std::vector<std::string>> args;
-    Deadline deadline;
-    Callback done;
-    Error last;
-    SteadyClock::time_point due;
-  };
-
   static Error closing() {
     return Error{Errc::kUnavailable, "the redis sentinel client is closing"};
   }
 
-  void on_reply(std::uint16_t slot, const Script& script,
-                std::shared_ptr<std::vector<std::string>> args, Deadline deadline, Callback done,
-                Result<Reply> reply) {
-    const bool readonly = reply && reply->is_error() && reply->text.starts_with("READONLY");
-    if (readonly) {
+  // To the primary's SingleNode, which sends NOSCRIPT's EVAL itself.
+  void send(ScriptCall call) {
+    std::shared_ptr<SingleNode> node;
+    {
+      std::lock_guard lock(mutex_);
+      node = node_;
+    }
+    if (!node || stopping_) return call.finish(std::unexpected(closing()));
+    if (!count_send(call)) {
+      return call.finish(
+          std::unexpected(out_of_time(call, "redis sentinel: no answer from the primary")));
+    }
+    const std::uint16_t slot = call.slot;
+    const Script script = call.script;
+    const std::shared_ptr<std::vector<std::string>> args = call.args;
+    const Deadline deadline = call.deadline;
+    node->run(slot, script, args, deadline,
+              [this, call = std::move(call)](Result<Reply> reply) mutable {
+                on_reply(std::move(call), std::move(reply));
+              });
+  }
+
+  void on_reply(ScriptCall call, Result<Reply> reply) {
+    const bool resend = not_applied(call.script, reply);
+    if (reply && reply->is_error() && reply->text.starts_with("READONLY")) {
       reply = unavailable("redis sentinel: " + primary().text() +
                           " is no longer the primary (READONLY); following the failover");
     }
+    // A demoted or unreachable primary: ask the sentinels.
     if (!reply && reply.error().code == Errc::kUnavailable) resolve_requested_ = true;
-    // Not applied (READONLY, or never written): safe to send again once the primary is known.
-    const bool retry = readonly || (!reply && never_sent(reply.error()));
-    const auto due = SteadyClock::now() + kRetryPause;
-    if (retry && due < deadline && !stopping_) {
-      std::lock_guard lock(mutex_);
-      if (!stopping_) {
-        retries_.push_back(
-            Retry{slot, script, std::move(args), deadline, std::move(done), reply.error(), due});
-        return;
-      }
+    if (!resend || stopping_) return call.finish(std::move(reply));
+    // Not applied: sent again once the primary is known (or answered when time runs out).
+    call.last_error = reply ? reply->text : reply.error().message;
+    if (!can_wait(call)) {
+      return call.finish(
+          std::unexpected(out_of_time(call, "redis sentinel: no answer from the primary")));
     }
-    done(std::move(reply));
+    resends_.at(SteadyClock::now() + kResendPause,
+                [this, call = std::move(call)](bool closing_now) mutable {
+                  if (closing_now) return call.finish(std::unexpected(closing()));
+                  send(std::move(call));
+                });
   }
 
   // Asks the sentinels in turn (the last one that answered first) and installs the primary the
@@ -217,7 +208,7 @@ class SentinelTarget::Impl {
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t index = (preferred_ + i) % n;
       const NodeAddress& sentinel = sentinels_[index];
-      Result<NodeAddress> named = ask_sentinel(sentinel, name_, io_timeout_);
+      Result<NodeAddress> named = ask_sentinel(sentinel_client(index), sentinel, name_);
       if (!named) {
         if (errors) *errors += (errors->empty() ? "" : "; ") + named.error().message;
         continue;
@@ -261,18 +252,28 @@ class SentinelTarget::Impl {
     if (old) retired_.push_back(std::move(old));
   }
 
-  // The watcher: +switch-master messages, re-resolving when asked and once a second, retries.
+  // The client of sentinel #index, made on first use. Watcher thread (or first_resolve).
+  Client& sentinel_client(std::size_t index) {
+    if (sentinel_clients_.empty()) sentinel_clients_.resize(sentinels_.size());
+    std::unique_ptr<Client>& client = sentinel_clients_[index];
+    if (!client) {
+      client = std::make_unique<Client>(sentinel_options(sentinels_[index], io_timeout_));
+    }
+    return *client;
+  }
+
+  // The watcher: +switch-master messages, re-resolving when asked and once a second.
   void watch() {
     auto next_check = SteadyClock::now() + kRecheckInterval;
     auto last_resolve = SteadyClock::time_point{};
     while (!stopping_) {
-      if (!subscription_ && SteadyClock::now() >= next_subscribe_) subscribe();
-      if (subscription_) {
-        pollfd p{subscription_->fd, POLLIN, 0};
-        if (::poll(&p, 1, static_cast<int>(kRetryPause.count())) > 0) read_messages();
-      } else {
-        std::this_thread::sleep_for(kRetryPause);
+      if (subscription_ && !subscription_->connected()) {  // that sentinel went away
+        subscription_.reset();
+        subscribed_index_ = (subscribed_index_ + 1) % sentinels_.size();
+        resolve_requested_ = true;
       }
+      if (!subscription_ && SteadyClock::now() >= next_subscribe_) subscribe();
+      std::this_thread::sleep_for(kWatchTick);
       const auto now = SteadyClock::now();
       if ((resolve_requested_ || now >= next_check) && now - last_resolve >= milliseconds(100)) {
         resolve_requested_ = false;
@@ -280,67 +281,35 @@ class SentinelTarget::Impl {
         const bool known = resolve(nullptr);
         next_check = now + (known ? kRecheckInterval : milliseconds(100));
       }
-      send_retries();
       std::erase_if(retired_, [](const auto& node) { return node.use_count() == 1; });
     }
   }
 
+  // A client of its own per subscription: once it carries SUBSCRIBE it takes no other call. It
+  // never reconnects by itself before the watcher sees it down (a reconnected connection would
+  // not be subscribed): the watcher replaces it.
   void subscribe() {
     const std::size_t n = sentinels_.size();
     for (std::size_t i = 0; i < n; ++i) {
-      const NodeAddress& sentinel = sentinels_[(subscribed_index_ + i) % n];
-      Result<ContextPtr> context = connect_to(sentinel, io_timeout_);
-      if (!context) continue;
-      if (Result<ReplyPtr> ok = command(context->get(), {"SUBSCRIBE", "+switch-master"}); !ok) {
-        continue;
-      }
-      subscribed_index_ = (subscribed_index_ + i) % n;
-      subscription_ = std::move(*context);
+      const std::size_t index = (subscribed_index_ + i) % n;
+      ClientOptions options = sentinel_options(sentinels_[index], io_timeout_);
+      options.reconnect_min = options.reconnect_max = std::chrono::seconds(10);
+      options.on_push = [this](Reply message) { on_message(message); };
+      auto client = std::make_unique<Client>(std::move(options));
+      if (!ask(*client, "", {"SUBSCRIBE", "+switch-master"})) continue;
+      subscribed_index_ = index;
+      subscription_ = std::move(client);
       return;
     }
     next_subscribe_ = SteadyClock::now() + milliseconds(200);
   }
 
-  void read_messages() {
-    if (redisBufferRead(subscription_.get()) != REDIS_OK) {  // that sentinel went away
-      subscription_.reset();
-      subscribed_index_ = (subscribed_index_ + 1) % sentinels_.size();
-      resolve_requested_ = true;
-      return;
-    }
-    for (;;) {
-      void* raw = nullptr;
-      if (redisGetReplyFromReader(subscription_.get(), &raw) != REDIS_OK) {
-        subscription_.reset();
-        return;
-      }
-      if (raw == nullptr) return;
-      const ReplyPtr message(static_cast<redisReply*>(raw));
-      // ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"]
-      if (message->type == REDIS_REPLY_ARRAY && message->elements == 3 &&
-          message->element[2]->type == REDIS_REPLY_STRING) {
-        const std::string_view text(message->element[2]->str, message->element[2]->len);
-        if (text.starts_with(name_ + " ")) resolve_requested_ = true;
-      }
-    }
-  }
-
-  void send_retries() {
-    std::deque<Retry> due;
-    const auto now = SteadyClock::now();
-    {
-      std::lock_guard lock(mutex_);
-      while (!retries_.empty() && retries_.front().due <= now) {
-        due.push_back(std::move(retries_.front()));
-        retries_.pop_front();
-      }
-    }
-    for (Retry& r : due) {
-      if (now >= r.deadline) {
-        r.done(std::unexpected(Error{Errc::kTimeout, r.last.message}));
-        continue;
-      }
-      run(r.slot, r.script, std::move(r.args), r.deadline, std::move(r.done));
+  // On the subscription's I/O thread.
+  void on_message(const Reply& message) {
+    // ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"]
+    if (message.type == Reply::Type::kArray && message.elements.size() == 3) {
+      std::optional<std::string> text = text_of(message.elements[2]);
+      if (text && text->starts_with(name_ + " ")) resolve_requested_ = true;
     }
   }
 
@@ -352,7 +321,7 @@ class SentinelTarget::Impl {
   mutable std::mutex mutex_;
   std::shared_ptr<SingleNode> node_;  // the primary's client
   NodeAddress primary_;
-  std::deque<Retry> retries_;  // in order of `due`
+  ResendTimer resends_;  // calls waiting to be sent again
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> resolve_requested_{false};
@@ -361,7 +330,8 @@ class SentinelTarget::Impl {
   // Watcher thread only (and first_resolve, before it starts):
   std::size_t preferred_ = 0;
   std::size_t subscribed_index_ = 0;
-  ContextPtr subscription_;
+  std::vector<std::unique_ptr<Client>> sentinel_clients_;  // by sentinel index
+  std::unique_ptr<Client> subscription_;
   SteadyClock::time_point next_subscribe_{};
   std::vector<std::shared_ptr<SingleNode>> retired_;
   std::thread thread_;
