@@ -58,7 +58,8 @@ if "$quick"; then
 else
   scripts/setup.sh --browser
   end_phase "setup"
-  test_jobs=$jobs
+  # SPILLWAY_TEST_JOBS: ctest's -j (default: the number of cores; docs/benchmarks.md, section 9).
+  test_jobs=${SPILLWAY_TEST_JOBS:-$jobs}
   for preset in ci asan tsan; do
     echo "== build: $preset"
     cmake --preset "$preset" >/dev/null

@@ -47,16 +47,17 @@ class NoChildrenInUnitTests : public ::testing::Environment {
 
 void require_label(std::string_view label, std::string_view what) {
   const char* set = std::getenv("SPILLWAY_TEST_LABELS");
-  if (set == nullptr || has_label(set, label)) return;
-  ADD_FAILURE() << "this test starts " << what << ", which needs the ctest label '" << label
-                << "', but its labels are '" << set << "': add the test to a group with that "
-                << "label in tests/CMakeLists.txt (a 'unit' test starts no process or server)";
+  if (set == nullptr || (label.empty() ? !has_label(set, "unit") : has_label(set, label))) return;
+  ADD_FAILURE() << "this test starts " << what << ", which needs the ctest label '"
+                << (label.empty() ? "(any but unit)" : label) << "', but its labels are '" << set
+                << "': add the test to a group with that label in tests/CMakeLists.txt (a "
+                << "'unit' test starts no process or server)";
 }
 
 std::string_view label_of_program(std::string_view path) {
   const std::size_t slash = path.rfind('/');
   const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kLabels = {{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kLabels = {{
       {"redis-server", "redis"},
       {"redis-cli", "redis"},
       {"redis-sentinel", "sentinel"},
@@ -64,12 +65,12 @@ std::string_view label_of_program(std::string_view path) {
       {"haproxy", "haproxy"},
       {"prometheus", "prometheus"},
       {"promtool", "prometheus"},
+      {"openssl", "tls"},
   }};
   for (const auto& [program, label] : kLabels) {
     if (name == program) return label;
   }
-  if (name == "openssl") return "tls";
-  return "process";
+  return "";
 }
 
 }  // namespace spillway::testing

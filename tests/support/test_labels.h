@@ -19,12 +19,14 @@
 namespace spillway::testing {
 
 // Fails the running test (gtest ADD_FAILURE, the test goes on) when SPILLWAY_TEST_LABELS is set
-// and does not hold `label`. `what` names what the test was about to start, for the message.
+// and does not hold `label` (an empty `label`: when it holds `unit`). `what` names what the test
+// was about to start, for the message.
 void require_label(std::string_view label, std::string_view what);
 
 // The label of a program the tests start by path or name (its file name): redis-server ->
 // "redis", nginx -> "nginx", haproxy -> "haproxy", prometheus / promtool -> "prometheus",
-// openssl -> "tls", redis-cli -> "redis", redis-sentinel -> "sentinel"; any other -> "process".
+// openssl -> "tls", redis-cli -> "redis", redis-sentinel -> "sentinel"; any other -> "" (any
+// label but `unit`).
 std::string_view label_of_program(std::string_view path);
 
 }  // namespace spillway::testing
