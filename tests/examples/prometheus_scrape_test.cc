@@ -29,14 +29,9 @@ const fs::path kSource = SPILLWAY_SOURCE_DIR;
 
 using Child = testing::ChildProcess;
 
-// Polls `condition` every 250 ms for up to `seconds`.
+// Waits up to `seconds` for `condition` (tests/support/poll.h).
 bool eventually(int seconds, const std::function<bool()>& condition) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  return false;
+  return testing::wait_until(condition, std::chrono::seconds(seconds));
 }
 
 // GET http://127.0.0.1:PORT/PATH with curl (the HTTP API answers chunked), `query` URL-encoded.

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "spillway/memory_store.h"
+#include "tests/support/poll.h"
 
 namespace spillway {
 namespace {
@@ -19,9 +20,7 @@ TEST(BackgroundSweep, DropsIdleKeysWithoutTrafficAndStopsPromptly) {
     for (int i = 0; i < 100; ++i) EXPECT_TRUE(store.check("k" + std::to_string(i), limit));
     EXPECT_EQ(store.size(), 100u);
     clock->advance(kMicrosPerSecond);  // every key is idle from now on
-    for (int i = 0; i < 400 && store.size() > 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    testing::wait_until([&] { return store.size() == 0; });
     EXPECT_EQ(store.size(), 0u) << "the background sweeper did not drop idle keys";
   });  // ~MemoryStore stops and joins the sweeper here
   ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready)

@@ -25,6 +25,7 @@
 #include "src/core/sliding_window.h"
 #include "src/core/token_bucket.h"
 #include "tests/core/state_testing.h"
+#include "tests/support/poll.h"
 
 namespace spillway {
 namespace {
@@ -291,9 +292,7 @@ TEST(MemoryStoreConcurrency, BackgroundSweeperKeepsBusyKeysAndDropsIdleOnes) {
   }
   EXPECT_EQ(store.size(), kKeys * limits.size());
   clock->advance(2 * kHour);
-  for (int i = 0; i < 5000 && store.size() != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  testing::wait_until([&] { return store.size() == 0; });
   EXPECT_EQ(store.size(), 0u);
   EXPECT_TRUE(destroyed_within(std::move(owned), std::chrono::seconds(10)));
 }

@@ -18,11 +18,13 @@
 #include <future>
 #include <latch>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "src/redis/url.h"
+#include "tests/support/poll.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway::redis {
@@ -50,13 +52,14 @@ std::string describe(const Result<Reply>& result) {
 // Polls `call` until it returns a reply (not an Error) or `limit` passes.
 template <typename Call>
 Result<Reply> eventually(Call call, std::chrono::milliseconds limit = 5000ms) {
-  const auto deadline = SteadyClock::now() + limit;
-  Result<Reply> result = call();
-  while (!result && SteadyClock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-    result = call();
-  }
-  return result;
+  std::optional<Result<Reply>> result;
+  testing::wait_until(
+      [&] {
+        result = call();
+        return result->has_value();
+      },
+      limit);
+  return *result;
 }
 
 TEST(RedisClient, PingSetGetIncr) {
@@ -448,8 +451,7 @@ TEST(RedisClient, ServerKilledThenRestarted) {
     EXPECT_EQ(down.error().code, Errc::kUnavailable) << down.error().message;
     EXPECT_NE(down.error().message.find(where), std::string::npos) << down.error().message;
   }
-  const auto deadline = SteadyClock::now() + 5s;
-  while (client.connected() && SteadyClock::now() < deadline) std::this_thread::sleep_for(10ms);
+  testing::wait_until([&] { return !client.connected(); });
   EXPECT_FALSE(client.connected());
 
   server.start();

@@ -335,13 +335,18 @@ class Load {
   // Waits until every key has been admitted at least `n` times (false after `limit`): a slow
   // sanitizer build needs longer to get there.
   bool wait_for_each(int n, std::chrono::seconds limit = 60s) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const std::vector<int> counts = admitted();
-      if (std::all_of(counts.begin(), counts.end(), [n](int c) { return c >= n; })) return true;
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
+    return testing::wait_until(
+        [&] {
+          const std::vector<int> counts = admitted();
+          return std::all_of(counts.begin(), counts.end(), [n](int c) { return c >= n; });
+        },
+        limit);
+  }
+  // Waits until `more` checks (answered or failed) have ended since the call: the load has run
+  // on for a while, whatever the machine's speed. False after `limit`.
+  bool wait_for_checks(long more, std::chrono::seconds limit = 30s) {
+    const long target = checks() + more;
+    return testing::wait_until([&] { return checks() >= target; }, limit);
   }
   // Per key, the checks that ended in an error (each may or may not have been charged).
   std::vector<int> failed() {
@@ -387,7 +392,7 @@ TEST(ClusterUnderLoad, ReshardingIsInvisibleAndExactWithAskAndMovedBothSeen) {
       keys.push_back(key_on(*store, limit, "r" + std::to_string(i) + "-", slot));
   }
   Load load(*store, limit, keys);
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(load.wait_for_checks(500)) << "the load does not run";
   int migrated = 0;
   for (std::uint16_t slot : slots) {
     RedisServer* from = cluster.owner_of(slot);
@@ -397,10 +402,11 @@ TEST(ClusterUnderLoad, ReshardingIsInvisibleAndExactWithAskAndMovedBothSeen) {
       if (p != from) to = p;
     }
     migrated += cluster.move_slot(slot, *to, 30);
-    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(load.wait_for_checks(300)) << "the load stopped after a slot moved";
   }
   load.wait_for_each(200);
-  std::this_thread::sleep_for(300ms);  // and a little more: nothing beyond the limit
+  // And a little more: nothing beyond the limit.
+  EXPECT_TRUE(load.wait_for_checks(500)) << "the load stopped once the keys were full";
   load.stop();
   EXPECT_GT(migrated, 0) << "no live key was moved: the test proves nothing";
   EXPECT_TRUE(load.errors().empty())
@@ -427,7 +433,7 @@ TEST(ClusterUnderLoad, ScriptFlushOnEveryNodeCostsNoError) {
   Load load(*store, limit, keys);
   for (int round = 0; round < 30; ++round) {
     cluster.on_every_node("SCRIPT FLUSH");
-    std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(load.wait_for_checks(10)) << "no check ran after a flush";
   }
   load.stop();
   EXPECT_GT(load.checks(), 100);
@@ -445,12 +451,12 @@ TEST(ClusterUnderLoad, ManualFailoverIsInvisibleAndAKilledPrimaryRecovers) {
   {
     auto patient = open_on(cluster.url(), unique_prefix(), 3000ms);
     Load load(*patient, limit, keys);
-    std::this_thread::sleep_for(200ms);
+    ASSERT_TRUE(load.wait_for_checks(300)) << "the load does not run";
     RedisServer* replica = cluster.replicas().front();
     EXPECT_NE(replica->cli("CLUSTER FAILOVER").find("OK"), std::string::npos);
     ASSERT_TRUE(testing::wait_until([&] { return replica->cli("ROLE").starts_with("master"); }));
     ASSERT_TRUE(cluster.wait_ok());
-    std::this_thread::sleep_for(300ms);
+    EXPECT_TRUE(load.wait_for_checks(500)) << "the load stopped after the failover";
     load.stop();
     EXPECT_TRUE(load.errors().empty()) << load.errors().size() << ": " << load.errors()[0];
   }
@@ -464,9 +470,7 @@ TEST(ClusterUnderLoad, ManualFailoverIsInvisibleAndAKilledPrimaryRecovers) {
   const Limit daily = *Limit::make(Algorithm::kGcra, daily_limit, kMicrosPerDay);
   Load load(*store, daily, keys);
   const int everything = daily_limit * static_cast<int>(keys.size());
-  for (int i = 0; i < 3000 && load.total() < everything / 2; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
+  testing::wait_until([&] { return load.total() >= everything / 2; }, 30s);
   ASSERT_GE(load.total(), everything / 2) << "the load is too slow for the test to mean anything";
   RedisServer* victim = cluster.primaries().front();
   const auto killed_at = std::chrono::steady_clock::now();
@@ -482,18 +486,18 @@ TEST(ClusterUnderLoad, ManualFailoverIsInvisibleAndAKilledPrimaryRecovers) {
     return true;
   }));
   // The load goes on until every key has had its fill (a slow sanitizer build takes longer).
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const std::vector<int> admitted = load.admitted();
-    const std::vector<int> failed = load.failed();
-    bool filled = true;
-    for (std::size_t k = 0; k < keys.size(); ++k) {
-      filled = filled && admitted[k] + failed[k] >= daily_limit;
-    }
-    if (filled) break;
-    std::this_thread::sleep_for(50ms);
-  }
-  std::this_thread::sleep_for(200ms);
+  testing::wait_until(
+      [&] {
+        const std::vector<int> admitted = load.admitted();
+        const std::vector<int> failed = load.failed();
+        bool filled = true;
+        for (std::size_t k = 0; k < keys.size(); ++k) {
+          filled = filled && admitted[k] + failed[k] >= daily_limit;
+        }
+        return filled;
+      },
+      60s);
+  EXPECT_TRUE(load.wait_for_checks(300)) << "the load stopped once the keys were full";
   load.stop();
   const auto longest = std::chrono::duration_cast<std::chrono::milliseconds>(load.longest());
   EXPECT_LE(longest.count(), 2 * 1000 + 500) << "a check waited past its timeout";

@@ -18,6 +18,7 @@
 #include "spillway/clock.h"
 #include "src/redis/key_slot.h"
 #include "tests/support/key_audit.h"
+#include "tests/support/poll.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 
@@ -143,11 +144,8 @@ TEST_F(DistributedRace, AClientKilledMidLoadLeavesNoKeyWithoutTtl) {
   const pid_t pid = std::stoi(pid_text.data());
   // In the middle of its load: once it has written a few keys (its start can be slow under a
   // sanitizer), long before its 200,000 checks are done.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (testing::audit_keys(*server_, "killed:*").keys <= 10 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  testing::wait_until([&] { return testing::audit_keys(*server_, "killed:*").keys > 10; },
+                      std::chrono::seconds(20));
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   const testing::KeyAudit audit = testing::audit_keys(*server_, "killed:*");
   EXPECT_EQ(audit.without_ttl, 0) << "keys without a TTL after a client died";

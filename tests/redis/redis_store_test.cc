@@ -16,6 +16,7 @@
 
 #include "spillway/memory_store.h"
 #include "tests/support/key_audit.h"
+#include "tests/support/poll.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 
@@ -415,7 +416,10 @@ TEST(RedisKeys, EveryKeyHasATtlAndAllExpire) {
     EXPECT_LE(audit.max_pttl_ms, 2 * period / 1000 + 1) << algorithm_name(a) << ": a TTL over 2P";
     EXPECT_GT(audit.max_pttl_ms, 0) << algorithm_name(a);
   }
-  std::this_thread::sleep_for(std::chrono::microseconds(2 * period + 300'000));
+  // Every key is gone within 2P (+ 300 ms of slack) of its last write.
+  testing::wait_until([&] { return testing::audit_keys(server(), prefix + ":*").keys == 0; },
+                      std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::microseconds(2 * period + 300'000)));
   EXPECT_EQ(testing::audit_keys(server(), prefix + ":*").keys, 0) << "keys outlived their TTL";
 }
 
@@ -430,10 +434,10 @@ TEST(RedisFaults, DownGivesErrorsThenRecoversWithoutRestart) {
   ASSERT_TRUE(store);
   const Limit limit = *Limit::make(Algorithm::kGcra, 100, kMicrosPerSecond);
   Result<Decision> first = std::unexpected(Error{Errc::kInternal, ""});
-  for (int i = 0; i < 100 && !first; ++i) {  // the pool connects in the background
+  testing::wait_until([&] {  // the pool connects in the background
     first = (*store)->check("k", limit);
-    if (!first) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    return first.has_value();
+  });
   ASSERT_TRUE(first.has_value()) << first.error().message;
 
   own.stop();
@@ -446,11 +450,8 @@ TEST(RedisFaults, DownGivesErrorsThenRecoversWithoutRestart) {
   EXPECT_EQ((*store)->check("", limit).error().code, Errc::kInvalidArgument);
 
   own.start();
-  bool recovered = false;
-  for (int i = 0; i < 250 && !recovered; ++i) {
-    recovered = (*store)->check("k", limit).has_value();
-    if (!recovered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const bool recovered =
+      testing::wait_until([&] { return (*store)->check("k", limit).has_value(); });
   EXPECT_TRUE(recovered) << "checks did not succeed again after Redis came back";
 }
 

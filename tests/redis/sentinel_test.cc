@@ -98,6 +98,18 @@ class Load {
     std::lock_guard lock(mutex_);
     return samples_;
   }
+  // Waits until `n` requests sent after `since` were decided (not on_error's answer): the load
+  // runs and Redis answers it. False after `limit`.
+  bool wait_for_decisions(Clock::time_point since, int n, std::chrono::seconds limit = 20s) {
+    return testing::wait_until(
+        [&] {
+          std::lock_guard lock(mutex_);
+          return std::count_if(samples_.begin(), samples_.end(), [&](const Sample& s) {
+                   return s.sent > since && s.status != 0 && !s.backend_error;
+                 }) >= n;
+        },
+        limit);
+  }
 
  private:
   void run(std::uint16_t port) {
@@ -167,7 +179,7 @@ TEST(SentinelFailover, KillingThePrimaryUnderLoadIsFollowed) {
                               "/tmp/spillway_sentinel_kill_" + std::to_string(::getpid()) + ".log");
   ASSERT_TRUE(serve.ready()) << serve.log();
   Load load(serve.port());
-  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(load.wait_for_decisions(Clock::now(), 100)) << "no decisions before the switch";
 
   const std::uint16_t old_primary = group.primary_port();
   group.kill_primary();  // asks the sentinels which node is primary first: then the clock
@@ -175,7 +187,7 @@ TEST(SentinelFailover, KillingThePrimaryUnderLoadIsFollowed) {
   ASSERT_TRUE(group.wait_for_new_primary(old_primary, 20s)) << "the sentinels promoted nobody";
   const auto promoted = Clock::now();
   // Load continues until decisions have come back for a while.
-  std::this_thread::sleep_for(2500ms);
+  EXPECT_TRUE(load.wait_for_decisions(promoted, 500)) << "decisions did not come back";
   load.stop();
 
   const std::vector<Sample> samples = load.samples();
@@ -215,14 +227,14 @@ TEST(SentinelFailover, ACleanFailoverCostsNothingBeyondTheSwitch) {
       {"--config", config}, "/tmp/spillway_sentinel_clean_" + std::to_string(::getpid()) + ".log");
   ASSERT_TRUE(serve.ready()) << serve.log();
   Load load(serve.port());
-  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(load.wait_for_decisions(Clock::now(), 100)) << "no decisions before the switch";
 
   const std::uint16_t old_primary = group.primary_port();
   const auto started = Clock::now();
   group.failover();
   ASSERT_TRUE(group.wait_for_new_primary(old_primary, 20s));
   const auto switched = Clock::now();
-  std::this_thread::sleep_for(2500ms);
+  EXPECT_TRUE(load.wait_for_decisions(switched, 500)) << "decisions did not come back";
   load.stop();
 
   const std::vector<Sample> samples = load.samples();

@@ -9,12 +9,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "spillway/memory_store.h"
+#include "tests/support/poll.h"
 
 namespace spillway::rls {
 namespace {
@@ -58,16 +60,8 @@ std::uint32_t limit_in_force(const RlsEngine& engine, const std::string& domain)
   return it->second.descriptors[0].rate_limit->requests_per_unit;
 }
 
-// Waits up to a minute for `done` (the watcher polls every few ms).
-template <typename F>
-bool eventually(F done) {
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return done();
-}
+// Waits up to a minute for `done` (the watcher polls every few ms; tests/support/poll.h).
+bool eventually(const std::function<bool()>& done) { return testing::wait_until(done, 60s); }
 
 std::string rendered(const RlsWatcher& watcher) {
   std::string out;

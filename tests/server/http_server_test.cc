@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -26,6 +27,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "tests/support/poll.h"
 
 namespace spillway::server {
 namespace {
@@ -267,14 +270,13 @@ class LogCapture {
   // went out).
   bool wait_for(const std::string& before, const std::string& after,
                 milliseconds timeout = 2000ms) {
-    const auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      for (const std::string& line : lines()) {
-        if (matches(line, before, after)) return true;
-      }
-      std::this_thread::sleep_for(5ms);
-    }
-    return false;
+    return testing::wait_until(
+        [&] {
+          const std::vector<std::string> now = lines();
+          return std::any_of(now.begin(), now.end(),
+                             [&](const std::string& line) { return matches(line, before, after); });
+        },
+        timeout);
   }
 
  private:
@@ -308,13 +310,9 @@ std::unique_ptr<HttpServer> start(HttpServerOptions options, Handler handler = e
   return started ? std::move(*started) : nullptr;
 }
 
-bool eventually(const std::function<bool()>& condition, milliseconds timeout = 2000ms) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return condition();
+// Waits up to 2 s for `condition` (tests/support/poll.h).
+bool eventually(const std::function<bool()>& condition) {
+  return testing::wait_until(condition, 2000ms);
 }
 
 // ---- keep-alive, ordering, versions ----------------------------------------------------------

@@ -64,11 +64,8 @@ TEST(ServeOverLimitCache, RepeatedDenialsAreAnsweredWithoutRedisUntilTheyExpire)
 
   // A reload empties the cache: the next check of the denied key asks Redis again (and is denied).
   ASSERT_EQ(::kill(serve.pid(), SIGHUP), 0);
-  bool reloaded = false;
-  for (int i = 0; i < 100 && !reloaded; ++i) {
-    std::this_thread::sleep_for(20ms);
-    reloaded = serve.log().find("reloaded") != std::string::npos;
-  }
+  const bool reloaded =
+      testing::wait_until([&] { return serve.log().find("reloaded") != std::string::npos; });
   ASSERT_TRUE(reloaded) << serve.log();
   metrics = testing::http(serve.port(), "GET", "/metrics").body;
   EXPECT_NE(metrics.find("spillway_over_limit_cache_entries 0"), std::string::npos) << metrics;

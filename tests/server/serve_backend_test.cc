@@ -137,10 +137,7 @@ void first_requests_are_charged(RedisServer& redis, const std::string& url,
   const int before = connections_to(redis.port());
   redis.pause();
   testing::ServeProcess serve({"--backend", url}, temp(name));
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (connections_to(redis.port()) <= before && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(5ms);
-  }
+  testing::wait_until([&] { return connections_to(redis.port()) > before; }, 20s);
   const bool connected = connections_to(redis.port()) > before;
   const std::string while_stopped = serve.log();
   redis.resume();

@@ -234,10 +234,10 @@ TEST_P(Api, UnknownPathsMethodsAndProbes) {
   EXPECT_EQ(http(s.port(), "GET", "/healthz").status, 200);
   // Ready once the backend is reachable (Redis connects in the background after start).
   int ready = 0;
-  for (int i = 0; i < 100 && ready != 200; ++i) {
+  testing::wait_until([&] {
     ready = http(s.port(), "GET", "/readyz").status;
-    if (ready != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    return ready == 200;
+  });
   EXPECT_EQ(ready, 200);
   (void)http(s.port(), "POST", "/v1/check", R"({"ip":"192.0.2.1","api_key":"k","endpoint":"/x"})");
   HttpReply metrics = http(s.port(), "GET", "/metrics");
@@ -281,10 +281,10 @@ TEST(ApiOnError, RedisDownFollowsOnErrorAndRecovers) {
     Running s = start(own.url(), config);
     const std::string body = R"({"key":"k","limit":100,"period":"1m"})";
     int up = 0;
-    for (int i = 0; i < 100 && up != 200; ++i) {
+    testing::wait_until([&] {
       up = http(s.port(), "POST", "/v1/limit", body).status;
-      if (up != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+      return up == 200;
+    });
     ASSERT_EQ(up, 200);
     own.stop();
     const bool allow = mode == policy::OnError::kAllow;
@@ -310,10 +310,10 @@ TEST(ApiOnError, RedisDownFollowsOnErrorAndRecovers) {
         << metrics;
     // Not ready once the client has seen its connections drop (it notices each one's EOF).
     int readiness = 200;
-    for (int i = 0; i < 100 && readiness != 503; ++i) {
+    testing::wait_until([&] {
       readiness = http(s.port(), "GET", "/readyz").status;
-      if (readiness != 503) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+      return readiness == 503;
+    });
     EXPECT_EQ(readiness, 503);
     EXPECT_NE(http(s.port(), "GET", "/readyz")
                   .body.find(std::string("\"on_error\":\"") + (allow ? "allow" : "deny") + "\""),
@@ -322,11 +322,13 @@ TEST(ApiOnError, RedisDownFollowsOnErrorAndRecovers) {
               std::string::npos);
     own.start();
     int after = 0;
-    for (int i = 0; i < 250 && after != 200; ++i) {
-      HttpReply r = http(s.port(), "POST", "/v1/limit", body);
-      after = r.body.find("backend_error") == std::string::npos ? r.status : 0;
-      if (after != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    testing::wait_until(
+        [&] {
+          HttpReply r = http(s.port(), "POST", "/v1/limit", body);
+          after = r.body.find("backend_error") == std::string::npos ? r.status : 0;
+          return after == 200;
+        },
+        std::chrono::seconds(5));
     EXPECT_EQ(after, 200) << "decisions did not come back after Redis returned";
   }
 }

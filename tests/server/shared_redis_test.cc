@@ -78,7 +78,8 @@ TEST(SharedRedis, RedisKilledUnderLoadFollowsOnErrorAndRecovers) {
   testing::wait_until([&] { return decided.load() > 50; });
   const int before = decided.load();
   redis.stop();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The outage lasts until requests have met it (on_error's answers), however slow the build.
+  testing::wait_until([&] { return failed_open.load() > 50; }, std::chrono::seconds(10));
   const int during = failed_open.load();
   redis.start();
   const int decided_at_restart = decided.load();

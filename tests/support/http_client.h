@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/poll.h"
+
 namespace spillway::testing {
 
 struct HttpReply {
@@ -127,17 +129,16 @@ class HttpConnection {
   std::string buffer_;
 };
 
-// Whether something accepts connections on 127.0.0.1:`port` within 5 s (polled every 50 ms).
+// Whether something accepts connections on 127.0.0.1:`port` within 5 s (wait_until's polls).
 inline bool accepts_connections(std::uint16_t port) {
-  for (int i = 0; i < 100; ++i) {
+  return wait_until([port] {
     try {
       HttpConnection probe(port);
       return true;
     } catch (const std::exception&) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return false;
     }
-  }
-  return false;
+  });
 }
 
 inline HttpReply http(std::uint16_t port, const std::string& method, const std::string& target,

@@ -23,6 +23,9 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/poll.h"
+#include "tests/support/test_labels.h"
+
 namespace spillway::testing {
 
 // A port on 127.0.0.1 that was free a moment ago.
@@ -43,15 +46,6 @@ inline std::string read_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// Polls `condition` every 25 ms for up to 5 s.
-inline bool wait_until(const std::function<bool()>& condition) {
-  for (int i = 0; i < 200; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  return false;
 }
 
 struct CommandResult {
@@ -90,6 +84,7 @@ struct BinaryRun {
 
 // Runs the spillway binary with `args` (shell words), `input` on stdin, and collects both outputs.
 inline BinaryRun run_binary(const std::string& args, const std::string& input = "") {
+  require_label("cli", "the spillway binary");
   static int calls = 0;
   const std::string err_path =
       "/tmp/spillway_test_err_" + std::to_string(getpid()) + "_" + std::to_string(calls++);
@@ -109,6 +104,7 @@ inline BinaryRun run_binary(const std::string& args, const std::string& input = 
 class ChildProcess {
  public:
   ChildProcess(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
+    require_label(label_of_program(argv.at(0)), argv.at(0));
     pid_ = fork();
     if (pid_ == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -123,9 +119,7 @@ class ChildProcess {
   ~ChildProcess() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 200 && ::waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    wait_until([this] { return ::waitpid(pid_, nullptr, WNOHANG) != 0; }, std::chrono::seconds(10));
     ::kill(pid_, SIGKILL);  // a no-op when it is gone
     ::waitpid(pid_, nullptr, 0);
   }
@@ -143,6 +137,7 @@ class ChildProcess {
 class ServeProcess {
  public:
   ServeProcess(const std::vector<std::string>& args, std::string log) : log_(std::move(log)) {
+    require_label("cli", "spillway serve");
     std::vector<std::string> all = {"spillway", "serve"};
     all.insert(all.end(), args.begin(), args.end());
     all.push_back("--listen");

@@ -25,6 +25,9 @@
 #include <thread>
 #include <utility>
 
+#include "tests/support/poll.h"
+#include "tests/support/test_labels.h"
+
 namespace spillway::testing {
 namespace {
 
@@ -277,6 +280,7 @@ class SentinelGroup::Sentinel {
 
 SentinelGroup::SentinelGroup(std::string master_name, int down_after_ms, int failover_timeout_ms)
     : master_name_(std::move(master_name)) {
+  require_label("sentinel", "a Redis Sentinel deployment");
   // Replication through an RDB file: after a diskless (socket) sync, Redis 7.0 holds the
   // primary's writes back from the replica until the replica's first REPLCONF ACK, up to 1 s
   // later, and a failover in that second lost them. (Diskless would also wait 5 s for more
@@ -285,12 +289,8 @@ SentinelGroup::SentinelGroup(std::string master_name, int down_after_ms, int fai
   primary_ = std::make_unique<RedisServer>(server_config);
   replica_ = std::make_unique<RedisServer>(server_config + "replicaof 127.0.0.1 " +
                                            std::to_string(primary_->port()) + "\n");
-  const auto synced_by = Clock::now() + std::chrono::seconds(10);
-  while (!link_up(*replica_)) {
-    if (Clock::now() > synced_by) {
-      fail("the replica did not sync with the primary within 10 s; " + logs());
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!wait_until([&] { return link_up(*replica_); }, std::chrono::seconds(10))) {
+    fail("the replica did not sync with the primary within 10 s; " + logs());
   }
   const std::string& name = master_name_;
   const std::string monitor =
@@ -360,34 +360,31 @@ void SentinelGroup::failover() {
 
 bool SentinelGroup::wait_for_new_primary(std::uint16_t old_port,
                                          std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (true) {
-    std::uint16_t agreed = 0;
-    bool ok = true;
-    for (std::size_t i = 0; ok && i < sentinels_.size(); ++i) {
-      if (!sentinels_[i]->running()) continue;
-      const std::uint16_t port = port_in_address(
-          sentinel_cli(static_cast<int>(i), "SENTINEL get-master-addr-by-name " + master_name_));
-      ok = port != 0 && port != old_port && (agreed == 0 || port == agreed);
-      agreed = port;
-    }
-    if (ok && agreed != 0) {
-      const RedisServer& server = server_on(agreed);
-      if (server.running() && server.cli("ROLE").starts_with("master")) return true;
-    }
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  return wait_until(
+      [&] {
+        std::uint16_t agreed = 0;
+        bool ok = true;
+        for (std::size_t i = 0; ok && i < sentinels_.size(); ++i) {
+          if (!sentinels_[i]->running()) continue;
+          const std::uint16_t port = port_in_address(sentinel_cli(
+              static_cast<int>(i), "SENTINEL get-master-addr-by-name " + master_name_));
+          ok = port != 0 && port != old_port && (agreed == 0 || port == agreed);
+          agreed = port;
+        }
+        if (!ok || agreed == 0) return false;
+        const RedisServer& server = server_on(agreed);
+        return server.running() && server.cli("ROLE").starts_with("master");
+      },
+      timeout);
 }
 
 bool SentinelGroup::wait_settled(std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (true) {
-    last_unsettled_ = unsettled();
-    if (last_unsettled_.empty()) return true;
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  return wait_until(
+      [&] {
+        last_unsettled_ = unsettled();
+        return last_unsettled_.empty();
+      },
+      timeout);
 }
 
 std::string SentinelGroup::unsettled() {

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/test_labels.h"
 #include "tests/support/tls_certs.h"
 
 namespace spillway::testing {
@@ -226,6 +227,7 @@ RedisServer::RedisServer(const Tls& tls, const std::string& extra_config, std::u
 }
 
 void RedisServer::create(std::uint16_t port) {
+  require_label("redis", "a redis-server");
   // A short base directory: unix socket paths are limited to 107 bytes.
   std::string base = fs::temp_directory_path().string();
   if (base.size() > 60) base = "/tmp";

@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tests/support/test_labels.h"
+
 namespace spillway::testing {
 namespace {
 
@@ -213,6 +215,7 @@ struct Generated {
 }  // namespace
 
 const TlsFiles& tls_files() {
+  require_label("tls", "TLS (the test certificates)");
   static const Generated generated;
   return generated.files;
 }
