@@ -25,22 +25,10 @@ testing::RedisServer& redis() {
 }
 
 testing::RunningService start(const std::string& backend, policy::Config config) {
-  static int counter = 0;
-  std::unique_ptr<Store> store;
-  if (backend == "memory") {
-    store = std::make_unique<MemoryStore>();
-  } else {
-    auto opened = RedisStore::open(
-        {.url = redis().url(),
-         .key_prefix = "bypass" + std::to_string(getpid()) + "-" + std::to_string(counter++),
-         .timeout = std::chrono::milliseconds(2000)});
-    EXPECT_TRUE(opened.has_value()) << opened.error().message;
-    if (!opened) return {};
-    // Connected before the first request: /readyz then answers the same to GET and HEAD.
-    Result<void> ready = (*opened)->wait_ready(std::chrono::seconds(5));
-    EXPECT_TRUE(ready.has_value()) << ready.error().message;
-    store = std::move(*opened);
-  }
+  std::unique_ptr<Store> store =
+      testing::open_test_store(backend == "memory" ? backend : redis().url(), "bypass",
+                               /*connected=*/true);
+  if (!store) return {};
   return testing::start_service(std::move(config), std::move(store));
 }
 

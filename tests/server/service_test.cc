@@ -30,18 +30,12 @@ testing::RedisServer& redis() {
 using Running = testing::RunningService;
 
 Running start(const std::string& backend, policy::Config config = policy::default_config()) {
-  static std::atomic<int> counter{0};
-  std::unique_ptr<Store> store;
-  if (backend == "memory") {
-    store = std::make_unique<MemoryStore>();
-  } else {
-    store = std::move(*RedisStore::open(
-        {.url = backend == "redis"     ? redis().url()
-                : backend == "cluster" ? testing::shared_cluster().url()
-                                       : backend,
-         .key_prefix = "svc" + std::to_string(getpid()) + "-" + std::to_string(counter++),
-         .timeout = std::chrono::milliseconds(2000)}));  // a slow run is no backend error
-  }
+  std::unique_ptr<Store> store =
+      testing::open_test_store(backend == "redis"     ? redis().url()
+                               : backend == "cluster" ? testing::shared_cluster().url()
+                                                      : backend,
+                               "svc", /*connected=*/false);
+  if (!store) return {};
   config.server.trusted_proxies = {*policy::parse_cidr("127.0.0.1/32")};
   return testing::start_service(std::move(config), std::move(store));
 }

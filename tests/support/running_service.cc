@@ -1,9 +1,15 @@
 #include "tests/support/running_service.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <string_view>
 #include <utility>
+
+#include "spillway/memory_store.h"
+#include "spillway/redis_store.h"
 
 namespace spillway::testing {
 
@@ -27,6 +33,27 @@ RunningService start_service(policy::Config config, std::unique_ptr<Store> store
   }
   running.http_server = std::move(*started);
   return running;
+}
+
+std::unique_ptr<Store> open_test_store(const std::string& memory_or_url,
+                                       const std::string& key_prefix, bool connected) {
+  if (memory_or_url == "memory") return std::make_unique<MemoryStore>();
+  static std::atomic<int> counter{0};
+  auto opened = RedisStore::open(
+      {.url = memory_or_url,
+       .key_prefix = key_prefix + std::to_string(getpid()) + "-" + std::to_string(counter++),
+       .timeout = std::chrono::milliseconds(2000)});
+  if (!opened) {
+    ADD_FAILURE() << "cannot open " << memory_or_url << ": " << opened.error().message;
+    return nullptr;
+  }
+  if (Result<void> ready =
+          connected ? (*opened)->wait_ready(std::chrono::seconds(5)) : Result<void>{};
+      !ready) {
+    ADD_FAILURE() << memory_or_url << " is not ready: " << ready.error().message;
+    return nullptr;
+  }
+  return std::move(*opened);
 }
 
 }  // namespace spillway::testing

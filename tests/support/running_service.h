@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "spillway/store.h"
 #include "src/config/config.h"
@@ -24,5 +25,14 @@ struct RunningService {
 // Two HTTP threads, no access log. A config or server that cannot start fails the test (gtest
 // ADD_FAILURE) and leaves the member null.
 RunningService start_service(policy::Config config, std::unique_ptr<Store> store);
+
+// The store a service test runs on: "memory", or a Redis URL, opened with `key_prefix` plus a
+// number unique in this process, and a 2 s timeout (a slow sanitized run is no backend error).
+// With `connected`, returned only once connected (so /readyz answers the same from the first
+// request); without, a Redis that is down is a store that fails its checks (on_error tests). A URL
+// that cannot be opened, or a Redis not reached when `connected` asks for it, fails the test
+// (ADD_FAILURE) and returns null.
+std::unique_ptr<Store> open_test_store(const std::string& memory_or_url,
+                                       const std::string& key_prefix, bool connected);
 
 }  // namespace spillway::testing
