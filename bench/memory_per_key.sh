@@ -36,23 +36,42 @@ echo "in-process memory store, gcra, 12-byte keys: $(( (many - one) * 1024 / key
 used() { redis-cli -p "$port" info memory | tr -d '\r' | sed -n 's/^used_memory:\([0-9]*\)/\1/p'; }
 # The keys spillway's Redis store names (default prefix), written by its GCRA script as sent.
 sha=$(build/release/bench/print_script gcra | redis-cli -p "$port" -x SCRIPT LOAD)
-python3 - "$sha" > "$work/calls.txt" <<'PY'
-import sys
-sha = sys.argv[1]
+# The key name forms (src/redis/storage_key.h): digested (backend.key_hash sha256, the default),
+# digested under a 2-byte key_prefix ("sw", so that the name fits jemalloc's 32-byte class), and
+# readable (key_hash: none), each on an empty server.
+python3 - "$sha" "$work" <<'PY'
+import base64, hashlib, sys
+sha, work = sys.argv[1], sys.argv[2]
 def resp(*args):
     out = f"*{len(args)}\r\n"
     for a in args:
         out += f"${len(a.encode())}\r\n{a}\r\n"
     return out
-for i in range(100000):
-    sys.stdout.write(resp("EVALSHA", sha, "1", f"spillway:gcra:100:3600000000:100:{{user:{i:07d}}}",
-                          "", "0", "100", "3600000000", "100", "1", "36000000", "1"))
+def digested(user, prefix="spillway"):
+    d = hashlib.sha256(f"gcra:100:3600000000:100:{user}".encode()).digest()[:16]
+    return prefix + ":{" + base64.urlsafe_b64encode(d).decode().rstrip("=") + "}"
+def digested_short_prefix(user):
+    return digested(user, "sw")
+def readable(user):
+    return f"spillway:gcra:100:3600000000:100:{{{user}}}"
+for name, form in (("digested", digested), ("digested-sw", digested_short_prefix),
+                   ("readable", readable)):
+    with open(f"{work}/calls-{name}.txt", "w") as f:
+        for i in range(100000):
+            f.write(resp("EVALSHA", sha, "1", form(f"user:{i:07d}"),
+                         "", "0", "100", "3600000000", "100", "1", "36000000", "1"))
+    with open(f"{work}/sample-{name}.txt", "w") as f:
+        f.write(form("user:0000000"))
 PY
-before=$(used)
-redis-cli -p "$port" --pipe < "$work/calls.txt" >/dev/null
-after=$(used)
-script=$(( (after - before) / 100000 ))
-sample="spillway:gcra:100:3600000000:100:{user:0000000}"
+per_key=()
+for form in digested digested-sw readable; do
+  redis-cli -p "$port" flushall >/dev/null
+  sleep 0.2
+  before=$(used)
+  redis-cli -p "$port" --pipe < "$work/calls-$form.txt" >/dev/null
+  after=$(used)
+  per_key+=("$(( (after - before) / 100000 ))")
+done
 redis-cli -p "$port" flushall >/dev/null
 sleep 0.2
 before=$(used)
@@ -64,6 +83,8 @@ LUA
 redis-cli -p "$port" --eval "$work/plain.lua" >/dev/null
 after=$(used)
 plain=$(( (after - before) / 100000 ))
-echo "redis, spillway gcra script: $script B per key (e.g. $sample)"
+echo "redis, spillway gcra script, digested names: ${per_key[0]} B per key (e.g. $(cat "$work/sample-digested.txt"))"
+echo "redis, spillway gcra script, digested names, key_prefix sw: ${per_key[1]} B per key (e.g. $(cat "$work/sample-digested-sw.txt"))"
+echo "redis, spillway gcra script, readable names: ${per_key[2]} B per key (e.g. $(cat "$work/sample-readable.txt"))"
 echo "redis, plain SET 12-byte key, 16-byte value, PX: $plain B per key"
-python3 -c "print(f'ratio spillway / plain SET = {$script / $plain:.2f}')"
+python3 -c "print(f'ratio to plain SET: digested {${per_key[0]} / $plain:.2f}, digested with key_prefix sw {${per_key[1]} / $plain:.2f}, readable {${per_key[2]} / $plain:.2f}')"

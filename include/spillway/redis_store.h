@@ -5,9 +5,11 @@
 //
 // Time: by default the script reads the server's TIME, so app servers' clock skew does not
 // matter; a `now` passed to check() is used instead (replay, tests).
-// Keys: "<prefix>:<algorithm>:<L>:<P>:<B>:{<user key>}" — the numbers are fixed-format and the
-// user's bytes come last, so no two (limit, key) pairs share a Redis key; the user key is the hash
-// tag. Every write sets a TTL that ends when the key is idle again (ms, rounded up).
+// Keys: by default "<prefix>:{<digest>}", the digest (SHA-256 or HMAC-SHA-256, 128 bits, 22
+// base64url characters) of the limit and the user key, so callers' API keys and addresses never
+// reach Redis in clear; with KeyHash::kNone "<prefix>:<algorithm>:<L>:<P>:<B>:{<user key>}"
+// (spillway/key_hash.h, src/redis/storage_key.h). Either way no two (limit, key) pairs share a
+// Redis key. Every write sets a TTL that ends when the key is idle again (ms, rounded up).
 //
 // Batching: checks that arrive while earlier script calls are in flight wait and then go to Redis
 // together, up to max_batch checks in one EVALSHA (each still decided exactly, in order, inside
@@ -41,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "spillway/key_hash.h"
 #include "spillway/store.h"
 #include "spillway/tls_options.h"
 
@@ -77,6 +80,8 @@ struct RedisStoreOptions {
   // TLS settings for a rediss:// URL (an error with a plain URL, so that a forgotten 's' does not
   // silently send data in clear).
   std::optional<TlsOptions> tls;
+  // How key names carry the user keys: digested (the default) or in clear (spillway/key_hash.h).
+  KeyHashOptions key_hash;
 };
 
 class RedisStore final : public Store {
@@ -87,8 +92,9 @@ class RedisStore final : public Store {
   // options (kInvalidArgument).
   static Result<std::unique_ptr<RedisStore>> open(RedisStoreOptions options);
   // What open() checks before it connects: the options, the URL parsed fully, the TLS files
-  // loaded. Connects to nothing. An error's `field` is "url" or "tls" (the settings to blame;
-  // "tls" when TLS settings or files are wrong), empty for the other options.
+  // loaded. Connects to nothing. An error's `field` is "url", "tls" (the settings to blame;
+  // "tls" when TLS settings or files are wrong) or "key_secret" (key_hash), empty for the other
+  // options.
   static Result<void> check_options(const RedisStoreOptions& options);
   ~RedisStore() override;
 
@@ -115,13 +121,15 @@ class RedisStore final : public Store {
   RoutingCounters routing_counters() const;
 
  private:
-  RedisStore(RedisStoreOptions options, std::unique_ptr<redis::ScriptTarget> target);
+  RedisStore(RedisStoreOptions options, KeyDigest digest,
+             std::unique_ptr<redis::ScriptTarget> target);
 
   // Where a key's checks go: its hash slot on a cluster, 0 on one Redis (where any keys may
   // share a call).
   std::uint16_t slot_of(std::string_view redis_key) const;
 
   RedisStoreOptions options_;
+  KeyDigest digest_;
   std::unique_ptr<redis::ScriptTarget> target_;
   std::vector<std::unique_ptr<redis::Batcher>> batchers_;  // one per algorithm
 };

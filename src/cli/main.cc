@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "src/cli/bench.h"
+#include "src/cli/inspect.h"
 #include "src/cli/replay.h"
 #include "src/cli/serve.h"
 #include "src/cli/simulate.h"
@@ -38,6 +39,10 @@ constexpr Command kCommands[] = {
     {"validate",
      [](int argc, char** argv) {
        return spillway::cli::run_validate(argc, argv, 2, std::cin, std::cout, std::cerr);
+     }},
+    {"inspect",
+     [](int argc, char** argv) {
+       return spillway::cli::run_inspect(argc, argv, 2, std::cout, std::cerr);
      }},
 };
 

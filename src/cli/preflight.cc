@@ -1,11 +1,27 @@
 // serve's checks before it starts, shared with validate (see preflight.h).
 #include "src/cli/preflight.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <ostream>
 #include <utility>
 
 namespace spillway::cli {
 namespace {
+
+// The key secret file's bytes, without the line ending an editor or `openssl rand -hex 32 > FILE`
+// leaves at the end. Its length is checked with the key hash (KeyDigest::make).
+Result<std::string> read_key_secret(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return invalid_argument("cannot read \"" + path + "\": " + std::strerror(errno));
+  }
+  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  return secret;
+}
 
 // Builds each error line with where the value came from.
 class Problems {
@@ -48,7 +64,8 @@ void print_lines(std::ostream& out, const std::string& prefix, std::string_view 
 BackendOptions backend_options(const policy::Config& config) {
   return {.redis = {.key_prefix = config.backend.key_prefix,
                     .timeout = config.backend.timeout,
-                    .tls = config.backend.tls},
+                    .tls = config.backend.tls,
+                    .key_hash = {.hash = config.backend.key_hash}},
           .breaker = {.failures = config.backend.breaker_failures,
                       .probe_interval = config.backend.breaker_probe},
           .local_fallback = config.backend.on_error == policy::OnError::kLocal,
@@ -96,7 +113,21 @@ Preflight preflight(const policy::Config& config, const std::string& file,
   }
 
   out.backend = backend_options(config);
+  bool secret_read = true;
+  if (!config.backend.key_secret_file.empty()) {
+    if (auto secret = read_key_secret(config.backend.key_secret_file)) {
+      out.backend.redis.key_hash.secret = std::move(*secret);
+    } else {
+      problems.add("backend.key_secret_file", secret.error().message);
+      secret_read = false;
+    }
+  }
+  // The secret's length, whatever the backend (an unreadable file was reported above).
+  if (auto digest = KeyDigest::make(out.backend.redis.key_hash); !digest && secret_read) {
+    problems.add("backend.key_secret_file", digest.error().message);
+  }
   if (auto checked = check_store(config.backend.url, out.backend); !checked) {
+    if (checked.error().field == "key_secret") return out;  // reported just above
     // TLS files written in the config are blamed there; otherwise the URL (its tls_* parameters).
     const bool tls_section =
         checked.error().field == "tls" && config.backend.tls && !problems.from_flag("backend.url");

@@ -75,16 +75,9 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  const RedisStoreOptions redis_defaults;
-  auto store = open_store(config->backend.url,
-                          {.redis = {.key_prefix = config->backend.key_prefix,
-                                     .timeout = config->backend.timeout,
-                                     .connect_timeout = redis_defaults.connect_timeout,
-                                     .tls = config->backend.tls},
-                           .breaker = {.failures = config->backend.breaker_failures,
-                                       .probe_interval = config->backend.breaker_probe},
-                           .local_fallback = config->backend.on_error == policy::OnError::kLocal,
-                           .over_limit_cache = config->backend.over_limit_cache});
+  // The options preflight checked (the key secret read from its file among them).
+  const std::chrono::milliseconds connect_timeout = checked.backend.redis.connect_timeout;
+  auto store = open_store(config->backend.url, std::move(checked.backend));
   if (!store) {
     err << "spillway serve: backend \"" << printable_url(config->backend.url)
         << "\": " << store.error().message << "\n";
@@ -92,7 +85,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   }
   // The first connection before the first request: a request that came earlier would be
   // answered by on_error, uncharged. A backend that does not answer is said once, loudly.
-  const Result<void> answering = (*store)->wait_ready(redis_defaults.connect_timeout);
+  const Result<void> answering = (*store)->wait_ready(connect_timeout);
   if (!answering) {
     if (config->backend.require_at_start) {
       err << "spillway serve: "

@@ -34,8 +34,8 @@ struct Help {
   std::string notes;  // after the options: shared value formats
 };
 
-constexpr std::array<std::string_view, 5> kNames = {"serve", "replay", "simulate", "bench",
-                                                    "validate"};
+constexpr std::array<std::string_view, 6> kNames = {"serve", "replay",   "simulate",
+                                                    "bench", "validate", "inspect"};
 
 std::string joined(auto names) {
   std::string out;
@@ -227,6 +227,19 @@ std::vector<Help> all_help() {
        {{"FILE", "the YAML config; \"-\" is standard input", "required, or --rls"},
         {"--rls PATH", "check envoyproxy/ratelimit's rules instead: a YAML file or a directory",
          "default: none"}},
+       ""});
+
+  help.push_back(
+      {"inspect",
+       "show a request's keys and their state",
+       "inspect [--config FILE] [--backend URL] NAME=VALUE...",
+       "For a request with these attributes (api_key=..., ip=..., endpoint=...), prints each layer "
+       "that applies: its limit, its key, the name the backend stores it under (a digest unless "
+       "backend.key_hash is none) and its state now, read with a check of cost 0 that changes "
+       "nothing.",
+       {{"NAME=VALUE", "one attribute of the request, as POST /v1/check takes it", "at least one"},
+        {"--config FILE", "the YAML config serve runs with", "default: the built-in policy"},
+        {"--backend URL", "replaces backend.url", "default: the config's"}},
        ""});
   return help;
 }

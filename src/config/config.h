@@ -19,6 +19,9 @@
 //     url: memory                 # or redis://host:port/db, rediss://, redis+cluster://,
 //                                 #    redis+sentinel://host:port,host:port/MASTER_NAME
 //     key_prefix: spillway
+//     key_hash: sha256            # or hmac-sha256 (with key_secret_file), or none: how key
+//                                 #    names carry callers' values (spillway/key_hash.h)
+//     key_secret_file: /etc/spillway/key-secret   # HMAC's secret, >= 16 bytes; implies hmac
 //     timeout: 50ms               # per check, time queued included
 //     on_error: allow             # or deny, or local (what to answer when the backend fails)
 //     tls:                        # rediss:// only; URL parameters tls_* win over these
@@ -67,6 +70,7 @@
 #include <vector>
 
 #include "spillway/error.h"
+#include "spillway/key_hash.h"
 #include "spillway/policy_spec.h"
 #include "spillway/tls_options.h"
 #include "src/config/on_error.h"
@@ -105,6 +109,10 @@ struct BackendConfig {
   // serve: a backend that does not answer within its connect timeout at start is fatal (exit 1)
   // instead of a warning (then on_error answers until it does).
   bool require_at_start = false;
+  // How the backend's key names carry callers' values (spillway/key_hash.h): sha256 (default),
+  // hmac-sha256 with the secret in key_secret_file (read by serve and validate, not here), none.
+  KeyHash key_hash = KeyHash::kSha256;
+  std::string key_secret_file;
   friend bool operator==(const BackendConfig&, const BackendConfig&) = default;
 };
 

@@ -10,14 +10,59 @@
 
 namespace spillway::policy {
 
+namespace {
+
+// key_hash and key_secret_file: a secret file alone means hmac-sha256; hmac-sha256 needs one, and
+// the other modes refuse one (it would be silently unused).
+void parse_key_hash_fields(const Fields& fields, BackendConfig& backend) {
+  const Entry* hash = fields.find("key_hash");
+  const Entry* secret = fields.find("key_secret_file");
+  bool hash_read = hash == nullptr;
+  if (hash != nullptr)
+    hash_read = collect([&] {
+      const std::string path = fields.path("key_hash");
+      const std::string text = scalar(hash->value, path, "sha256, hmac-sha256 or none");
+      const std::optional<KeyHash> parsed = parse_key_hash(text);
+      if (!parsed)
+        fail(hash->value, path, quote_for_error(text) + " must be sha256, hmac-sha256 or none");
+      backend.key_hash = *parsed;
+    });
+  bool secret_read = secret == nullptr;
+  if (secret != nullptr)
+    secret_read = collect([&] {
+      const std::string path = fields.path("key_secret_file");
+      const std::string text = scalar(secret->value, path, "a file path");
+      if (text.empty()) fail(secret->value, path, "must not be empty");
+      backend.key_secret_file = text;
+    });
+  if (!hash_read || !secret_read) return;
+  if (secret != nullptr && hash == nullptr) backend.key_hash = KeyHash::kHmacSha256;
+  collect([&] {
+    if (backend.key_hash == KeyHash::kHmacSha256 && secret == nullptr) {
+      fail(hash->value, fields.path("key_hash"),
+           "hmac-sha256 needs backend.key_secret_file (a file of at least " +
+               std::to_string(kMinKeySecretBytes) +
+               " secret bytes, e.g. from openssl rand -hex 32)");
+    }
+    if (backend.key_hash != KeyHash::kHmacSha256 && secret != nullptr) {
+      fail(secret->value, fields.path("key_secret_file"),
+           "is only used with key_hash: hmac-sha256, and key_hash is " +
+               std::string(key_hash_name(backend.key_hash)));
+    }
+  });
+}
+
+}  // namespace
+
 void parse_backend(const YAML::Node& node, BackendConfig& backend) {
   if (node.IsNull()) return;
   expect_map(node, "backend",
-             "a mapping of url, key_prefix, timeout, on_error, breaker_failures, breaker_probe, "
-             "tls, over_limit_cache, require_at_start");
-  Fields fields(node, "backend",
-                {"url", "key_prefix", "timeout", "on_error", "breaker_failures", "breaker_probe",
-                 "tls", "over_limit_cache", "require_at_start"});
+             "a mapping of url, key_prefix, key_hash, key_secret_file, timeout, on_error, "
+             "breaker_failures, breaker_probe, tls, over_limit_cache, require_at_start");
+  Fields fields(
+      node, "backend",
+      {"url", "key_prefix", "key_hash", "key_secret_file", "timeout", "on_error",
+       "breaker_failures", "breaker_probe", "tls", "over_limit_cache", "require_at_start"});
   if (const Entry* require = fields.find("require_at_start"))
     collect([&] {
       backend.require_at_start = boolean(require->value, fields.path("require_at_start"));
@@ -52,6 +97,7 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
       if (text.empty()) fail(prefix->value, path, "must not be empty");
       backend.key_prefix = text;
     });
+  parse_key_hash_fields(fields, backend);
 
   if (const Entry* timeout = fields.find("timeout"))
     collect([&] { backend.timeout = millis(*timeout, fields.path("timeout")); });

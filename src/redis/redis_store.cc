@@ -10,6 +10,7 @@
 #include "src/redis/script_reply.h"
 #include "src/redis/scripts.h"
 #include "src/redis/sentinel.h"
+#include "src/redis/storage_key.h"
 #include "src/redis/tls.h"
 #include "src/redis/url.h"
 
@@ -60,6 +61,9 @@ Result<void> RedisStore::check_options(const RedisStoreOptions& options) {
   if (options.max_batch < 1 || options.max_in_flight < 1) {
     return invalid_argument("redis max_batch and max_in_flight must be at least 1");
   }
+  if (auto digest = KeyDigest::make(options.key_hash); !digest) {
+    return std::unexpected(digest.error());  // field "key_secret"
+  }
   // The same parsers as open() below, without connecting; errors blame the URL or the TLS files.
   const auto blame = [](Error error, const char* field) {
     error.field = field;
@@ -93,6 +97,8 @@ Result<void> RedisStore::check_options(const RedisStoreOptions& options) {
 
 Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) {
   if (auto checked = check_options(options); !checked) return std::unexpected(checked.error());
+  Result<KeyDigest> digest = KeyDigest::make(options.key_hash);
+  if (!digest) return std::unexpected(digest.error());
   std::unique_ptr<redis::ScriptTarget> target;
   if (kind_of(options.url) == BackendKind::kRedisCluster) {
     auto cluster = redis::parse_cluster_url(options.url);
@@ -129,11 +135,13 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
     client_options->connect_timeout = options.connect_timeout;
     target = std::make_unique<redis::SingleNode>(std::move(*client_options));
   }
-  return std::unique_ptr<RedisStore>(new RedisStore(std::move(options), std::move(target)));
+  return std::unique_ptr<RedisStore>(
+      new RedisStore(std::move(options), std::move(*digest), std::move(target)));
 }
 
-RedisStore::RedisStore(RedisStoreOptions options, std::unique_ptr<redis::ScriptTarget> target)
-    : options_(std::move(options)), target_(std::move(target)) {
+RedisStore::RedisStore(RedisStoreOptions options, KeyDigest digest,
+                       std::unique_ptr<redis::ScriptTarget> target)
+    : options_(std::move(options)), digest_(std::move(digest)), target_(std::move(target)) {
   for (Algorithm a : kAlgorithms) {
     batchers_.push_back(std::make_unique<redis::Batcher>(a, options_, *target_));
   }
@@ -147,17 +155,7 @@ RedisStore::~RedisStore() {
 }
 
 std::string RedisStore::storage_key(std::string_view key, const Limit& limit) const {
-  std::string out = options_.key_prefix;
-  out += ':';
-  out += algorithm_name(limit.algorithm());
-  for (std::int64_t n : {limit.limit(), limit.period(), limit.burst()}) {
-    out += ':';
-    out += std::to_string(n);
-  }
-  out += ":{";
-  out += key;
-  out += '}';
-  return out;
+  return redis::storage_key(options_.key_prefix, digest_, key, limit);
 }
 
 std::uint16_t RedisStore::slot_of(std::string_view redis_key) const {

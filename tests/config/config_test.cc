@@ -363,6 +363,42 @@ TEST(ConfigErrors, NameTheLineAndTheField) {
   }
 }
 
+TEST(ConfigParse, KeyHashDefaultsToSha256AndASecretFileMeansHmac) {
+  Result<Config> config = parse_config("backend:\n  url: redis://h:1\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->backend.key_hash, KeyHash::kSha256);
+  EXPECT_EQ(config->backend.key_secret_file, "");
+  config = parse_config("backend:\n  key_secret_file: /etc/spillway/key\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->backend.key_hash, KeyHash::kHmacSha256);
+  EXPECT_EQ(config->backend.key_secret_file, "/etc/spillway/key");
+  config = parse_config("backend:\n  key_hash: none\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->backend.key_hash, KeyHash::kNone);
+  config = parse_config("backend:\n  key_hash: hmac-sha256\n  key_secret_file: /k\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->backend.key_hash, KeyHash::kHmacSha256);
+}
+
+TEST(ConfigErrors, KeyHashMistakesAreNamed) {
+  for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"backend:\n  key_hash: md5\n",
+            "line 2: backend.key_hash: \"md5\" must be sha256, hmac-sha256 or none"},
+           {"backend:\n  key_hash: hmac-sha256\n",
+            "line 2: backend.key_hash: hmac-sha256 needs backend.key_secret_file (a file of at "
+            "least 16 secret bytes"},
+           {"backend:\n  key_hash: none\n  key_secret_file: /k\n",
+            "line 3: backend.key_secret_file: is only used with key_hash: hmac-sha256, and "
+            "key_hash is none"},
+           {"backend:\n  key_secret_file: \"\"\n", "backend.key_secret_file: must not be empty"},
+       }) {
+    Result<Config> config = parse_config(text);
+    ASSERT_FALSE(config.has_value()) << text;
+    EXPECT_NE(config.error().message.find(expected), std::string::npos)
+        << text << " -> " << config.error().message;
+  }
+}
+
 TEST(ConfigErrors, ExactMessages) {
   Result<Config> config = parse_config("layers:\n  - name: a\n    key: [ip]\n    limit: 60/mn\n");
   ASSERT_FALSE(config.has_value());

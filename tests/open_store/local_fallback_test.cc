@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "spillway/open_store.h"
+#include "src/redis/storage_key.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway {
@@ -80,7 +81,9 @@ TEST(LocalFallback, EnforcesTheLimitLocallyWhileRedisIsDownAndReturnsToRedis) {
   const std::uint64_t local_before = store->local_decisions();
   EXPECT_EQ(admitted_of(*store, "after", limit, 7), 5);
   EXPECT_EQ(store->local_decisions(), local_before) << "Redis is back: nothing decided locally";
-  EXPECT_NE(redis.cli("KEYS '*{after}'").find("{after}"), std::string::npos)
+  // The name RedisStore gives "after" under this prefix and limit (the default key_hash).
+  const std::string after_key = redis::storage_key("lf", *KeyDigest::make({}), "after", limit);
+  EXPECT_EQ(redis.cli("EXISTS " + after_key), "1\n")
       << "no Redis key for the checks after the return: " << redis.cli("KEYS '*'");
 }
 

@@ -391,13 +391,15 @@ TEST(RedisScripts, ScriptFlushDuringLoadIsInvisible) {
 TEST(RedisKeys, EveryKeyHasATtlAndAllExpire) {
   // Server clock (no `now`), no TTL floor: production behaviour.
   const std::string prefix = "ttl-" + unique_prefix();
-  auto store = RedisStore::open({.url = server().url(), .key_prefix = prefix});
-  ASSERT_TRUE(store);
   // Keys expire on Redis' clock while the test runs: each algorithm is audited right after its
   // checks, and P is long enough that a slow (sanitized) run still finds its keys alive.
   const Micros period = 1000 * kMicrosPerMilli;
   for (Algorithm a : kAllAlgorithms) {
     const Limit limit = *Limit::make(a, 20, period);
+    // A prefix per algorithm: key names are digests, which do not say the algorithm.
+    const std::string algorithm_prefix = prefix + "-" + std::string(algorithm_name(a));
+    auto store = RedisStore::open({.url = server().url(), .key_prefix = algorithm_prefix});
+    ASSERT_TRUE(store);
     // Up to 10 keys (one per user); some may already be idle and gone (a fixed window ends on
     // Redis' clock, possibly a moment after its writes, taking every key with it), which is
     // right: only keys with no TTL or a long one are wrong. So a round that finds no key is run
@@ -408,7 +410,7 @@ TEST(RedisKeys, EveryKeyHasATtlAndAllExpire) {
       for (int i = 0; i < 50; ++i) {
         ASSERT_TRUE((*store)->check("user" + std::to_string(i % 10), limit, 1 + i % 3).has_value());
       }
-      audit = testing::audit_keys(server(), prefix + ":" + std::string(algorithm_name(a)) + ":*");
+      audit = testing::audit_keys(server(), algorithm_prefix + ":*");
       EXPECT_EQ(audit.without_ttl, 0) << algorithm_name(a) << ", round " << round;
     }
     EXPECT_GT(audit.keys, 0) << algorithm_name(a);
@@ -417,10 +419,10 @@ TEST(RedisKeys, EveryKeyHasATtlAndAllExpire) {
     EXPECT_GT(audit.max_pttl_ms, 0) << algorithm_name(a);
   }
   // Every key is gone within 2P (+ 300 ms of slack) of its last write.
-  testing::wait_until([&] { return testing::audit_keys(server(), prefix + ":*").keys == 0; },
+  testing::wait_until([&] { return testing::audit_keys(server(), prefix + "-*").keys == 0; },
                       std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::microseconds(2 * period + 300'000)));
-  EXPECT_EQ(testing::audit_keys(server(), prefix + ":*").keys, 0) << "keys outlived their TTL";
+  EXPECT_EQ(testing::audit_keys(server(), prefix + "-*").keys, 0) << "keys outlived their TTL";
 }
 
 // ------------------------------------------------------------------------------------------------

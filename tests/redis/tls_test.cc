@@ -58,7 +58,7 @@ TEST(Tls, ChecksAreExactOverTlsAndMutualTls) {
     }
     EXPECT_EQ(admitted, 3) << (mutual ? "mutual TLS" : "TLS");
     EXPECT_TRUE((*store)->ready());
-    EXPECT_NE(redis.cli("KEYS '*{user:1}'").find("user:1"), std::string::npos);
+    EXPECT_EQ(redis.cli("EXISTS " + (*store)->storage_key("user:1", kLimit)), "1\n");
   }
 }
 

@@ -25,8 +25,11 @@ testing::HttpReply export_check(std::uint16_t port, const std::string& api_key) 
 TEST(ServeOnErrorLocal, SeedPolicyHoldsWhileRedisIsDownAndRedisDecidesAgainAfter) {
   testing::RedisServer redis;
   const std::string config = "/tmp/spillway_local_" + std::to_string(::getpid()) + ".yaml";
+  // Readable key names (key_hash: none), so that the keys written after the return can be found
+  // by the caller's API key.
   std::ofstream(config) << "backend:\n  url: " << redis.url()
-                        << "\n  timeout: 200ms\n  on_error: local\n  breaker_probe: 200ms\n";
+                        << "\n  timeout: 200ms\n  on_error: local\n  breaker_probe: 200ms\n"
+                           "  key_hash: none\n";
   testing::ServeProcess serve({"--config", config},
                               "/tmp/spillway_local_" + std::to_string(::getpid()) + ".log");
   ASSERT_TRUE(serve.ready()) << serve.log();

@@ -1,0 +1,142 @@
+#include "src/cli/inspect.h"
+
+#include <ostream>
+#include <string>
+#include <utility>
+
+#include "spillway/policy_engine.h"
+#include "src/cli/args.h"
+#include "src/cli/preflight.h"
+#include "src/cli/printable_url.h"
+#include "src/config/config.h"
+#include "src/core/backend_schemes.h"
+#include "src/core/text.h"
+#include "src/policy/ip.h"
+#include "src/redis/storage_key.h"
+#include "src/server/json_text.h"
+
+namespace spillway::cli {
+namespace {
+
+// "NAME=VALUE" arguments as attributes; "ip" as the server keys it (IPv6 by its prefix).
+Result<policy::Attributes> read_attributes(const std::vector<std::string>& words, int ipv6_prefix) {
+  policy::Attributes attributes;
+  for (const std::string& word : words) {
+    const std::size_t equals = word.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return invalid_argument("expected NAME=VALUE, got " + quote_for_error(word));
+    }
+    std::string name = word.substr(0, equals);
+    std::string value = word.substr(equals + 1);
+    if (name == "ip") {
+      auto ip = policy::parse_ip(value);
+      if (!ip) return invalid_argument("ip: " + ip.error().message);
+      value = policy::ip_key(*ip, ipv6_prefix);
+    }
+    if (!attributes.emplace(std::move(name), std::move(value)).second) {
+      return invalid_argument("attribute " + quote_for_error(word.substr(0, equals)) +
+                              " is given twice");
+    }
+  }
+  return attributes;
+}
+
+std::string state_line(const Decision& d) {
+  return std::to_string(d.remaining) + " of " + std::to_string(d.limit) +
+         " left; idle (full) again in " + format_duration(d.reset_after);
+}
+
+}  // namespace
+
+int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostream& err) {
+  auto args = Args::parse(argc, argv, first, {"config", "backend"});
+  if (!args) {
+    err << "spillway inspect: " << args.error().message << "\n";
+    return 2;
+  }
+  if (args->positional().empty()) {
+    err << "spillway inspect: give the request's attributes as NAME=VALUE (e.g. api_key=... "
+           "ip=203.0.113.7 endpoint=/search)\n";
+    return 2;
+  }
+  const std::optional<std::string> config_path = args->get("config");
+  auto config = config_path ? policy::load_config_file(*config_path) : policy::default_config();
+  if (!config) {
+    print_lines(err, "spillway inspect: " + (config_path ? *config_path + ": " : ""),
+                config.error().message);
+    return 1;
+  }
+  std::map<std::string, std::string> flags;
+  if (auto backend = args->get("backend")) {
+    config->backend.url = *backend;
+    flags["backend.url"] = "--backend";
+  }
+  auto attributes = read_attributes(args->positional(), config->server.ipv6_prefix);
+  if (!attributes) {
+    err << "spillway inspect: " << attributes.error().message << "\n";
+    return 2;
+  }
+  Preflight checked = preflight(*config, config_path.value_or(""), flags);
+  if (!checked.errors.empty()) {
+    for (const std::string& line : checked.errors) err << "spillway inspect: " << line << "\n";
+    return checked.usage_error ? 2 : 1;
+  }
+  auto policy = policy::Policy::make(config->policy);
+  if (!policy) {
+    err << "spillway inspect: " << policy.error().message << "\n";
+    return 1;
+  }
+  auto checks = (*policy)->resolve(*attributes);
+  if (!checks) {
+    err << "spillway inspect: " << checks.error().message << "\n";
+    return 1;
+  }
+  const bool redis = find_backend_scheme(config->backend.url) != nullptr &&
+                     find_backend_scheme(config->backend.url)->kind != BackendKind::kMemory;
+  Result<KeyDigest> digest = KeyDigest::make(checked.backend.redis.key_hash);
+  if (!digest) {  // preflight checked it
+    err << "spillway inspect: " << digest.error().message << "\n";
+    return 1;
+  }
+  const std::string key_prefix = checked.backend.redis.key_prefix;
+  const std::chrono::milliseconds connect_timeout = checked.backend.redis.connect_timeout;
+  auto store = open_store(config->backend.url, std::move(checked.backend));
+  if (!store) {
+    err << "spillway inspect: backend \"" << printable_url(config->backend.url)
+        << "\": " << store.error().message << "\n";
+    return 1;
+  }
+  if (redis) {
+    if (auto ready = (*store)->wait_ready(connect_timeout); !ready) {
+      err << "spillway inspect: backend \"" << printable_url(config->backend.url)
+          << "\": " << ready.error().message << "\n";
+      return 1;
+    }
+  }
+  out << "backend " << printable_url(config->backend.url);
+  if (redis) out << ", key names " << key_hash_name(digest->hash());
+  out << "\n";
+  if (checks->empty()) out << "no layer applies to these attributes\n";
+  for (const policy::Policy::Check& check : *checks) {
+    const policy::LayerSpec& layer = config->policy.layers[check.layer];
+    out << "layer " << layer.name << (layer.mode == policy::LayerMode::kShadow ? " (shadow)" : "")
+        << ": " << check.limit->describe() << "\n";
+    out << "  key:         " << server::utf8_or_escaped(check.key) << "\n";
+    if (redis) {
+      out << "  redis key:   "
+          << server::utf8_or_escaped(
+                 redis::storage_key(key_prefix, *digest, check.key, *check.limit))
+          << "\n";
+    }
+    // Cost 0: reads the state, charges nothing.
+    Result<Decision> now = (*store)->check(check.key, *check.limit, 0);
+    if (now) {
+      out << "  now:         " << state_line(*now) << "\n";
+    } else {
+      out << "  now:         unknown: " << now.error().message << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace spillway::cli

@@ -1,0 +1,142 @@
+#include "spillway/key_hash.h"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+namespace spillway {
+namespace {
+
+constexpr std::size_t kBlockBytes = 64;  // SHA-256's block, HMAC's key size
+constexpr std::size_t kSha256Bytes = 32;
+
+// SHA-256, fetched once for the process (EVP_sha256() would fetch it again at every init).
+const EVP_MD* sha256() {
+  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
+struct CtxFree {
+  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+};
+using Ctx = std::unique_ptr<EVP_MD_CTX, CtxFree>;
+
+// This thread's hashing context, reused from call to call.
+EVP_MD_CTX* thread_ctx() {
+  thread_local Ctx ctx(EVP_MD_CTX_new());
+  return ctx.get();
+}
+
+void digest_once(std::string_view bytes, unsigned char* out) {
+  EVP_MD_CTX* ctx = thread_ctx();
+  unsigned int size = 0;
+  EVP_DigestInit_ex2(ctx, sha256(), nullptr);
+  EVP_DigestUpdate(ctx, bytes.data(), bytes.size());
+  EVP_DigestFinal_ex(ctx, out, &size);
+}
+
+// The 22 base64url characters of 16 bytes (no padding).
+void append_base64url_128(std::string& out, const unsigned char* bytes16) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  // 16 bytes = 128 bits: 21 groups of 6 bits and 2 bits left over (the last character).
+  std::uint32_t bits = 0;
+  int held = 0;
+  for (int i = 0; i < 16; ++i) {
+    bits = (bits << 8) | bytes16[i];
+    held += 8;
+    while (held >= 6) {
+      held -= 6;
+      out.push_back(kAlphabet[(bits >> held) & 0x3f]);
+    }
+  }
+  out.push_back(kAlphabet[(bits << (6 - held)) & 0x3f]);
+}
+
+}  // namespace
+
+struct KeyDigest::Pads {
+  Ctx inner;  // SHA-256 after (secret ^ 0x36...)
+  Ctx outer;  // SHA-256 after (secret ^ 0x5c...)
+};
+
+std::string_view key_hash_name(KeyHash hash) {
+  switch (hash) {
+    case KeyHash::kSha256:
+      return "sha256";
+    case KeyHash::kHmacSha256:
+      return "hmac-sha256";
+    case KeyHash::kNone:
+      return "none";
+  }
+  return "none";
+}
+
+std::optional<KeyHash> parse_key_hash(std::string_view name) {
+  for (KeyHash hash : {KeyHash::kSha256, KeyHash::kHmacSha256, KeyHash::kNone}) {
+    if (key_hash_name(hash) == name) return hash;
+  }
+  return std::nullopt;
+}
+
+Result<KeyDigest> KeyDigest::make(const KeyHashOptions& options) {
+  if (options.hash != KeyHash::kHmacSha256) {
+    if (!options.secret.empty()) {
+      return std::unexpected(Error{Errc::kInvalidArgument,
+                                   "a key secret is only used with key_hash hmac-sha256, not " +
+                                       std::string(key_hash_name(options.hash)),
+                                   "key_secret"});
+    }
+    return KeyDigest(options.hash, nullptr);
+  }
+  if (options.secret.size() < kMinKeySecretBytes) {
+    return std::unexpected(Error{Errc::kInvalidArgument,
+                                 "the key secret must be at least " +
+                                     std::to_string(kMinKeySecretBytes) + " bytes, got " +
+                                     std::to_string(options.secret.size()),
+                                 "key_secret"});
+  }
+  // RFC 2104: a key longer than the block is hashed first; then padded with zeros.
+  std::array<unsigned char, kBlockBytes> key{};
+  if (options.secret.size() > kBlockBytes) {
+    digest_once(options.secret, key.data());
+  } else {
+    std::memcpy(key.data(), options.secret.data(), options.secret.size());
+  }
+  auto pads = std::make_shared<Pads>(Pads{Ctx(EVP_MD_CTX_new()), Ctx(EVP_MD_CTX_new())});
+  for (auto [ctx, pad] : {std::pair{pads->inner.get(), 0x36}, std::pair{pads->outer.get(), 0x5c}}) {
+    std::array<unsigned char, kBlockBytes> block;
+    for (std::size_t i = 0; i < kBlockBytes; ++i)
+      block[i] = key[i] ^ static_cast<unsigned char>(pad);
+    if (ctx == nullptr || EVP_DigestInit_ex2(ctx, sha256(), nullptr) != 1 ||
+        EVP_DigestUpdate(ctx, block.data(), block.size()) != 1) {
+      return std::unexpected(Error{Errc::kInternal, "OpenSSL could not set up HMAC-SHA-256"});
+    }
+  }
+  return KeyDigest(KeyHash::kHmacSha256, std::move(pads));
+}
+
+void KeyDigest::append(std::string& out, std::string_view bytes) const {
+  if (hash_ == KeyHash::kNone) {
+    out.append(bytes);
+    return;
+  }
+  std::array<unsigned char, kSha256Bytes> digest;
+  if (hash_ == KeyHash::kSha256) {
+    digest_once(bytes, digest.data());
+  } else {
+    EVP_MD_CTX* ctx = thread_ctx();
+    unsigned int size = 0;
+    EVP_MD_CTX_copy_ex(ctx, pads_->inner.get());
+    EVP_DigestUpdate(ctx, bytes.data(), bytes.size());
+    EVP_DigestFinal_ex(ctx, digest.data(), &size);
+    EVP_MD_CTX_copy_ex(ctx, pads_->outer.get());
+    EVP_DigestUpdate(ctx, digest.data(), size);
+    EVP_DigestFinal_ex(ctx, digest.data(), &size);
+  }
+  append_base64url_128(out, digest.data());
+}
+
+}  // namespace spillway
