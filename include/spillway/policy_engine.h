@@ -31,6 +31,7 @@ struct LayerDecision {
   Decision decision;
   Micros period = 0;    // of the limit applied, for the RateLimit-Policy header
   bool shadow = false;  // a shadow layer: reported, never denies
+  std::string plan;     // a by_plan layer: the plan applied ("pro"); empty for other layers
 };
 
 struct PolicyDecision {
@@ -55,6 +56,7 @@ class Policy {
     std::size_t layer;
     std::string key;  // "<layer>:<len>:<value>[:<len>:<value>...]": no two requests collide
     const Limit* limit;
+    const std::string* plan = nullptr;  // a by_plan layer: its plan's name (owned by spec())
   };
   Result<std::vector<Check>> resolve(const Attributes& attributes) const;
 

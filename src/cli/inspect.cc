@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "spillway/policy_engine.h"
+#include "spillway/redis_store.h"
 #include "src/cli/args.h"
 #include "src/cli/preflight.h"
 #include "src/cli/printable_url.h"
@@ -12,7 +13,6 @@
 #include "src/core/backend_schemes.h"
 #include "src/core/text.h"
 #include "src/policy/ip.h"
-#include "src/redis/storage_key.h"
 #include "src/server/json_text.h"
 
 namespace spillway::cli {
@@ -93,50 +93,51 @@ int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostrea
   }
   const bool redis = find_backend_scheme(config->backend.url) != nullptr &&
                      find_backend_scheme(config->backend.url)->kind != BackendKind::kMemory;
-  Result<KeyDigest> digest = KeyDigest::make(checked.backend.redis.key_hash);
-  if (!digest) {  // preflight checked it
-    err << "spillway inspect: " << digest.error().message << "\n";
-    return 1;
-  }
-  const std::string key_prefix = checked.backend.redis.key_prefix;
-  const std::chrono::milliseconds connect_timeout = checked.backend.redis.connect_timeout;
-  auto store = open_store(config->backend.url, std::move(checked.backend));
-  if (!store) {
-    err << "spillway inspect: backend \"" << printable_url(config->backend.url)
-        << "\": " << store.error().message << "\n";
-    return 1;
-  }
+  // Redis itself, without the wrappers serve puts around it: a circuit breaker, a cache or an
+  // in-process fallback would answer for Redis, and this reads what Redis holds.
+  std::unique_ptr<RedisStore> store;
   if (redis) {
-    if (auto ready = (*store)->wait_ready(connect_timeout); !ready) {
+    RedisStoreOptions options = checked.backend.redis;
+    options.url = config->backend.url;
+    auto opened = RedisStore::open(std::move(options));
+    Result<void> ready = opened ? (*opened)->wait_ready(checked.backend.redis.connect_timeout)
+                                : Result<void>(std::unexpected(opened.error()));
+    if (!ready) {
       err << "spillway inspect: backend \"" << printable_url(config->backend.url)
           << "\": " << ready.error().message << "\n";
       return 1;
     }
+    store = std::move(*opened);
   }
   out << "backend " << printable_url(config->backend.url);
-  if (redis) out << ", key names " << key_hash_name(digest->hash());
+  if (redis) out << ", key names " << key_hash_name(checked.backend.redis.key_hash.hash);
   out << "\n";
   if (checks->empty()) out << "no layer applies to these attributes\n";
+  int status = 0;
   for (const policy::Policy::Check& check : *checks) {
     const policy::LayerSpec& layer = config->policy.layers[check.layer];
     out << "layer " << layer.name << (layer.mode == policy::LayerMode::kShadow ? " (shadow)" : "")
-        << ": " << check.limit->describe() << "\n";
+        << (check.plan != nullptr ? ", plan " + *check.plan : std::string()) << ": "
+        << check.limit->describe() << "\n";
     out << "  key:         " << server::utf8_or_escaped(check.key) << "\n";
-    if (redis) {
-      out << "  redis key:   "
-          << server::utf8_or_escaped(
-                 redis::storage_key(key_prefix, *digest, check.key, *check.limit))
-          << "\n";
+    if (!store) {
+      out << "  now:         not readable here: the memory backend's state lives in the serving "
+             "process\n";
+      continue;
     }
+    out << "  redis key:   " << server::utf8_or_escaped(store->storage_key(check.key, *check.limit))
+        << "\n";
     // Cost 0: reads the state, charges nothing.
-    Result<Decision> now = (*store)->check(check.key, *check.limit, 0);
+    Result<Decision> now = store->check(check.key, *check.limit, 0);
     if (now) {
       out << "  now:         " << state_line(*now) << "\n";
     } else {
       out << "  now:         unknown: " << now.error().message << "\n";
+      err << "spillway inspect: layer " << layer.name << ": " << now.error().message << "\n";
+      status = 1;
     }
   }
-  return 0;
+  return status;
 }
 
 }  // namespace spillway::cli

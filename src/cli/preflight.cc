@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <ostream>
@@ -11,14 +12,20 @@
 namespace spillway::cli {
 namespace {
 
-// The key secret file's bytes, without the line ending an editor or `openssl rand -hex 32 > FILE`
-// leaves at the end. Its length is checked with the key hash (KeyDigest::make).
+// The key secret file's bytes, without the line endings an editor or `openssl rand -hex 32 > FILE`
+// leaves at the end (so a secret cannot end in CR or LF bytes). Its length is checked with the key
+// hash (KeyDigest::make).
 Result<std::string> read_key_secret(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return invalid_argument("cannot read \"" + path + "\": it is a directory");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return invalid_argument("cannot read \"" + path + "\": " + std::strerror(errno));
   }
   std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return invalid_argument("cannot read \"" + path + "\": a read error");
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
   return secret;
 }
@@ -126,8 +133,10 @@ Preflight preflight(const policy::Config& config, const std::string& file,
   if (auto digest = KeyDigest::make(out.backend.redis.key_hash); !digest && secret_read) {
     problems.add("backend.key_secret_file", digest.error().message);
   }
-  if (auto checked = check_store(config.backend.url, out.backend); !checked) {
-    if (checked.error().field == "key_secret") return out;  // reported just above
+  // The URL and TLS files, whatever the secret (checked just above).
+  BackendOptions store_options = out.backend;
+  store_options.redis.key_hash = {};
+  if (auto checked = check_store(config.backend.url, store_options); !checked) {
     // TLS files written in the config are blamed there; otherwise the URL (its tls_* parameters).
     const bool tls_section =
         checked.error().field == "tls" && config.backend.tls && !problems.from_flag("backend.url");

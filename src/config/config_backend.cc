@@ -17,39 +17,46 @@ namespace {
 void parse_key_hash_fields(const Fields& fields, BackendConfig& backend) {
   const Entry* hash = fields.find("key_hash");
   const Entry* secret = fields.find("key_secret_file");
-  bool hash_read = hash == nullptr;
+  bool ok = true;
   if (hash != nullptr)
-    hash_read = collect([&] {
+    ok &= collect([&] {
       const std::string path = fields.path("key_hash");
       const std::string text = scalar(hash->value, path, "sha256, hmac-sha256 or none");
       const std::optional<KeyHash> parsed = parse_key_hash(text);
-      if (!parsed)
+      if (!parsed) {
         fail(hash->value, path, quote_for_error(text) + " must be sha256, hmac-sha256 or none");
+      }
       backend.key_hash = *parsed;
     });
-  bool secret_read = secret == nullptr;
   if (secret != nullptr)
-    secret_read = collect([&] {
+    ok &= collect([&] {
       const std::string path = fields.path("key_secret_file");
       const std::string text = scalar(secret->value, path, "a file path");
       if (text.empty()) fail(secret->value, path, "must not be empty");
       backend.key_secret_file = text;
     });
-  if (!hash_read || !secret_read) return;
-  if (secret != nullptr && hash == nullptr) backend.key_hash = KeyHash::kHmacSha256;
-  collect([&] {
-    if (backend.key_hash == KeyHash::kHmacSha256 && secret == nullptr) {
-      fail(hash->value, fields.path("key_hash"),
-           "hmac-sha256 needs backend.key_secret_file (a file of at least " +
-               std::to_string(kMinKeySecretBytes) +
-               " secret bytes, e.g. from openssl rand -hex 32)");
-    }
-    if (backend.key_hash != KeyHash::kHmacSha256 && secret != nullptr) {
-      fail(secret->value, fields.path("key_secret_file"),
-           "is only used with key_hash: hmac-sha256, and key_hash is " +
-               std::string(key_hash_name(backend.key_hash)));
-    }
-  });
+  if (ok) {
+    if (secret != nullptr && hash == nullptr) backend.key_hash = KeyHash::kHmacSha256;
+    ok = collect([&] {
+      if (backend.key_hash == KeyHash::kHmacSha256 && secret == nullptr) {
+        fail(hash->value, fields.path("key_hash"),
+             "hmac-sha256 needs backend.key_secret_file (a file of at least " +
+                 std::to_string(kMinKeySecretBytes) +
+                 " secret bytes, e.g. from openssl rand -hex 32)");
+      }
+      if (backend.key_hash != KeyHash::kHmacSha256 && secret != nullptr) {
+        fail(secret->value, fields.path("key_secret_file"),
+             "is only used with key_hash: hmac-sha256, and key_hash is " +
+                 std::string(key_hash_name(backend.key_hash)));
+      }
+    });
+  }
+  // A pair that was refused leaves the defaults, so that later checks (validate's preflight)
+  // do not report the same mistake again in other words.
+  if (!ok) {
+    backend.key_hash = KeyHash::kSha256;
+    backend.key_secret_file.clear();
+  }
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 #include "spillway/key_hash.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace spillway {
@@ -29,13 +32,26 @@ EVP_MD_CTX* thread_ctx() {
   return ctx.get();
 }
 
+// OpenSSL failing once make() has hashed its known answer (below) is a broken process (no
+// memory for a context): stop, rather than name keys after whatever the buffer held, which would
+// give every request a counter of its own.
+void require(bool ok) {
+  if (ok) return;
+  std::fputs("spillway: OpenSSL's SHA-256 failed while naming a key; stopping\n", stderr);
+  std::abort();
+}
+
 void digest_once(std::string_view bytes, unsigned char* out) {
   EVP_MD_CTX* ctx = thread_ctx();
   unsigned int size = 0;
-  EVP_DigestInit_ex2(ctx, sha256(), nullptr);
-  EVP_DigestUpdate(ctx, bytes.data(), bytes.size());
-  EVP_DigestFinal_ex(ctx, out, &size);
+  require(ctx != nullptr && EVP_DigestInit_ex2(ctx, sha256(), nullptr) == 1 &&
+          EVP_DigestUpdate(ctx, bytes.data(), bytes.size()) == 1 &&
+          EVP_DigestFinal_ex(ctx, out, &size) == 1 && size == kSha256Bytes);
 }
+
+// SHA-256 of "abc" (FIPS 180-2), its first 16 bytes.
+constexpr unsigned char kAbc[16] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea,
+                                    0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22, 0x23};
 
 // The 22 base64url characters of 16 bytes (no padding).
 void append_base64url_128(std::string& out, const unsigned char* bytes16) {
@@ -82,6 +98,17 @@ std::optional<KeyHash> parse_key_hash(std::string_view name) {
 }
 
 Result<KeyDigest> KeyDigest::make(const KeyHashOptions& options) {
+  if (options.hash != KeyHash::kNone) {
+    // A known answer, once: SHA-256 is there and answers right, before any key is named.
+    if (sha256() == nullptr || thread_ctx() == nullptr) {
+      return std::unexpected(Error{Errc::kInternal, "OpenSSL offers no SHA-256"});
+    }
+    std::array<unsigned char, kSha256Bytes> abc{};
+    digest_once("abc", abc.data());
+    if (std::memcmp(abc.data(), kAbc, sizeof kAbc) != 0) {
+      return std::unexpected(Error{Errc::kInternal, "OpenSSL's SHA-256 gives wrong answers"});
+    }
+  }
   if (options.hash != KeyHash::kHmacSha256) {
     if (!options.secret.empty()) {
       return std::unexpected(Error{Errc::kInvalidArgument,
@@ -110,11 +137,15 @@ Result<KeyDigest> KeyDigest::make(const KeyHashOptions& options) {
     std::array<unsigned char, kBlockBytes> block;
     for (std::size_t i = 0; i < kBlockBytes; ++i)
       block[i] = key[i] ^ static_cast<unsigned char>(pad);
-    if (ctx == nullptr || EVP_DigestInit_ex2(ctx, sha256(), nullptr) != 1 ||
-        EVP_DigestUpdate(ctx, block.data(), block.size()) != 1) {
+    const bool ok = ctx != nullptr && EVP_DigestInit_ex2(ctx, sha256(), nullptr) == 1 &&
+                    EVP_DigestUpdate(ctx, block.data(), block.size()) == 1;
+    OPENSSL_cleanse(block.data(), block.size());
+    if (!ok) {
+      OPENSSL_cleanse(key.data(), key.size());
       return std::unexpected(Error{Errc::kInternal, "OpenSSL could not set up HMAC-SHA-256"});
     }
   }
+  OPENSSL_cleanse(key.data(), key.size());
   return KeyDigest(KeyHash::kHmacSha256, std::move(pads));
 }
 
@@ -129,12 +160,12 @@ void KeyDigest::append(std::string& out, std::string_view bytes) const {
   } else {
     EVP_MD_CTX* ctx = thread_ctx();
     unsigned int size = 0;
-    EVP_MD_CTX_copy_ex(ctx, pads_->inner.get());
-    EVP_DigestUpdate(ctx, bytes.data(), bytes.size());
-    EVP_DigestFinal_ex(ctx, digest.data(), &size);
-    EVP_MD_CTX_copy_ex(ctx, pads_->outer.get());
-    EVP_DigestUpdate(ctx, digest.data(), size);
-    EVP_DigestFinal_ex(ctx, digest.data(), &size);
+    require(ctx != nullptr && EVP_MD_CTX_copy_ex(ctx, pads_->inner.get()) == 1 &&
+            EVP_DigestUpdate(ctx, bytes.data(), bytes.size()) == 1 &&
+            EVP_DigestFinal_ex(ctx, digest.data(), &size) == 1 && size == kSha256Bytes);
+    require(EVP_MD_CTX_copy_ex(ctx, pads_->outer.get()) == 1 &&
+            EVP_DigestUpdate(ctx, digest.data(), size) == 1 &&
+            EVP_DigestFinal_ex(ctx, digest.data(), &size) == 1 && size == kSha256Bytes);
   }
   append_base64url_128(out, digest.data());
 }

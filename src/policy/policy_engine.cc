@@ -171,6 +171,7 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
     const LayerSpec& layer = spec_.layers[i];
     const BuiltLayer& built = built_[i];
     const Limit* limit = built.fixed ? &*built.fixed : nullptr;
+    const std::string* plan_name = nullptr;
     // A shadow layer must never turn a request away: when its attributes are missing or make
     // too long a key, it does not apply (as an unlisted endpoint does not).
     const bool shadow = layer.mode == LayerMode::kShadow;
@@ -185,6 +186,7 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
                                     ? layer.by_plan->default_plan
                                     : assigned->second;
       limit = &built.by_plan.find(plan)->second;
+      plan_name = &plan;
     }
     const std::string* route = nullptr;  // by_endpoint: the route matched, as written
     if (layer.by_endpoint) {
@@ -230,7 +232,7 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
       if (shadow) continue;
       return std::unexpected(fits.error());
     }
-    checks.push_back({i, std::move(key), limit});
+    checks.push_back({i, std::move(key), limit, plan_name});
   }
   return checks;
 }
@@ -241,7 +243,8 @@ PolicyDecision Policy::combine(const std::vector<Check>& checks, const Decisions
   std::optional<std::size_t> top;
   for (std::size_t i = 0; i < checks.size(); ++i) {
     const Decision& d = decisions[i];
-    out.layers.push_back({layer_name(checks[i].layer), d, checks[i].limit->period()});
+    out.layers.push_back({layer_name(checks[i].layer), d, checks[i].limit->period(), false,
+                          checks[i].plan != nullptr ? *checks[i].plan : std::string()});
     if (!d.allowed) {
       out.allowed = false;
       // The denying layer with the longest wait; "never" (-1) is the longest of all.
@@ -286,7 +289,8 @@ void Policy::add_shadow(PolicyDecision& out, const std::vector<Check>& shadow,
       continue;
     }
     const std::string& name = layer_name(shadow[i].layer);
-    out.layers.push_back({name, *decisions[i], shadow[i].limit->period(), true});
+    out.layers.push_back({name, *decisions[i], shadow[i].limit->period(), true,
+                          shadow[i].plan != nullptr ? *shadow[i].plan : std::string()});
     if (!decisions[i]->allowed) out.shadow_denied.push_back(name);
   }
 }

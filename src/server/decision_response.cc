@@ -133,11 +133,24 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
       body.append(",\"name\":");
       append_json_string(body, d.layers[i].name);
       if (d.layers[i].shadow) body.append(",\"mode\":\"shadow\"");
+      if (!d.layers[i].plan.empty()) {
+        body.append(",\"plan\":");
+        append_json_string(body, d.layers[i].plan);
+      }
       body.push_back('}');
     }
     body.append("]}");
   } else {
     response.content_type.clear();  // nginx's answers carry no body, so no type either
+  }
+  if (for_nginx) {
+    // The plan of the first enforced by_plan layer, for the application behind the proxy
+    // (nginx: auth_request_set $plan $upstream_http_x_spillway_plan).
+    for (const policy::LayerDecision& layer : d.layers) {
+      if (layer.shadow || layer.plan.empty()) continue;
+      response.headers.emplace_back("X-Spillway-Plan", layer.plan);
+      break;
+    }
   }
   if (for_nginx && !d.shadow_denied.empty()) {
     std::string names;

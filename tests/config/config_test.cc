@@ -391,6 +391,9 @@ TEST(ConfigErrors, KeyHashMistakesAreNamed) {
             "line 3: backend.key_secret_file: is only used with key_hash: hmac-sha256, and "
             "key_hash is none"},
            {"backend:\n  key_secret_file: \"\"\n", "backend.key_secret_file: must not be empty"},
+           {"backend:\n  key_hash: sha256\n  key_secret_file: /k\n",
+            "line 3: backend.key_secret_file: is only used with key_hash: hmac-sha256, and "
+            "key_hash is sha256"},
        }) {
     Result<Config> config = parse_config(text);
     ASSERT_FALSE(config.has_value()) << text;

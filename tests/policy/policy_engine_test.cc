@@ -83,6 +83,15 @@ TEST_P(PolicyOnBackend, PlansChooseTheGatewayLimit) {
   }
   EXPECT_EQ(free_admitted, 60);
   EXPECT_EQ(pro_admitted, 600);
+  // Each layer's answer names the plan it applied; only the by_plan layer has one.
+  for (const auto& [key, plan] : {std::pair{"anon", "free"}, std::pair{"paid", "pro"}}) {
+    auto decided = policy->decide(*store, request("198.51.100.3", key, "/x"), 0, 0);
+    ASSERT_TRUE(decided.has_value()) << decided.error().message;
+    ASSERT_EQ(decided->layers.size(), 2u);  // edge, gateway ("/x" is not a listed endpoint)
+    EXPECT_EQ(decided->layers[0].plan, "");
+    EXPECT_EQ(decided->layers[1].name, "gateway");
+    EXPECT_EQ(decided->layers[1].plan, plan) << key;
+  }
 }
 
 // A shadow layer beside an enforced one: 10 per minute enforced by ip, 15 per minute in shadow

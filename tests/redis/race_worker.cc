@@ -53,10 +53,14 @@ int main(int argc, char** argv) {
     if (mode == "store") {
       limit = *Limit::make(*parse_algorithm(algorithm_text), limit_value, kMicrosPerDay);
     }
-    store = std::move(*RedisStore::open({.url = url,
-                                         .key_prefix = prefix,
-                                         .timeout = std::chrono::seconds(5),
-                                         .cluster_dry_run_first = mode != "layers-reserve"}));
+    // Layers: readable key names, whose hash tags are "edge", "key" and "endpoint", which the
+    // test places on three primaries (a digest's slot would depend on the algorithm and limit).
+    store = std::move(
+        *RedisStore::open({.url = url,
+                           .key_prefix = prefix,
+                           .timeout = std::chrono::seconds(5),
+                           .cluster_dry_run_first = mode != "layers-reserve",
+                           .key_hash = {.hash = layered ? KeyHash::kNone : KeyHash::kSha256}}));
   } else {
     naive = std::make_unique<redis::Client>(*redis::parse_redis_url(url));
   }

@@ -202,6 +202,33 @@ TEST_P(Api, CheckRejectsBadAttributes) {
   }
 }
 
+// The plan a by_plan layer applied is in the layer's answer, and in X-Spillway-Plan for nginx
+// (which can pass it on to the application).
+TEST_P(Api, AnswersNameThePlanApplied) {
+  policy::Config config = policy::default_config();
+  config.policy.layers[1].by_plan->assignments = {{"paid-key", "pro"}};
+  Running s = start(GetParam(), config);
+  HttpReply paid = http(s.port(), "POST", "/v1/check",
+                        R"({"ip":"203.0.113.11","api_key":"paid-key","endpoint":"/x"})");
+  ASSERT_EQ(paid.status, 200) << paid.body;
+  EXPECT_NE(paid.body.find(R"("name":"gateway","plan":"pro")"), std::string::npos) << paid.body;
+  EXPECT_EQ(paid.body.find(R"("name":"edge","plan")"), std::string::npos) << paid.body;
+  HttpReply anonymous = http(s.port(), "POST", "/v1/check",
+                             R"({"ip":"203.0.113.11","api_key":"other","endpoint":"/x"})");
+  EXPECT_NE(anonymous.body.find(R"("name":"gateway","plan":"free")"), std::string::npos)
+      << anonymous.body;
+  HttpReply nginx = http(s.port(), "GET", "/v1/auth", "",
+                         {{"X-Api-Key", "paid-key"}, {"X-Original-URI", "/profile"}});
+  EXPECT_EQ(nginx.status, 204);
+  EXPECT_EQ(nginx.header("x-spillway-plan"), "pro");
+  config.policy.layers.erase(config.policy.layers.begin() + 1);  // no by_plan layer: no header
+  ASSERT_TRUE(s.service->reload(config));
+  HttpReply no_plan = http(s.port(), "GET", "/v1/auth", "",
+                           {{"X-Api-Key", "paid-key"}, {"X-Original-URI", "/profile"}});
+  EXPECT_EQ(no_plan.status, 204);
+  EXPECT_EQ(no_plan.header("x-spillway-plan"), "");
+}
+
 TEST_P(Api, AuthForNginxUsesHeadersAndTrustedProxies) {
   Running s = start(GetParam());
   std::map<std::string, std::string> headers = {{"X-API-Key", "k9"},
