@@ -131,16 +131,18 @@ TEST(KeySecrecy, NoApiKeyOrAddressInRedisOrAnyOutputByDefault) {
   // /search: all ten used (GCRA gives one back every 6 s: at most one since).
   EXPECT_LE(std::stoi(now[2]), 1) << inspect.out;
   EXPECT_NE(now[2].find(" of 10 left"), std::string::npos) << inspect.out;
-  // Reading changes nothing: each key's whole state (DUMP) is the same after two more reads, and
-  // no TTL was renewed.
+  // Reading changes nothing: the gateway's and the endpoint's whole state (DUMP) is the same after
+  // two more reads, and no TTL was renewed. (The edge key, 13 of 1000 a minute, is idle again
+  // within a second and may expire meanwhile, as it should: it is left out.)
+  const std::vector<std::string> lasting(shown.begin() + 1, shown.end());
   const auto dumps = [&] {
     std::string all;
-    for (const std::string& key : shown) all += redis.cli("DUMP " + key);
+    for (const std::string& key : lasting) all += redis.cli("DUMP " + key);
     return all;
   };
   const auto ttls = [&] {
     std::vector<long long> all;
-    for (const std::string& key : shown) all.push_back(std::stoll(redis.cli("PTTL " + key)));
+    for (const std::string& key : lasting) all.push_back(std::stoll(redis.cli("PTTL " + key)));
     return all;
   };
   const std::string dumped = dumps();
@@ -150,7 +152,10 @@ TEST(KeySecrecy, NoApiKeyOrAddressInRedisOrAnyOutputByDefault) {
   }
   EXPECT_EQ(dumps(), dumped);
   const std::vector<long long> ttl_after = ttls();
-  for (std::size_t i = 0; i < shown.size(); ++i) EXPECT_LE(ttl_after[i], ttl_before[i]) << shown[i];
+  for (std::size_t i = 0; i < lasting.size(); ++i) {
+    EXPECT_GT(ttl_after[i], 0) << lasting[i];
+    EXPECT_LE(ttl_after[i], ttl_before[i]) << lasting[i];
+  }
   std::remove(config.c_str());
 }
 
