@@ -60,12 +60,8 @@ int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostrea
     return 2;
   }
   const std::optional<std::string> config_path = args->get("config");
-  auto config = config_path ? policy::load_config_file(*config_path) : policy::default_config();
-  if (!config) {
-    print_lines(err, "spillway inspect: " + (config_path ? *config_path + ": " : ""),
-                config.error().message);
-    return 1;
-  }
+  std::optional<policy::Config> config = load_command_config("inspect", config_path, err);
+  if (!config) return 1;
   std::map<std::string, std::string> flags;
   if (auto backend = args->get("backend")) {
     config->backend.url = *backend;
@@ -91,8 +87,8 @@ int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostrea
     err << "spillway inspect: " << checks.error().message << "\n";
     return 1;
   }
-  const bool redis = find_backend_scheme(config->backend.url) != nullptr &&
-                     find_backend_scheme(config->backend.url)->kind != BackendKind::kMemory;
+  const BackendScheme* scheme = find_backend_scheme(config->backend.url);
+  const bool redis = scheme != nullptr && scheme->kind != BackendKind::kMemory;
   // Redis itself, without the wrappers serve puts around it: a circuit breaker, a cache or an
   // in-process fallback would answer for Redis, and this reads what Redis holds.
   std::unique_ptr<RedisStore> store;

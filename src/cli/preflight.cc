@@ -68,6 +68,16 @@ void print_lines(std::ostream& out, const std::string& prefix, std::string_view 
   }
 }
 
+std::optional<policy::Config> load_command_config(std::string_view command,
+                                                  const std::optional<std::string>& path,
+                                                  std::ostream& err) {
+  auto config = path ? policy::load_config_file(*path) : policy::default_config();
+  if (config) return std::move(*config);
+  print_lines(err, "spillway " + std::string(command) + ": " + (path ? *path + ": " : ""),
+              config.error().message);
+  return std::nullopt;
+}
+
 BackendOptions backend_options(const policy::Config& config) {
   return {.redis = {.key_prefix = config.backend.key_prefix,
                     .timeout = config.backend.timeout,

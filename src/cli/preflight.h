@@ -43,6 +43,12 @@ Preflight preflight(const policy::Config& config, const std::string& file,
 // Writes each line of `lines` (an error of several lines, as parse_config's) after `prefix`.
 void print_lines(std::ostream& out, const std::string& prefix, std::string_view lines);
 
+// The config a command runs with: the file `path` names, or the built-in one without it. On an
+// error, prints it to `err` ("spillway COMMAND: FILE: line N: …", each line) and returns nullopt.
+std::optional<policy::Config> load_command_config(std::string_view command,
+                                                  const std::optional<std::string>& path,
+                                                  std::ostream& err);
+
 // The backend options that the config describes (what serve opens, what validate checks).
 BackendOptions backend_options(const policy::Config& config);
 

@@ -37,12 +37,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     return 2;
   }
   const std::optional<std::string> config_path = args->get("config");
-  auto config = config_path ? policy::load_config_file(*config_path) : policy::default_config();
-  if (!config) {
-    print_lines(err, "spillway serve: " + (config_path ? *config_path + ": " : ""),
-                config.error().message);
-    return 1;
-  }
+  std::optional<policy::Config> config = load_command_config("serve", config_path, err);
+  if (!config) return 1;
   if (auto backend = args->get("backend")) config->backend.url = *backend;
   if (auto listen = args->get("listen")) config->server.listen = *listen;
   if (auto grpc = args->get("grpc-listen")) config->server.grpc_listen = *grpc;

@@ -4,25 +4,36 @@
 
 namespace spillway::redis {
 
+namespace {
+
+// "<algorithm>:<L>:<P>:<B>:": what both forms write (or hash) before the key.
+void append_limit(std::string& out, const Limit& limit) {
+  out.append(algorithm_name(limit.algorithm()));
+  for (std::int64_t n : {limit.limit(), limit.period(), limit.burst()}) {
+    out.push_back(':');
+    append_decimal(out, n);
+  }
+  out.push_back(':');
+}
+
+}  // namespace
+
 std::string storage_key(std::string_view prefix, const KeyDigest& digest, std::string_view key,
                         const Limit& limit) {
-  // "<algorithm>:<L>:<P>:<B>:" — what the readable form writes before the key.
-  std::string limit_part(algorithm_name(limit.algorithm()));
-  for (std::int64_t n : {limit.limit(), limit.period(), limit.burst()}) {
-    limit_part += ':';
-    append_decimal(limit_part, n);
-  }
-  limit_part += ':';
   std::string out;
-  out.reserve(prefix.size() + limit_part.size() + key.size() + 3);
-  out.append(prefix).append(1, ':');
+  out.reserve(prefix.size() + 48 + key.size());
+  out.append(prefix).push_back(':');
   if (digest.hash() == KeyHash::kNone) {
-    out.append(limit_part).append(1, '{').append(key).append(1, '}');
+    append_limit(out, limit);
+    out.append(1, '{').append(key).push_back('}');
     return out;
   }
-  limit_part.append(key);
+  std::string hashed;
+  hashed.reserve(48 + key.size());
+  append_limit(hashed, limit);
+  hashed.append(key);
   out.push_back('{');
-  digest.append(out, limit_part);
+  digest.append(out, hashed);
   out.push_back('}');
   return out;
 }
