@@ -7,6 +7,7 @@
 #                           "local function decide_<a>"
 #                           + the id table + all_or_nothing.lua
 #   refund script:          refund.lua (undoes a reservation of the all-or-nothing script)
+#   tenant scripts:         tenant_write.lua, tenant_read.lua, tenant_scan.lua as they are
 # The id table maps each algorithm's number (its position in the list, as the C++ sends it) to
 # its decide function; static_asserts in the output check that the C++ list says the same.
 include(${CMAKE_CURRENT_LIST_DIR}/algorithm_list.cmake)
@@ -62,6 +63,11 @@ string(APPEND body "std::string_view all_or_nothing_script_source() {\n")
 string(APPEND body "  return R\"spillway_lua(${prelude}${every_algorithm}${id_table}${all_or_nothing})spillway_lua\";\n}\n\n")
 string(APPEND body "std::string_view refund_script_source() {\n")
 string(APPEND body "  return R\"spillway_lua(${refund})spillway_lua\";\n}\n\n")
+foreach(name IN ITEMS tenant_write tenant_read tenant_scan)
+  file(READ ${LUA_DIR}/${name}.lua text)
+  string(APPEND body "std::string_view ${name}_script_source() {\n")
+  string(APPEND body "  return R\"spillway_lua(${text})spillway_lua\";\n}\n\n")
+endforeach()
 string(APPEND body "}  // namespace spillway::redis\n")
 file(WRITE ${OUTPUT}.tmp "${body}")
 file(COPY_FILE ${OUTPUT}.tmp ${OUTPUT} ONLY_IF_DIFFERENT)

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -27,6 +28,7 @@
 #include "spillway/over_limit_cache.h"
 #include "spillway/redis_store.h"
 #include "spillway/store.h"
+#include "spillway/tenant_directory.h"
 
 namespace spillway {
 
@@ -55,6 +57,22 @@ Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions o
 // options and TLS files (RedisStore::check_options; the error's `field` is "url" or "tls").
 // Opens nothing; for `spillway validate` and serve's checks before it starts.
 Result<void> check_store(std::string_view url, const BackendOptions& options);
+
+// Where the tenant records of a backend live (spillway/tenant_directory.h).
+struct TenantOptions {
+  // memory: the journal file (empty: in this process only, lost at exit). Redis: must be empty.
+  std::string file;
+  // Redis: the follower's lines (lost or regained Redis, a full reload). Default: nothing.
+  std::function<void(const std::string&)> log;
+};
+
+// The tenant directory of the backend `url` names: an fsync'd file for memory, Redis for every
+// Redis URL (records under the same key_prefix and key_hash as options.redis's). The Redis one
+// connects in the background (ready() once loaded). Errors: a bad URL or options, an unreadable
+// or foreign tenants file (kInvalidArgument, naming it).
+Result<std::unique_ptr<TenantDirectory>> open_tenants(std::string_view url,
+                                                      const BackendOptions& options,
+                                                      TenantOptions tenants = {});
 
 // Whether `url` names a Redis backend (one of the redis schemes above).
 bool is_redis_url(std::string_view url);

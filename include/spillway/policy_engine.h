@@ -21,6 +21,7 @@
 
 #include "spillway/policy_spec.h"
 #include "spillway/store.h"
+#include "spillway/tenant_directory.h"
 
 namespace spillway::policy {
 
@@ -46,9 +47,15 @@ struct PolicyDecision {
   std::optional<Error> shadow_error;       // the first error of a shadow layer's check
 };
 
+// The plan name a layer answer carries when a tenant record gave the caller its own rate.
+inline constexpr char kCustomPlan[] = "custom";
+
 class Policy {
  public:
-  static Result<std::shared_ptr<const Policy>> make(PolicySpec spec);
+  // `tenants`: where by_plan layers with `source: store` look callers up (shared with the server
+  // that writes them); without one, such layers use their file assignments and default only.
+  static Result<std::shared_ptr<const Policy>> make(
+      PolicySpec spec, std::shared_ptr<const TenantDirectory> tenants = nullptr);
 
   // The checks a request makes: one per layer that applies (an endpoint layer whose endpoint is
   // not listed does not apply). Errors name the missing or empty attribute and its layer.
@@ -57,6 +64,10 @@ class Policy {
     std::string key;  // "<layer>:<len>:<value>[:<len>:<value>...]": no two requests collide
     const Limit* limit;
     const std::string* plan = nullptr;  // a by_plan layer: its plan's name (owned by spec())
+    // A tenant record's own rate for this layer; `limit` points into it.
+    std::shared_ptr<const Limit> custom;
+    // A tenant record blocks this caller: the request is denied by this layer, nothing charged.
+    bool blocked = false;
   };
   Result<std::vector<Check>> resolve(const Attributes& attributes) const;
 
@@ -78,6 +89,7 @@ class Policy {
   const std::vector<std::string>& route_attributes() const { return route_attributes_; }
 
   const PolicySpec& spec() const { return spec_; }
+  const std::shared_ptr<const TenantDirectory>& tenants() const { return tenants_; }
   const std::string& layer_name(std::size_t layer) const { return spec_.layers[layer].name; }
 
  private:
@@ -88,7 +100,10 @@ class Policy {
     std::vector<Limit> route_limits;
     std::vector<std::string> route_names;  // route i as written: its part of the layer's key
   };
-  explicit Policy(PolicySpec spec) : spec_(std::move(spec)) {}
+  explicit Policy(PolicySpec spec, std::shared_ptr<const TenantDirectory> tenants)
+      : spec_(std::move(spec)), tenants_(std::move(tenants)) {}
+  // The answer to a request that a tenant record blocks (checks[blocked]): nothing is charged.
+  PolicyDecision blocked_answer(const Check& blocked) const;
   bool is_path_attribute(std::string_view name) const;
   Result<std::optional<std::size_t>> match_route(const LayerSpec& layer, const BuiltLayer& built,
                                                  const Attributes& attributes) const;
@@ -101,6 +116,7 @@ class Policy {
   static std::vector<KeyedLimit> keyed_limits(const std::vector<Check>& checks);
 
   PolicySpec spec_;
+  std::shared_ptr<const TenantDirectory> tenants_;
   std::vector<BuiltLayer> built_;
   std::vector<std::string> attributes_used_;
   std::vector<std::string> route_attributes_;

@@ -31,11 +31,17 @@ struct RateSpec {
   friend bool operator==(const RateSpec&, const RateSpec&) = default;
 };
 
+// Where a by_plan layer finds a caller's plan: the `assignments` below only (kFile), or first the
+// tenant records the server holds (kStore: `source: store`, spillway/tenant_directory.h: a plan,
+// a custom rate for this layer, or blocked), then `assignments`, then the default.
+enum class PlanSource { kFile, kStore };
+
 struct PlanSelector {
   std::string attribute = "api_key";               // whose value picks the plan
   std::map<std::string, RateSpec> plans;           // plan name -> limit ("free" -> 60/min)
   std::string default_plan;                        // for values not in `assignments`
   std::map<std::string, std::string> assignments;  // attribute value (API key) -> plan name
+  PlanSource source = PlanSource::kFile;
   friend bool operator==(const PlanSelector&, const PlanSelector&) = default;
 };
 

@@ -77,7 +77,25 @@ int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostrea
     for (const std::string& line : checked.errors) err << "spillway inspect: " << line << "\n";
     return checked.usage_error ? 2 : 1;
   }
-  auto policy = policy::Policy::make(config->policy);
+  const BackendScheme* scheme = find_backend_scheme(config->backend.url);
+  const bool redis = scheme != nullptr && scheme->kind != BackendKind::kMemory;
+  bool store_plans = false;  // a by_plan layer reads tenant records
+  for (const policy::LayerSpec& layer : config->policy.layers) {
+    store_plans |= layer.by_plan && layer.by_plan->source == policy::PlanSource::kStore;
+  }
+  // On Redis the tenant records are read as serve reads them; on memory they live in the serving
+  // process (its tenants_file is that process's own: opening it here would take it away).
+  std::shared_ptr<TenantDirectory> tenants;
+  if (store_plans && redis) {
+    auto opened = open_tenants(config->backend.url, checked.backend);
+    if (!opened || !(*opened)->wait_ready(checked.backend.redis.connect_timeout)) {
+      err << "spillway inspect: tenant records in \"" << printable_url(config->backend.url)
+          << "\": " << (opened ? "not loaded in time" : opened.error().message) << "\n";
+      return 1;
+    }
+    tenants = std::move(*opened);
+  }
+  auto policy = policy::Policy::make(config->policy, tenants);
   if (!policy) {
     err << "spillway inspect: " << policy.error().message << "\n";
     return 1;
@@ -87,8 +105,6 @@ int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostrea
     err << "spillway inspect: " << checks.error().message << "\n";
     return 1;
   }
-  const BackendScheme* scheme = find_backend_scheme(config->backend.url);
-  const bool redis = scheme != nullptr && scheme->kind != BackendKind::kMemory;
   // Redis itself, without the wrappers serve puts around it: a circuit breaker, a cache or an
   // in-process fallback would answer for Redis, and this reads what Redis holds.
   std::unique_ptr<RedisStore> store;
@@ -108,6 +124,9 @@ int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostrea
   out << "backend " << printable_url(config->backend.url);
   if (redis) out << ", key names " << key_hash_name(checked.backend.redis.key_hash.hash);
   out << "\n";
+  if (store_plans && !redis) {
+    out << "tenant records live in the serving process: plans shown are the config file's\n";
+  }
   if (checks->empty()) out << "no layer applies to these attributes\n";
   int status = 0;
   for (const policy::Policy::Check& check : *checks) {
@@ -115,6 +134,9 @@ int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostrea
     out << "layer " << layer.name << (layer.mode == policy::LayerMode::kShadow ? " (shadow)" : "")
         << (check.plan != nullptr ? ", plan " + *check.plan : std::string()) << ": "
         << check.limit->describe() << "\n";
+    if (check.blocked) {
+      out << "  blocked:     by a tenant record: every request is denied, nothing charged\n";
+    }
     out << "  key:         " << server::utf8_or_escaped(check.key) << "\n";
     if (!store) {
       out << "  now:         not readable here: the memory backend's state lives in the serving "

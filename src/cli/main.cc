@@ -11,6 +11,7 @@
 #include "src/cli/replay.h"
 #include "src/cli/serve.h"
 #include "src/cli/simulate.h"
+#include "src/cli/tenants.h"
 #include "src/cli/usage.h"
 #include "src/cli/validate.h"
 
@@ -43,6 +44,10 @@ constexpr Command kCommands[] = {
     {"inspect",
      [](int argc, char** argv) {
        return spillway::cli::run_inspect(argc, argv, 2, std::cout, std::cerr);
+     }},
+    {"tenants",
+     [](int argc, char** argv) {
+       return spillway::cli::run_tenants(argc, argv, 2, std::cin, std::cout, std::cerr);
      }},
 };
 

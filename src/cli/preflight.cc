@@ -111,6 +111,41 @@ Preflight preflight(const policy::Config& config, const std::string& file,
     }
   }
 
+  if (!config.server.admin_listen.empty()) {
+    if (auto admin = policy::parse_listen_address(config.server.admin_listen)) {
+      if (admin->port != 0 && ((admin->port == out.listen.port && admin->host == out.listen.host) ||
+                               (out.grpc_listen && admin->port == out.grpc_listen->port &&
+                                admin->host == out.grpc_listen->host))) {
+        problems.add("server.admin_listen",
+                     "must not be the decision or gRPC listener's address: the admin API has a "
+                     "listener of its own");
+      } else {
+        out.admin_listen = std::move(*admin);
+      }
+    } else {
+      problems.add("server.admin_listen", admin.error().message);
+    }
+    if (config.server.admin_token_file.empty()) {
+      problems.add("server.admin_listen",
+                   "the admin API needs server.admin_token_file (a file of bearer tokens)");
+    } else if (auto tokens = server::read_admin_tokens(config.server.admin_token_file)) {
+      out.admin_tokens = std::move(*tokens);
+    } else {
+      problems.add("server.admin_token_file", tokens.error().message);
+    }
+  } else if (!config.server.admin_token_file.empty()) {
+    problems.add("server.admin_token_file",
+                 "is only read with server.admin_listen (the admin API is off)");
+  }
+  for (const policy::LayerSpec& layer : config.policy.layers) {
+    if (layer.by_plan && layer.by_plan->source == policy::PlanSource::kStore) out.tenants = true;
+  }
+  out.tenants |= out.admin_listen.has_value();
+  if (!config.backend.tenants_file.empty() && is_redis_url(config.backend.url)) {
+    problems.add("backend.tenants_file",
+                 "is for the memory backend; with Redis the tenant records live in Redis");
+  }
+
   // The rules: needed by the gRPC listener, and loaded whenever named (a rules path that does not
   // load is a mistake even while the listener is off: turning it on would fail).
   // (An rls.config written with an error was reported where it was read.)

@@ -21,6 +21,7 @@
 #include "src/config/config.h"
 #include "src/config/listen_address.h"
 #include "src/rls/rls_config.h"
+#include "src/server/admin_service.h"
 
 namespace spillway::cli {
 
@@ -33,6 +34,11 @@ struct Preflight {
   std::shared_ptr<const rls::RlsRules> rules;
   std::string rules_fingerprint;
   BackendOptions backend;  // what open_store gets for backend.url
+  // The admin listener (server.admin_listen) and its tokens, read from admin_token_file.
+  std::optional<policy::ListenAddress> admin_listen;
+  std::vector<server::AdminToken> admin_tokens;
+  // Tenant records are needed: a by_plan layer has source: store, or the admin API is on.
+  bool tenants = false;
 };
 
 // `file`: the config file's name ("" for the built-in config). `flags`: the config paths a flag

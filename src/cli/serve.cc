@@ -73,6 +73,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
 
   // The options preflight checked (the key secret read from its file among them).
   const std::chrono::milliseconds connect_timeout = checked.backend.redis.connect_timeout;
+  const BackendOptions backend_options = checked.backend;
   auto store = open_store(config->backend.url, std::move(checked.backend));
   if (!store) {
     err << "spillway serve: backend \"" << printable_url(config->backend.url)
@@ -95,7 +96,28 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
                               config->backend.on_error)
         << std::endl;
   }
-  auto service = server::Service::make(*config, std::move(*store));
+  // Tenant records, when a layer reads them or the admin API writes them: on Redis, loaded before
+  // the first request (or said, once, that they are not yet).
+  std::shared_ptr<TenantDirectory> tenants;
+  if (checked.tenants) {
+    auto opened =
+        open_tenants(config->backend.url, backend_options,
+                     {.file = config->backend.tenants_file, .log = [](const std::string& line) {
+                        const std::string text = "spillway serve: " + line + "\n";
+                        (void)!::write(2, text.data(), text.size());
+                      }});
+    if (!opened) {
+      err << "spillway serve: tenant records: " << opened.error().message << "\n";
+      return 1;
+    }
+    tenants = std::move(*opened);
+    if (!tenants->wait_ready(connect_timeout)) {
+      err << "spillway serve: tenant records not loaded from the backend yet; until they are, "
+             "callers get their file plan or the default"
+          << std::endl;
+    }
+  }
+  auto service = server::Service::make(*config, std::move(*store), tenants);
   if (!service) {
     err << "spillway serve: " << service.error().message << "\n";
     return 1;
@@ -108,6 +130,40 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   if (!http_server) {
     err << "spillway serve: " << http_server.error().message << "\n";
     return 1;
+  }
+
+  if (tenants) {
+    (*service)->add_metrics_source([tenants](std::string& out) { tenants->append_metrics(out); });
+  }
+  // The admin API: its own listener and tokens, never the decision port.
+  std::unique_ptr<server::AdminService> admin;
+  std::unique_ptr<server::HttpServer> admin_server;
+  if (checked.admin_listen) {
+    admin = std::make_unique<server::AdminService>(
+        tenants, std::move(checked.admin_tokens), [handler] { return handler->current_policy(); },
+        [](const std::string& line) {
+          const std::string text = "spillway audit: " + line + "\n";
+          (void)!::write(2, text.data(), text.size());
+        });
+    server::HttpServerOptions options;
+    options.host = checked.admin_listen->host;
+    options.port = checked.admin_listen->port;
+    options.threads = 1;
+    options.max_body_bytes = server::AdminService::kMaxBodyBytes;
+    options.read_timeout = std::chrono::seconds(120);
+    options.log_requests = config->server.access_log;
+    options.logged_path = &server::AdminService::logged_path;
+    server::AdminService* admin_handler = admin.get();
+    auto started = server::HttpServer::start(
+        options, [admin_handler](server::HttpRequest request, server::Responder respond) {
+          admin_handler->handle(std::move(request), std::move(respond));
+        });
+    if (!started) {
+      err << "spillway serve: admin API: " << started.error().message << std::endl;
+      (*http_server)->stop(std::chrono::seconds(0));
+      return 1;
+    }
+    admin_server = std::move(*started);
   }
 
   // Envoy's rate limit service: same store, its own rules, its own listener.
@@ -157,6 +213,10 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     err << "spillway serve: gRPC rate limit service listening on " << grpc_address->host << ":"
         << grpc->port() << " (" << rules->domains.size() << " domains from " << config->rls.config
         << ")" << std::endl;
+  }
+  if (admin_server) {
+    err << "spillway serve: admin API listening on " << checked.admin_listen->host << ":"
+        << admin_server->port() << " (" << tenants->size() << " tenant records)" << std::endl;
   }
   // From here on, a line each time the backend stops or starts answering.
   std::optional<BackendWatch> backend_watch;
@@ -208,6 +268,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     err << "spillway serve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
         << ": draining and stopping" << std::endl;
     if (grpc) grpc->stop(std::chrono::seconds(5));
+    if (admin_server) admin_server->stop(std::chrono::seconds(5));
     (*http_server)->stop(std::chrono::seconds(10));
     return 0;
   }

@@ -34,8 +34,8 @@ struct Help {
   std::string notes;  // after the options: shared value formats
 };
 
-constexpr std::array<std::string_view, 6> kNames = {"serve", "replay",   "simulate",
-                                                    "bench", "validate", "inspect"};
+constexpr std::array<std::string_view, 7> kNames = {"serve",    "replay",  "simulate", "bench",
+                                                    "validate", "inspect", "tenants"};
 
 std::string joined(auto names) {
   std::string out;
@@ -240,6 +240,27 @@ std::vector<Help> all_help() {
        {{"NAME=VALUE", "one attribute of the request, as POST /v1/check takes it", "at least one"},
         {"--config FILE", "the YAML config serve runs with", "default: the built-in policy"},
         {"--backend URL", "replaces backend.url", "default: the config's"}},
+       ""});
+
+  help.push_back(
+      {"tenants",
+       "change tenant records through a server's admin API",
+       "tenants set KEY [--plan P] [--limit LAYER=RATE,...] [--blocked] | get KEY | delete KEY | "
+       "list [--plan P] [--all] | import FILE",
+       "Talks to the admin API of a running spillway serve (server.admin_listen): gives a caller "
+       "(an API key) a plan, its own rate for a layer, or blocks it; the change applies on every "
+       "instance sharing the backend within a second. Prints the server's JSON answer. import "
+       "reads NDJSON ({\"key\":\"k1\",\"plan\":\"pro\"} per line), or CSV (key,plan) when "
+       "FILE ends in .csv; - is standard input.",
+       {{"--admin URL", "the admin listener, http://host:port", "required"},
+        {"--token-file FILE", "a file whose first token is sent as the bearer token", "required"},
+        {"--plan P", "set: the plan; list: only records with this plan", "default: none"},
+        {"--limit LAYER=RATE", "set: the caller's own rate for a layer (e.g. gateway=1200/min)",
+         "default: none"},
+        {"--blocked", "set: deny every request with this key, charging nothing", "default: off"},
+        {"--all", "list: every page, one JSON answer per line", "default: one page"},
+        {"--page N", "list: records per page (1-1000)", "default: 100"},
+        {"--cursor ID", "list: start after this id (a page's next_cursor)", "default: the first"}},
        ""});
   return help;
 }

@@ -91,6 +91,10 @@ struct ServerConfig {
   bool dashboard_mask_keys = true;  // top denied keys in /v1/stats: masked, or in clear
   // POST /v1/check with an attribute no layer reads: a 400 naming it (false: ignored)
   bool reject_unknown_attributes = true;
+  // The admin API (tenants) on its own listener, never the decision port; "" = off. Requires
+  // admin_token_file: lines "<name> <token>" (or a lone token, named "admin").
+  std::string admin_listen;
+  std::string admin_token_file;
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
@@ -113,6 +117,8 @@ struct BackendConfig {
   // hmac-sha256 with the secret in key_secret_file (read by serve and validate, not here), none.
   KeyHash key_hash = KeyHash::kSha256;
   std::string key_secret_file;
+  // memory: the file that keeps tenant records across restarts ("" = in the process only).
+  std::string tenants_file;
   friend bool operator==(const BackendConfig&, const BackendConfig&) = default;
 };
 

@@ -65,11 +65,19 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
   if (node.IsNull()) return;
   expect_map(node, "backend",
              "a mapping of url, key_prefix, key_hash, key_secret_file, timeout, on_error, "
-             "breaker_failures, breaker_probe, tls, over_limit_cache, require_at_start");
-  Fields fields(
-      node, "backend",
-      {"url", "key_prefix", "key_hash", "key_secret_file", "timeout", "on_error",
-       "breaker_failures", "breaker_probe", "tls", "over_limit_cache", "require_at_start"});
+             "breaker_failures, breaker_probe, tls, over_limit_cache, require_at_start, "
+             "tenants_file");
+  Fields fields(node, "backend",
+                {"url", "key_prefix", "key_hash", "key_secret_file", "timeout", "on_error",
+                 "breaker_failures", "breaker_probe", "tls", "over_limit_cache", "require_at_start",
+                 "tenants_file"});
+  if (const Entry* tenants = fields.find("tenants_file"))
+    collect([&] {
+      const std::string path = fields.path("tenants_file");
+      const std::string text = scalar(tenants->value, path, "a file path");
+      if (text.empty()) fail(tenants->value, path, "must not be empty");
+      backend.tenants_file = text;
+    });
   if (const Entry* require = fields.find("require_at_start"))
     collect([&] {
       backend.require_at_start = boolean(require->value, fields.path("require_at_start"));

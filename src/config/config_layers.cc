@@ -66,9 +66,20 @@ std::vector<std::string> parse_key(const YAML::Node& node, const std::string& pa
 
 PlanSelector parse_by_plan(const YAML::Node& node, const std::string& path,
                            const LayerContext& layer) {
-  expect_map(node, path, "a mapping of attribute, default, plans, keys");
-  Fields fields(node, path, {"attribute", "default", "plans", "keys"});
+  expect_map(node, path, "a mapping of attribute, default, plans, keys, source");
+  Fields fields(node, path, {"attribute", "default", "plans", "keys", "source"});
   PlanSelector selector;
+  if (const Entry* source = fields.find("source"))
+    collect([&] {
+      const std::string source_path = fields.path("source");
+      const std::string text = scalar(source->value, source_path, "file or store");
+      if (text != "file" && text != "store") {
+        fail(source->value, source_path,
+             quote_for_error(text) +
+                 " must be file (the keys below) or store (tenant records, then the keys below)");
+      }
+      selector.source = text == "store" ? PlanSource::kStore : PlanSource::kFile;
+    });
   if (const Entry* attribute = fields.find("attribute")) {
     selector.attribute = parse_attribute(attribute->value, fields.path("attribute"));
   }

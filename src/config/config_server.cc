@@ -13,10 +13,27 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   if (node.IsNull()) return;
   expect_map(node, "server",
              "a mapping of listen, threads, trusted_proxies, client_ip_header, ipv6_prefix, "
-             "access_log, grpc_listen, dashboard, dashboard_keys, unknown_attributes");
+             "access_log, grpc_listen, dashboard, dashboard_keys, unknown_attributes, "
+             "admin_listen, admin_token_file");
   Fields fields(node, "server",
                 {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
-                 "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header"});
+                 "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header",
+                 "admin_listen", "admin_token_file"});
+  if (const Entry* admin = fields.find("admin_listen"))
+    collect([&] {
+      const std::string path = fields.path("admin_listen");
+      const std::string text = scalar(admin->value, path, "host:port");
+      Result<ListenAddress> address = parse_listen_address(text);
+      if (!address) fail(admin->value, path, address.error().message);
+      server.admin_listen = text;
+    });
+  if (const Entry* token = fields.find("admin_token_file"))
+    collect([&] {
+      const std::string path = fields.path("admin_token_file");
+      const std::string text = scalar(token->value, path, "a file path");
+      if (text.empty()) fail(token->value, path, "must not be empty");
+      server.admin_token_file = text;
+    });
   if (const Entry* header = fields.find("client_ip_header"))
     collect([&] {
       const std::string path = fields.path("client_ip_header");

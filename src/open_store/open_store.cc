@@ -3,6 +3,8 @@
 #include <string>
 
 #include "src/core/backend_schemes.h"
+#include "src/memory/tenant_file.h"
+#include "src/redis/redis_tenants.h"
 
 namespace spillway {
 
@@ -66,6 +68,31 @@ Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions o
           std::move(store), std::make_unique<MemoryStore>(std::move(options.memory)));
     }
     return store;
+  }
+  return not_a_backend(url);
+}
+
+Result<std::unique_ptr<TenantDirectory>> open_tenants(std::string_view url,
+                                                      const BackendOptions& options,
+                                                      TenantOptions tenants) {
+  if (is_memory_url(url)) {
+    auto directory = FileTenantDirectory::open(tenants.file, options.redis.key_hash);
+    if (!directory) return std::unexpected(directory.error());
+    return std::unique_ptr<TenantDirectory>(std::move(*directory));
+  }
+  if (is_redis_url(url)) {
+    if (!tenants.file.empty()) {
+      return invalid_argument(
+          "tenants_file is for the memory backend; on Redis the records "
+          "live in Redis");
+    }
+    RedisStoreOptions redis = options.redis;
+    redis.url = std::string(url);
+    redis::RedisTenantOptions follow;
+    follow.log = std::move(tenants.log);
+    auto directory = redis::RedisTenantDirectory::open(std::move(redis), std::move(follow));
+    if (!directory) return std::unexpected(directory.error());
+    return std::unique_ptr<TenantDirectory>(std::move(*directory));
   }
   return not_a_backend(url);
 }

@@ -89,9 +89,10 @@ std::vector<KeyedLimit> Policy::keyed_limits(const std::vector<Check>& checks) {
   return keyed;
 }
 
-Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec) {
+Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
+                                                   std::shared_ptr<const TenantDirectory> tenants) {
   if (spec.layers.empty()) return invalid_argument("a policy needs at least one layer");
-  std::shared_ptr<Policy> policy(new Policy(std::move(spec)));
+  std::shared_ptr<Policy> policy(new Policy(std::move(spec), std::move(tenants)));
   std::set<std::string> names;
   for (const LayerSpec& layer : policy->spec_.layers) {
     if (layer.name.empty() || !names.insert(layer.name).second) {
@@ -172,6 +173,8 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
     const BuiltLayer& built = built_[i];
     const Limit* limit = built.fixed ? &*built.fixed : nullptr;
     const std::string* plan_name = nullptr;
+    std::shared_ptr<const Limit> custom;  // a tenant's own rate for this layer
+    bool blocked = false;                 // a tenant record blocks the caller
     // A shadow layer must never turn a request away: when its attributes are missing or make
     // too long a key, it does not apply (as an unlisted endpoint does not).
     const bool shadow = layer.mode == LayerMode::kShadow;
@@ -187,6 +190,29 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
                                     : assigned->second;
       limit = &built.by_plan.find(plan)->second;
       plan_name = &plan;
+      if (layer.by_plan->source == PlanSource::kStore && tenants_ != nullptr) {
+        if (std::shared_ptr<const TenantRecord> record = tenants_->find(*value)) {
+          if (record->blocked && !shadow) {
+            blocked = true;
+          } else if (auto own = record->limits.find(layer.name); own != record->limits.end()) {
+            // Built per request: custom contracts are few, and a Limit is a few numbers.
+            auto made = Limit::make(layer.algorithm, own->second.limit, own->second.period);
+            if (made) {
+              custom = std::make_shared<const Limit>(*made);
+              limit = custom.get();
+              static const std::string kCustom = kCustomPlan;
+              plan_name = &kCustom;
+            }
+          }
+          if (!custom && !record->plan.empty()) {
+            // A plan this layer does not have leaves the file's choice in force.
+            if (auto known = built.by_plan.find(record->plan); known != built.by_plan.end()) {
+              limit = &known->second;
+              plan_name = &known->first;
+            }
+          }
+        }
+      }
     }
     const std::string* route = nullptr;  // by_endpoint: the route matched, as written
     if (layer.by_endpoint) {
@@ -232,7 +258,7 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
       if (shadow) continue;
       return std::unexpected(fits.error());
     }
-    checks.push_back({i, std::move(key), limit, plan_name});
+    checks.push_back({i, std::move(key), limit, plan_name, std::move(custom), blocked});
   }
   return checks;
 }
@@ -301,6 +327,22 @@ Result<PolicyDecision> Policy::decide(Store& store, const Attributes& attributes
       [&](auto answer) { decide_async(store, attributes, cost, now, std::move(answer)); });
 }
 
+PolicyDecision Policy::blocked_answer(const Check& blocked) const {
+  PolicyDecision out;
+  out.allowed = false;
+  out.top = Decision{.allowed = false,
+                     .limit = blocked.limit->limit(),
+                     .remaining = 0,
+                     .retry_after = kNever,
+                     .reset_after = 0};
+  out.top_period = blocked.limit->period();
+  out.denied_by = layer_name(blocked.layer);
+  out.denied_key = blocked.key;
+  out.layers.push_back({layer_name(blocked.layer), out.top, out.top_period, false,
+                        blocked.plan != nullptr ? *blocked.plan : std::string()});
+  return out;
+}
+
 void Policy::decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
                           std::optional<Micros> now,
                           std::function<void(Result<PolicyDecision>)> done) const {
@@ -308,6 +350,9 @@ void Policy::decide_async(Store& store, const Attributes& attributes, std::int64
   if (!checks) {
     // Inline: a caller that chains requests from `done` must not grow its stack.
     return complete_inline(done, Result<PolicyDecision>(std::unexpected(checks.error())));
+  }
+  for (const Check& check : *checks) {
+    if (check.blocked) return complete_inline(done, Result<PolicyDecision>(blocked_answer(check)));
   }
   auto shadow = std::make_shared<std::vector<Check>>(take_shadow(*checks));
   // Then the shadow layers, once the enforced ones admitted: each checked on its own, all at

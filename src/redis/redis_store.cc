@@ -95,13 +95,11 @@ Result<void> RedisStore::check_options(const RedisStoreOptions& options) {
   return tls_of(std::move(*client_options));
 }
 
-Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) {
-  if (auto checked = check_options(options); !checked) return std::unexpected(checked.error());
-  Result<KeyDigest> digest = KeyDigest::make(options.key_hash);
-  if (!digest) return std::unexpected(digest.error());
-  std::unique_ptr<redis::ScriptTarget> target;
+namespace redis {
+
+Result<std::unique_ptr<ScriptTarget>> open_script_target(RedisStoreOptions options) {
   if (kind_of(options.url) == BackendKind::kRedisCluster) {
-    auto cluster = redis::parse_cluster_url(options.url);
+    auto cluster = parse_cluster_url(options.url);
     if (!cluster) return std::unexpected(cluster.error());
     if (auto tls = apply_tls(options, cluster->node_options); !tls) {
       return std::unexpected(tls.error());
@@ -109,34 +107,43 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
     cluster->node_options.pool_size = options.pool_size;
     cluster->node_options.timeout = options.timeout;
     cluster->node_options.connect_timeout = options.connect_timeout;
-    auto router =
-        redis::ClusterRouter::open(std::move(cluster->seeds), std::move(cluster->node_options));
+    auto router = ClusterRouter::open(std::move(cluster->seeds), std::move(cluster->node_options));
     if (!router) return std::unexpected(router.error());
-    target = std::move(*router);
+    return std::unique_ptr<ScriptTarget>(std::move(*router));
   } else if (kind_of(options.url) == BackendKind::kRedisSentinel) {
-    auto sentinel = redis::parse_sentinel_url(options.url);
+    auto sentinel = parse_sentinel_url(options.url);
     if (!sentinel) return std::unexpected(sentinel.error());
     if (options.tls) {
       return invalid_argument("redis: TLS is not offered with redis+sentinel:// yet");
     }
-    redis::ClientOptions node_options = sentinel->node_options;
+    ClientOptions node_options = sentinel->node_options;
     node_options.pool_size = options.pool_size;
     node_options.timeout = options.timeout;
     node_options.connect_timeout = options.connect_timeout;
-    auto found = redis::SentinelTarget::open(std::move(*sentinel), std::move(node_options));
+    auto found = SentinelTarget::open(std::move(*sentinel), std::move(node_options));
     if (!found) return std::unexpected(found.error());
-    target = std::move(*found);
+    return std::unique_ptr<ScriptTarget>(std::move(*found));
   } else {
-    auto client_options = redis::parse_redis_url(options.url);
+    auto client_options = parse_redis_url(options.url);
     if (!client_options) return std::unexpected(client_options.error());
     if (auto tls = apply_tls(options, *client_options); !tls) return std::unexpected(tls.error());
     client_options->pool_size = options.pool_size;
     client_options->timeout = options.timeout;
     client_options->connect_timeout = options.connect_timeout;
-    target = std::make_unique<redis::SingleNode>(std::move(*client_options));
+    return std::unique_ptr<ScriptTarget>(std::make_unique<SingleNode>(std::move(*client_options)));
   }
+}
+
+}  // namespace redis
+
+Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) {
+  if (auto checked = check_options(options); !checked) return std::unexpected(checked.error());
+  Result<KeyDigest> digest = KeyDigest::make(options.key_hash);
+  if (!digest) return std::unexpected(digest.error());
+  auto target = redis::open_script_target(options);
+  if (!target) return std::unexpected(target.error());
   return std::unique_ptr<RedisStore>(
-      new RedisStore(std::move(options), std::move(*digest), std::move(target)));
+      new RedisStore(std::move(options), std::move(*digest), std::move(*target)));
 }
 
 RedisStore::RedisStore(RedisStoreOptions options, KeyDigest digest,

@@ -42,4 +42,19 @@ const std::string& refund_script_sha() {
   return digest;
 }
 
+const std::string& tenant_write_script_sha() {
+  static const std::string digest = sha1_hex(tenant_write_script_source());
+  return digest;
+}
+
+const std::string& tenant_read_script_sha() {
+  static const std::string digest = sha1_hex(tenant_read_script_source());
+  return digest;
+}
+
+const std::string& tenant_scan_script_sha() {
+  static const std::string digest = sha1_hex(tenant_scan_script_source());
+  return digest;
+}
+
 }  // namespace spillway::redis

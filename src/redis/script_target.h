@@ -21,6 +21,10 @@
 #include "src/redis/client.h"
 #include "src/redis/reply.h"
 
+namespace spillway {
+struct RedisStoreOptions;  // spillway/redis_store.h
+}  // namespace spillway
+
 namespace spillway::redis {
 
 // A script's text and its SHA-1 (both outlive every call: they are compiled in), and whether
@@ -73,5 +77,11 @@ class SingleNode final : public ScriptTarget {
  private:
   Client client_;
 };
+
+// The target the options' URL names (one node, a cluster, or the primary Sentinel names), with
+// their TLS, pool size and timeouts (src/redis/redis_store.cc). Connects in the background; a
+// cluster learns its slot map from the seeds first. Errors as RedisStore::open's; the options
+// are expected to have passed RedisStore::check_options.
+Result<std::unique_ptr<ScriptTarget>> open_script_target(RedisStoreOptions options);
 
 }  // namespace spillway::redis

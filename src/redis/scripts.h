@@ -23,4 +23,13 @@ const std::string& all_or_nothing_script_sha();
 std::string_view refund_script_source();
 const std::string& refund_script_sha();
 
+// The tenant directory's scripts (lua/tenant_write.lua, tenant_read.lua, tenant_scan.lua;
+// src/redis/redis_tenants.h).
+std::string_view tenant_write_script_source();
+std::string_view tenant_read_script_source();
+std::string_view tenant_scan_script_source();
+const std::string& tenant_write_script_sha();
+const std::string& tenant_read_script_sha();
+const std::string& tenant_scan_script_sha();
+
 }  // namespace spillway::redis

@@ -273,7 +273,13 @@ void Connection::log_request() {
   const auto us =
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
   std::string& line = log_line_;
-  line.assign("method=").append(method_).append(" path=").append(path_).append(" status=");
+  line.assign("method=").append(method_).append(" path=");
+  if (options().logged_path) {
+    line.append(options().logged_path(path_));
+  } else {
+    line.append(path_);
+  }
+  line.append(" status=");
   append_decimal(line, status_);
   line.append(" us=");
   append_decimal(line, us.count());

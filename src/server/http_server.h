@@ -62,6 +62,9 @@ struct HttpServerOptions {
   // request.
   std::function<void(std::string_view)> access_log;
   bool log_requests = true;  // false: no access log lines at all
+  // What an access log line shows as the path (e.g. the admin listener writes /v1/tenants/{key}
+  // for a path that holds a caller's key). Default: the path as sent.
+  std::function<std::string(std::string_view path)> logged_path;
 };
 
 class HttpServer {

@@ -32,8 +32,8 @@ bool allows(std::string_view allow, std::string_view method) {
 
 }  // namespace
 
-Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& config) {
-  auto built = Policy::make(config.policy);
+Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& config) const {
+  auto built = Policy::make(config.policy, tenants_);
   if (!built) return std::unexpected(built.error());
   auto settings = std::make_shared<Settings>();
   settings->policy = *built;
@@ -58,17 +58,19 @@ namespace {
 std::atomic<std::uint64_t> next_service_id{1};
 }  // namespace
 
-Service::Service(std::unique_ptr<Store> store)
+Service::Service(std::unique_ptr<Store> store, std::shared_ptr<const TenantDirectory> tenants)
     : store_(std::move(store)),
+      tenants_(std::move(tenants)),
       id_(next_service_id.fetch_add(1, std::memory_order_relaxed)),
       mask_salt_((static_cast<std::uint64_t>(std::random_device()()) << 32) ^
                  std::random_device()()) {}
 
 Result<std::unique_ptr<Service>> Service::make(const policy::Config& config,
-                                               std::unique_ptr<Store> store) {
-  auto settings = build(config);
+                                               std::unique_ptr<Store> store,
+                                               std::shared_ptr<const TenantDirectory> tenants) {
+  std::unique_ptr<Service> service(new Service(std::move(store), std::move(tenants)));
+  auto settings = service->build(config);
   if (!settings) return std::unexpected(settings.error());
-  std::unique_ptr<Service> service(new Service(std::move(store)));
   service->settings_ = *settings;
   return service;
 }

@@ -40,8 +40,11 @@ std::string auth_attributes_text();
 class Service {
  public:
   // The store is shared with nothing else; the config's server and backend sections apply.
+  // `tenants`: the records by_plan layers with `source: store` read (shared with the admin API);
+  // may be null (then such layers use the file's assignments and default).
   static Result<std::unique_ptr<Service>> make(const policy::Config& config,
-                                               std::unique_ptr<Store> store);
+                                               std::unique_ptr<Store> store,
+                                               std::shared_ptr<const TenantDirectory> tenants = {});
 
   void handle(HttpRequest request, Responder respond);
 
@@ -50,6 +53,8 @@ class Service {
   Result<void> reload(const policy::Config& config);
 
   Metrics& metrics() { return metrics_; }
+  // The policy in force now (the admin API checks records against it).
+  std::shared_ptr<const policy::Policy> current_policy() const { return settings()->policy; }
   // The store the endpoints decide on (the gRPC listener shares it).
   Store& store() { return *store_; }
   // Adds text to GET /metrics (Prometheus lines), e.g. the gRPC listener's. Any time, any
@@ -83,7 +88,7 @@ class Service {
     void operator()(HttpResponse response) const;
   };
 
-  static Result<std::shared_ptr<Settings>> build(const policy::Config& config);
+  Result<std::shared_ptr<Settings>> build(const policy::Config& config) const;
   // The current settings, through a per-thread cache (valid until this thread calls it again).
   const std::shared_ptr<const Settings>& settings() const;
 
@@ -119,9 +124,10 @@ class Service {
   HttpResponse policy_response(const Settings& settings, bool for_nginx,
                                const Result<policy::PolicyDecision>& result);
 
-  explicit Service(std::unique_ptr<Store> store);
+  Service(std::unique_ptr<Store> store, std::shared_ptr<const TenantDirectory> tenants);
 
   std::unique_ptr<Store> store_;
+  std::shared_ptr<const TenantDirectory> tenants_;
   const std::uint64_t id_;  // unique for the process's lifetime: the settings cache's key
   mutable std::mutex settings_mutex_;
   std::shared_ptr<const Settings> settings_;

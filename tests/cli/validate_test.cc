@@ -243,3 +243,39 @@ TEST(ValidateBinary, YamlSyntaxErrorsInWords) {
 }
 
 }  // namespace
+
+// The admin API and tenant settings: what serve would stop on, validate reports.
+TEST(ValidateBinary, RefusesBadAdminAndTenantSettings) {
+  const std::string tokens = temp_path(".tokens");
+  std::ofstream(tokens) << "ops short\n";
+  struct Case {
+    std::string yaml;
+    std::string mention;
+  };
+  const std::vector<Case> cases = {
+      {"server:\n  admin_listen: 127.0.0.1:9191\n", "needs server.admin_token_file"},
+      {"server:\n  admin_listen: 127.0.0.1:9191\n  admin_token_file: /nonexistent/tokens\n",
+       "/nonexistent/tokens"},
+      {"server:\n  admin_listen: 127.0.0.1:9191\n  admin_token_file: " + tokens + "\n",
+       "at least 16 bytes"},
+      {"server:\n  listen: 127.0.0.1:9192\n  admin_listen: 127.0.0.1:9192\n  admin_token_file: " +
+           tokens + "\n",
+       "decision"},
+      {"server:\n  admin_token_file: " + tokens + "\n", "only read with server.admin_listen"},
+      {"backend:\n  url: redis://127.0.0.1:6379\n  tenants_file: /tmp/t\n", "memory backend"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = write_config(c.yaml);
+    Outcome run = run_binary("validate " + path);
+    std::remove(path.c_str());
+    EXPECT_EQ(run.status, 1) << c.yaml << run.out;
+    EXPECT_NE(run.err.find(c.mention), std::string::npos) << c.yaml << run.err;
+  }
+  std::ofstream(tokens) << "# operators\nops 0123456789abcdef0123\n";
+  const std::string good =
+      write_config("server:\n  admin_listen: 127.0.0.1:9191\n  admin_token_file: " + tokens + "\n");
+  Outcome run = run_binary("validate " + good);
+  std::remove(good.c_str());
+  std::remove(tokens.c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+}

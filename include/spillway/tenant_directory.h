@@ -1,0 +1,152 @@
+// Tenants: what the operator decided for one caller at runtime (docs/SPEC.md §5.2). A by_plan
+// layer with `source: store` looks its attribute's value (the API key) up here before the
+// config file's `keys:` map: the record can give the caller a plan, its own rate for a layer (a
+// custom contract), or block it (every request denied by that layer, nothing charged).
+//
+// A TenantDirectory keeps a full copy of the records in this process, so the lookup on the
+// request path is a hash-table read that never waits on I/O; writes go to the backend first (an
+// fsync'd file for the in-process store, Redis for the Redis backends) and are in the copy when
+// they return. Records are stored under the key's digest (spillway/key_hash.h), never the key in
+// clear unless KeyHash::kNone says so. Other instances sharing the backend see a write within a
+// second (the Redis directory follows a change log; src/redis/redis_tenants.h).
+//
+// Thread safety: every member may be called from any thread at once. find() takes a shared lock
+// of one of 64 shards and copies a shared_ptr; writes are serialised per directory.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "spillway/duration.h"
+#include "spillway/error.h"
+#include "spillway/key_hash.h"
+
+namespace spillway {
+
+// Tenant keys (API keys) longer than this are refused: the bound of every key and record.
+inline constexpr std::size_t kMaxTenantKeyBytes = 256;
+
+// A custom rate for one layer: `limit` per `period` (µs); the layer's algorithm applies it.
+struct TenantRate {
+  std::int64_t limit = 0;
+  Micros period = 0;
+  friend bool operator==(const TenantRate&, const TenantRate&) = default;
+};
+
+struct TenantRecord {
+  std::string plan;                                       // empty: none (the file or default)
+  std::map<std::string, TenantRate, std::less<>> limits;  // layer name -> its rate for this key
+  bool blocked = false;  // every request with this key is denied, nothing charged
+  friend bool operator==(const TenantRecord&, const TenantRecord&) = default;
+};
+
+// What a record must be (kInvalidArgument naming the field "plan" or "limits.<layer>"): plan and
+// layer names are letters, digits, '_' or '-' (at most 64); rates positive, periods ≥ 1 ms and
+// ≤ 1 year; at most 32 layers; something set (an empty record is a deletion, not a record).
+Result<void> check_tenant_record(const TenantRecord& record);
+
+// The stored form, one line without spaces inside a field: "v1 <0|1 blocked> <plan or .>
+// [<layer>=<limit>/<period µs>]..."; decode refuses anything else (and what check refuses).
+std::string encode_tenant_record(const TenantRecord& record);
+Result<TenantRecord> decode_tenant_record(std::string_view text);
+
+// "pro", "pro, gateway 1200/1m", "blocked": one short phrase for logs and the CLI.
+std::string describe_tenant_record(const TenantRecord& record);
+
+// A stored record and the id it is stored under: the key's digest, or the key (KeyHash::kNone).
+struct TenantEntry {
+  std::string id;
+  TenantRecord record;
+};
+
+struct TenantPage {
+  std::vector<TenantEntry> entries;
+  std::string next_cursor;  // empty: this was the last page
+};
+
+class TenantDirectory {
+ public:
+  virtual ~TenantDirectory() = default;
+  TenantDirectory(const TenantDirectory&) = delete;
+  TenantDirectory& operator=(const TenantDirectory&) = delete;
+
+  // The id a key is stored under (its digest, or the key with KeyHash::kNone).
+  std::string id_of(std::string_view key) const { return digest_.of(key); }
+  KeyHash key_hash() const { return digest_.hash(); }
+
+  // The record of `key` in this process's copy; nullptr when there is none. No I/O; with no
+  // record at all, not even the digest is computed.
+  std::shared_ptr<const TenantRecord> find(std::string_view key) const;
+  // The same by id (the admin API's listing hands ids out).
+  std::shared_ptr<const TenantRecord> find_id(std::string_view id) const;
+
+  // Writes a record (durable when this returns: on disk or in Redis) and returns the record it
+  // replaced. Errors: kInvalidArgument (the key is empty or over kMaxTenantKeyBytes, or the
+  // record fails check_tenant_record; nothing written), kUnavailable / kTimeout (the backend).
+  Result<std::optional<TenantRecord>> put(std::string_view key, const TenantRecord& record);
+  // Deletes a record; returns the one deleted (nullopt: there was none, nothing written).
+  Result<std::optional<TenantRecord>> erase(std::string_view key);
+  // Many records in one write per batch (bulk import): each record as put() checks it; the
+  // first bad one refuses the whole call before anything is written. Returns how many.
+  Result<std::size_t> put_many(std::span<const std::pair<std::string, TenantRecord>> records);
+
+  // Records in id order, from after `cursor` (an id; empty: the first), at most `limit`, only
+  // those with plan `plan` when it is not empty. From this process's copy.
+  TenantPage list(std::string_view plan, std::string_view cursor, std::size_t limit) const;
+  std::size_t size() const { return size_.load(std::memory_order_relaxed); }
+
+  // Whether the copy has been loaded from the backend and follows it.
+  virtual bool ready() const { return true; }
+  // Waits up to `timeout` for ready() (the first load from a network backend); returns ready().
+  virtual bool wait_ready(std::chrono::milliseconds timeout) const {
+    (void)timeout;
+    return ready();
+  }
+  // Prometheus lines: spillway_tenants and the backend's own.
+  virtual void append_metrics(std::string& out) const;
+
+ protected:
+  explicit TenantDirectory(KeyDigest digest) : digest_(std::move(digest)) {}
+  const KeyDigest& digest() const { return digest_; }
+
+  // The backend's write: `changes` (id -> record, nullopt deletes) made durable, in order. On
+  // success the base class applies them to the copy. Called under the write mutex: one at a time.
+  // Returns, per change, the record stored before (the backend's view: another instance may have
+  // written it since this copy's update).
+  using Change = std::pair<std::string, std::optional<TenantRecord>>;
+  virtual Result<std::vector<std::optional<TenantRecord>>> write(std::span<const Change> changes,
+                                                                 bool want_before) = 0;
+
+  // The copy's updates, for a backend that follows others' writes or loads at start.
+  void apply(const std::string& id, std::optional<TenantRecord> record);
+  void replace_all(std::vector<TenantEntry> entries);
+
+ private:
+  static constexpr std::size_t kShards = 64;
+  struct Shard {
+    mutable std::shared_mutex mutex;
+    std::unordered_map<std::string, std::shared_ptr<const TenantRecord>> records;
+  };
+  Shard& shard_of(std::string_view id) const;
+  Result<void> check_key(std::string_view key) const;
+
+  KeyDigest digest_;
+  std::mutex write_mutex_;  // a write and its update of the copy, one at a time
+  mutable Shard shards_[kShards];
+  std::atomic<std::size_t> size_{0};
+};
+
+}  // namespace spillway

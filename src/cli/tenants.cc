@@ -1,0 +1,228 @@
+#include "src/cli/tenants.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "src/cli/args.h"
+#include "src/server/admin_service.h"
+
+namespace spillway::cli {
+namespace {
+namespace http = boost::beast::http;
+namespace json = boost::json;
+
+struct Answer {
+  int status = 0;
+  std::string body;
+};
+
+struct Endpoint {
+  std::string host;
+  std::string port;
+};
+
+Result<Endpoint> parse_admin_url(const std::string& url) {
+  constexpr std::string_view kScheme = "http://";
+  if (!url.starts_with(kScheme)) {
+    return invalid_argument("--admin " + url + ": expected http://host:port (server.admin_listen)");
+  }
+  std::string rest = url.substr(kScheme.size());
+  if (const std::size_t slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
+  const std::size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+    return invalid_argument("--admin " + url + ": expected http://host:port");
+  }
+  std::string host = rest.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return Endpoint{host, rest.substr(colon + 1)};
+}
+
+Result<Answer> request(const Endpoint& endpoint, const std::string& token, http::verb method,
+                       const std::string& target, std::string body = "",
+                       const std::string& content_type = "application/json") {
+  try {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::resolver resolver(io);
+    boost::asio::ip::tcp::socket socket(io);
+    boost::asio::connect(socket, resolver.resolve(endpoint.host, endpoint.port));
+    http::request<http::string_body> req(method, target, 11);
+    req.set(http::field::host, endpoint.host);
+    req.set(http::field::authorization, "Bearer " + token);
+    if (!body.empty() || method == http::verb::put || method == http::verb::post) {
+      req.set(http::field::content_type, content_type);
+      req.body() = std::move(body);
+      req.prepare_payload();
+    }
+    http::write(socket, req);
+    boost::beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(std::uint64_t{1} << 30);
+    http::read(socket, buffer, parser);
+    boost::system::error_code ignored;
+    socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+    return Answer{static_cast<int>(parser.get().result_int()), parser.get().body()};
+  } catch (const boost::system::system_error& e) {
+    return std::unexpected(
+        Error{Errc::kUnavailable,
+              "admin API at " + endpoint.host + ":" + endpoint.port + ": " + e.code().message()});
+  }
+}
+
+// A key as one path segment: every byte but letters, digits and -._~ percent-encoded.
+std::string path_segment(std::string_view key) {
+  std::string out;
+  for (unsigned char c : key) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+int print_answer(const Result<Answer>& answer, std::ostream& out, std::ostream& err) {
+  if (!answer) {
+    err << "spillway tenants: " << answer.error().message << "\n";
+    return 1;
+  }
+  if (answer->status >= 200 && answer->status < 300) {
+    out << answer->body << "\n";
+    return 0;
+  }
+  std::string message = answer->body;
+  boost::system::error_code ec;
+  json::value value = json::parse(answer->body, ec);
+  if (!ec && value.is_object() && value.as_object().contains("error") &&
+      value.as_object().at("error").is_string()) {
+    message = std::string(value.as_object().at("error").as_string());
+  }
+  err << "spillway tenants: " << answer->status << ": " << message << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream& out,
+                std::ostream& err) {
+  auto args =
+      Args::parse(argc, argv, first,
+                  {"admin", "token-file", "plan", "limit", "blocked", "cursor", "page", "all"},
+                  {"blocked", "all"});
+  if (!args) {
+    err << "spillway tenants: " << args.error().message << "\n";
+    return 2;
+  }
+  const std::vector<std::string>& words = args->positional();
+  const auto usage = [&](const std::string& what) {
+    err << "spillway tenants: " << what
+        << " (usage: spillway tenants set|get|delete KEY, list, import FILE; with --admin URL "
+           "--token-file FILE)\n";
+    return 2;
+  };
+  if (words.empty()) return usage("which command?");
+  const std::string& command = words[0];
+  const bool keyed = command == "set" || command == "get" || command == "delete";
+  if (!keyed && command != "list" && command != "import") {
+    return usage("unknown command \"" + command + "\"");
+  }
+  const std::size_t wanted = command == "list" ? 1 : 2;
+  if (words.size() != wanted) {
+    return usage(command + (wanted == 1 ? " takes no argument" : " takes one argument"));
+  }
+  const auto admin = args->get("admin");
+  const auto token_file = args->get("token-file");
+  if (!admin || !token_file) return usage("--admin and --token-file are required");
+  auto endpoint = parse_admin_url(*admin);
+  if (!endpoint) return usage(endpoint.error().message);
+  auto tokens = server::read_admin_tokens(*token_file);
+  if (!tokens) {
+    err << "spillway tenants: " << tokens.error().message << "\n";
+    return 2;
+  }
+  const std::string& token = tokens->front().token;
+
+  if (command == "set") {
+    json::object record;
+    if (auto plan = args->get("plan")) record["plan"] = *plan;
+    if (args->has("blocked")) record["blocked"] = true;
+    if (auto limits = args->get("limit")) {
+      json::object by_layer;
+      std::string_view rest = *limits;
+      while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        const std::string_view one = rest.substr(0, comma);
+        const std::size_t equals = one.find('=');
+        if (equals == std::string_view::npos || equals == 0) {
+          return usage("--limit takes LAYER=RATE[,LAYER=RATE...], e.g. gateway=1200/min");
+        }
+        by_layer[one.substr(0, equals)] = one.substr(equals + 1);
+        rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
+      }
+      record["limits"] = std::move(by_layer);
+    }
+    if (record.empty()) return usage("set needs --plan, --limit or --blocked");
+    return print_answer(request(*endpoint, token, http::verb::put,
+                                "/v1/tenants/" + path_segment(words[1]), json::serialize(record)),
+                        out, err);
+  }
+  if (command == "get" || command == "delete") {
+    return print_answer(
+        request(*endpoint, token, command == "get" ? http::verb::get : http::verb::delete_,
+                "/v1/tenants/" + path_segment(words[1])),
+        out, err);
+  }
+  if (command == "import") {
+    std::string body;
+    if (words[1] == "-") {
+      std::stringstream buffer;
+      buffer << in.rdbuf();
+      body = buffer.str();
+    } else {
+      std::ifstream file(words[1], std::ios::binary);
+      if (!file) {
+        err << "spillway tenants: " << words[1] << " cannot be read\n";
+        return 1;
+      }
+      std::stringstream buffer;
+      buffer << file.rdbuf();
+      body = buffer.str();
+    }
+    const bool csv = words[1].ends_with(".csv");
+    return print_answer(request(*endpoint, token, http::verb::post, "/v1/tenants/import",
+                                std::move(body), csv ? "text/csv" : "application/x-ndjson"),
+                        out, err);
+  }
+  // list: one page, or every page with --all (one JSON answer per line).
+  auto page_size = args->get_int("page", 1, 1000);
+  if (!page_size) return usage(page_size.error().message);
+  std::string cursor = args->get("cursor").value_or("");
+  while (true) {
+    std::string target = "/v1/tenants?limit=" + std::to_string(page_size->value_or(100));
+    if (auto plan = args->get("plan")) target += "&plan=" + path_segment(*plan);
+    if (!cursor.empty()) target += "&cursor=" + path_segment(cursor);
+    auto answer = request(*endpoint, token, http::verb::get, target);
+    if (const int status = print_answer(answer, out, err); status != 0) return status;
+    if (!args->has("all")) return 0;
+    boost::system::error_code ec;
+    json::value value = json::parse(answer->body, ec);
+    if (ec || !value.is_object() || !value.as_object().contains("next_cursor") ||
+        !value.as_object().at("next_cursor").is_string()) {
+      return 0;
+    }
+    cursor = std::string(value.as_object().at("next_cursor").as_string());
+  }
+}
+
+}  // namespace spillway::cli

@@ -1,0 +1,280 @@
+#include "spillway/tenant_directory.h"
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <mutex>
+
+#include "src/core/text.h"
+
+namespace spillway {
+namespace {
+
+constexpr std::size_t kMaxNameBytes = 64;
+constexpr std::size_t kMaxLayers = 32;
+constexpr Micros kMaxPeriod = 366 * kMicrosPerDay;
+
+bool is_record_name(std::string_view text) {
+  return !text.empty() && text.size() <= kMaxNameBytes &&
+         std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '-';
+         });
+}
+
+std::unexpected<Error> bad_field(std::string message, std::string field) {
+  return std::unexpected(Error{Errc::kInvalidArgument, std::move(message), std::move(field)});
+}
+
+bool parse_int(std::string_view text, std::int64_t& out) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::vector<std::string_view> split_spaces(std::string_view text) {
+  std::vector<std::string_view> parts;
+  while (!text.empty()) {
+    const std::size_t space = text.find(' ');
+    parts.push_back(text.substr(0, space));
+    if (space == std::string_view::npos) break;
+    text.remove_prefix(space + 1);
+  }
+  return parts;
+}
+
+}  // namespace
+
+Result<void> check_tenant_record(const TenantRecord& record) {
+  if (!record.plan.empty() && !is_record_name(record.plan)) {
+    return bad_field("plan " + quote_for_error(record.plan, 80) +
+                         " must be letters, digits, '_' or '-' (at most 64)",
+                     "plan");
+  }
+  if (record.limits.size() > kMaxLayers) {
+    return bad_field("at most " + std::to_string(kMaxLayers) + " layers may have their own rate",
+                     "limits");
+  }
+  for (const auto& [layer, rate] : record.limits) {
+    const std::string field = "limits." + layer;
+    if (!is_record_name(layer)) {
+      return bad_field("layer name " + quote_for_error(layer, 80) +
+                           " must be letters, digits, '_' or '-' (at most 64)",
+                       "limits");
+    }
+    if (rate.limit < 1) return bad_field(field + ": the limit must be at least 1", field);
+    if (rate.period < kMicrosPerMilli || rate.period > kMaxPeriod) {
+      return bad_field(field + ": the period must be between 1ms and 366d", field);
+    }
+  }
+  if (record.plan.empty() && record.limits.empty() && !record.blocked) {
+    return bad_field("a tenant record needs a plan, limits or blocked (to remove one, delete it)",
+                     "plan");
+  }
+  return {};
+}
+
+std::string encode_tenant_record(const TenantRecord& record) {
+  std::string out = "v1 ";
+  out += record.blocked ? '1' : '0';
+  out += ' ';
+  out += record.plan.empty() ? std::string(".") : record.plan;
+  for (const auto& [layer, rate] : record.limits) {
+    out += ' ';
+    out += layer;
+    out += '=';
+    out += std::to_string(rate.limit);
+    out += '/';
+    out += std::to_string(rate.period);
+  }
+  return out;
+}
+
+Result<TenantRecord> decode_tenant_record(std::string_view text) {
+  const std::vector<std::string_view> parts = split_spaces(text);
+  if (parts.size() < 3 || parts[0] != "v1" || (parts[1] != "0" && parts[1] != "1")) {
+    return invalid_argument("tenant record " + quote_for_error(text, 80) +
+                            " is not in the form \"v1 <0|1> <plan|.> [layer=limit/period]...\"");
+  }
+  TenantRecord record;
+  record.blocked = parts[1] == "1";
+  if (parts[2] != ".") record.plan = std::string(parts[2]);
+  for (std::size_t i = 3; i < parts.size(); ++i) {
+    const std::size_t equals = parts[i].find('=');
+    const std::size_t slash = parts[i].find('/');
+    TenantRate rate;
+    if (equals == std::string_view::npos || slash == std::string_view::npos || slash < equals ||
+        !parse_int(parts[i].substr(equals + 1, slash - equals - 1), rate.limit) ||
+        !parse_int(parts[i].substr(slash + 1), rate.period)) {
+      return invalid_argument("tenant record: " + quote_for_error(parts[i], 80) +
+                              " is not layer=limit/period_us");
+    }
+    if (!record.limits.emplace(std::string(parts[i].substr(0, equals)), rate).second) {
+      return invalid_argument("tenant record: layer " +
+                              quote_for_error(parts[i].substr(0, equals), 80) + " twice");
+    }
+  }
+  if (auto checked = check_tenant_record(record); !checked) {
+    return invalid_argument("tenant record: " + checked.error().message);
+  }
+  return record;
+}
+
+std::string describe_tenant_record(const TenantRecord& record) {
+  std::string out;
+  if (record.blocked) out = "blocked";
+  if (!record.plan.empty()) out += (out.empty() ? "plan " : ", plan ") + record.plan;
+  for (const auto& [layer, rate] : record.limits) {
+    out += (out.empty() ? "" : ", ") + layer + " " + std::to_string(rate.limit) + "/" +
+           format_duration(rate.period);
+  }
+  return out;
+}
+
+TenantDirectory::Shard& TenantDirectory::shard_of(std::string_view id) const {
+  return shards_[std::hash<std::string_view>{}(id) % kShards];
+}
+
+std::shared_ptr<const TenantRecord> TenantDirectory::find(std::string_view key) const {
+  if (size() == 0 || key.empty() || key.size() > kMaxTenantKeyBytes) return nullptr;
+  return find_id(id_of(key));
+}
+
+std::shared_ptr<const TenantRecord> TenantDirectory::find_id(std::string_view id) const {
+  const Shard& shard = shard_of(id);
+  std::shared_lock lock(shard.mutex);
+  // C++20's heterogeneous lookup needs a transparent hash; ids are short, a copy is cheap.
+  auto it = shard.records.find(std::string(id));
+  return it == shard.records.end() ? nullptr : it->second;
+}
+
+Result<void> TenantDirectory::check_key(std::string_view key) const {
+  if (key.empty()) return bad_field("the tenant key is empty", "key");
+  if (key.size() > kMaxTenantKeyBytes) {
+    return bad_field("the tenant key is " + std::to_string(key.size()) + " bytes, over the " +
+                         std::to_string(kMaxTenantKeyBytes) + "-byte bound",
+                     "key");
+  }
+  return {};
+}
+
+Result<std::optional<TenantRecord>> TenantDirectory::put(std::string_view key,
+                                                         const TenantRecord& record) {
+  if (auto checked = check_key(key); !checked) return std::unexpected(checked.error());
+  if (auto checked = check_tenant_record(record); !checked) {
+    return std::unexpected(checked.error());
+  }
+  const Change change{id_of(key), record};
+  std::lock_guard lock(write_mutex_);
+  auto before = write(std::span(&change, 1), true);
+  if (!before) return std::unexpected(before.error());
+  apply(change.first, record);
+  return std::move(before->front());
+}
+
+Result<std::optional<TenantRecord>> TenantDirectory::erase(std::string_view key) {
+  if (auto checked = check_key(key); !checked) return std::unexpected(checked.error());
+  const Change change{id_of(key), std::nullopt};
+  std::lock_guard lock(write_mutex_);
+  auto before = write(std::span(&change, 1), true);
+  if (!before) return std::unexpected(before.error());
+  apply(change.first, std::nullopt);
+  return std::move(before->front());
+}
+
+Result<std::size_t> TenantDirectory::put_many(
+    std::span<const std::pair<std::string, TenantRecord>> records) {
+  std::vector<Change> changes;
+  changes.reserve(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& [key, record] = records[i];
+    auto checked = check_key(key);
+    if (checked) checked = check_tenant_record(record);
+    if (!checked) {
+      Error error = checked.error();
+      error.message = "record " + std::to_string(i + 1) + ": " + error.message;
+      return std::unexpected(error);
+    }
+    changes.emplace_back(id_of(key), record);
+  }
+  if (changes.empty()) return 0;
+  std::lock_guard lock(write_mutex_);
+  auto written = write(changes, false);
+  if (!written) return std::unexpected(written.error());
+  for (Change& change : changes) apply(change.first, std::move(change.second));
+  return changes.size();
+}
+
+TenantPage TenantDirectory::list(std::string_view plan, std::string_view cursor,
+                                 std::size_t limit) const {
+  TenantPage page;
+  if (limit == 0) return page;
+  // Ids sorted across shards: every shard's ids after the cursor, merged. A page walks every
+  // shard once; fine for an operator's listing, never on the request path.
+  std::vector<TenantEntry> candidates;
+  for (const Shard& shard : shards_) {
+    std::vector<TenantEntry> mine;
+    {
+      std::shared_lock lock(shard.mutex);
+      for (const auto& [id, record] : shard.records) {
+        if (id <= cursor && !cursor.empty()) continue;
+        if (!plan.empty() && record->plan != plan) continue;
+        mine.push_back({id, *record});
+      }
+    }
+    // Only the `limit` smallest of each shard can be on the page.
+    if (mine.size() > limit) {
+      std::nth_element(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(limit), mine.end(),
+                       [](const TenantEntry& a, const TenantEntry& b) { return a.id < b.id; });
+      mine.resize(limit);
+    }
+    std::move(mine.begin(), mine.end(), std::back_inserter(candidates));
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const TenantEntry& a, const TenantEntry& b) { return a.id < b.id; });
+  if (candidates.size() > limit) {
+    candidates.resize(limit);
+    page.next_cursor = candidates.back().id;
+  }
+  page.entries = std::move(candidates);
+  return page;
+}
+
+void TenantDirectory::append_metrics(std::string& out) const {
+  out += "# HELP spillway_tenants Tenant records in this process's copy.\n";
+  out += "# TYPE spillway_tenants gauge\n";
+  out += "spillway_tenants " + std::to_string(size()) + "\n";
+}
+
+void TenantDirectory::apply(const std::string& id, std::optional<TenantRecord> record) {
+  Shard& shard = shard_of(id);
+  std::unique_lock lock(shard.mutex);
+  if (!record) {
+    if (shard.records.erase(id) > 0) size_.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  auto [it, added] =
+      shard.records.insert_or_assign(id, std::make_shared<const TenantRecord>(std::move(*record)));
+  (void)it;
+  if (added) size_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void TenantDirectory::replace_all(std::vector<TenantEntry> entries) {
+  std::vector<std::unordered_map<std::string, std::shared_ptr<const TenantRecord>>> fresh(kShards);
+  std::size_t count = 0;
+  for (TenantEntry& entry : entries) {
+    auto& map = fresh[std::hash<std::string_view>{}(entry.id) % kShards];
+    if (map.insert_or_assign(std::move(entry.id),
+                             std::make_shared<const TenantRecord>(std::move(entry.record)))
+            .second) {
+      ++count;
+    }
+  }
+  for (std::size_t i = 0; i < kShards; ++i) {
+    std::unique_lock lock(shards_[i].mutex);
+    shards_[i].records.swap(fresh[i]);
+  }
+  size_.store(count, std::memory_order_relaxed);
+}
+
+}  // namespace spillway

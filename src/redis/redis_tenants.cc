@@ -1,0 +1,290 @@
+#include "src/redis/redis_tenants.h"
+
+#include "src/core/wait_for_answer.h"
+#include "src/redis/key_slot.h"
+#include "src/redis/reply.h"
+#include "src/redis/script_target.h"
+#include "src/redis/scripts.h"
+
+namespace spillway::redis {
+namespace {
+
+enum Which { kWrite, kRead, kScan };
+
+Script script_of(int which) {
+  switch (which) {
+    case kWrite:
+      return {tenant_write_script_source(), &tenant_write_script_sha(), true};
+    case kRead:
+      return {tenant_read_script_source(), &tenant_read_script_sha(), false};
+    default:
+      return {tenant_scan_script_source(), &tenant_scan_script_sha(), false};
+  }
+}
+
+std::unexpected<Error> bad_reply(const std::string& what) {
+  return std::unexpected(Error{Errc::kUnavailable, "tenant records: unexpected reply " + what});
+}
+
+bool is_int(const Reply& reply) { return reply.type == Reply::Type::kInteger; }
+
+}  // namespace
+
+Result<std::unique_ptr<RedisTenantDirectory>> RedisTenantDirectory::open(
+    RedisStoreOptions store, RedisTenantOptions options) {
+  if (auto checked = RedisStore::check_options(store); !checked) {
+    return std::unexpected(checked.error());
+  }
+  auto digest = KeyDigest::make(store.key_hash);
+  if (!digest) return std::unexpected(digest.error());
+  RedisStoreOptions target_options = store;
+  target_options.pool_size = 1;
+  target_options.timeout = options.timeout;
+  auto target = open_script_target(std::move(target_options));
+  if (!target) return std::unexpected(target.error());
+  return std::unique_ptr<RedisTenantDirectory>(new RedisTenantDirectory(
+      std::move(*digest), std::move(store), std::move(options), std::move(*target)));
+}
+
+RedisTenantDirectory::RedisTenantDirectory(KeyDigest digest, RedisStoreOptions store,
+                                           RedisTenantOptions options,
+                                           std::unique_ptr<ScriptTarget> target)
+    : TenantDirectory(std::move(digest)),
+      store_(std::move(store)),
+      options_(std::move(options)),
+      target_(std::move(target)) {
+  const std::string base = store_.key_prefix + ":{tenants}:";
+  keys_ = {base + "records", base + "log", base + "seq"};
+  slot_ = target_->one_node() ? 0 : key_slot(keys_[0]);
+  follower_ = std::thread([this] { follow(); });
+}
+
+RedisTenantDirectory::~RedisTenantDirectory() {
+  {
+    std::lock_guard lock(stop_mutex_);
+    stopping_ = true;
+  }
+  stop_signal_.notify_all();
+  follower_.join();
+  target_.reset();
+}
+
+void RedisTenantDirectory::say(const std::string& line) {
+  if (options_.log) options_.log(line);
+}
+
+bool RedisTenantDirectory::wait_ready(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(stop_mutex_);
+  return stop_signal_.wait_for(lock, timeout, [this] { return loaded_.load() || stopping_; }) &&
+         loaded_.load();
+}
+
+Result<Reply> RedisTenantDirectory::run(int which, std::vector<std::string> argv) {
+  auto args = std::make_shared<std::vector<std::string>>();
+  args->reserve(5 + argv.size());
+  *args = {"", "", "3", keys_[0], keys_[1], keys_[2]};
+  for (std::string& value : argv) args->push_back(std::move(value));
+  const Script script = script_of(which);
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  Result<Reply> reply = wait_for_answer<Result<Reply>>(
+      [&](auto answer) { target_->run(slot_, script, args, deadline, std::move(answer)); });
+  if (reply && reply->is_error()) {
+    return std::unexpected(Error{Errc::kUnavailable, "tenant records: " + reply->text});
+  }
+  return reply;
+}
+
+Result<std::vector<std::optional<TenantRecord>>> RedisTenantDirectory::write(
+    std::span<const Change> changes, bool want_before) {
+  std::vector<std::optional<TenantRecord>> before;
+  before.reserve(changes.size());
+  const std::size_t batch = std::max<std::size_t>(1, options_.batch);
+  // Batches go out up to in_flight at a time: a bulk import is bound by round trips otherwise.
+  struct Pending {
+    std::mutex mutex;
+    std::condition_variable done;
+    std::size_t running = 0;
+    std::optional<Error> error;
+    std::vector<std::pair<std::size_t, Reply>> replies;  // batch start -> reply
+  };
+  auto pending = std::make_shared<Pending>();
+  const Script script = script_of(kWrite);
+  for (std::size_t start = 0; start < changes.size(); start += batch) {
+    const std::size_t end = std::min(changes.size(), start + batch);
+    auto args = std::make_shared<std::vector<std::string>>();
+    args->reserve(8 + 2 * (end - start));
+    *args = {"",
+             "",
+             "3",
+             keys_[0],
+             keys_[1],
+             keys_[2],
+             std::to_string(options_.log_length),
+             want_before ? "1" : "0"};
+    for (std::size_t i = start; i < end; ++i) {
+      args->push_back(changes[i].first);
+      args->push_back(changes[i].second ? encode_tenant_record(*changes[i].second) : "");
+    }
+    {
+      std::unique_lock lock(pending->mutex);
+      pending->done.wait(
+          lock, [&] { return pending->running < std::max<std::size_t>(1, options_.in_flight); });
+      if (pending->error) break;
+      ++pending->running;
+    }
+    target_->run(slot_, script, args, std::chrono::steady_clock::now() + options_.timeout,
+                 [pending, start](Result<Reply> reply) {
+                   std::lock_guard lock(pending->mutex);
+                   --pending->running;
+                   if (!reply) {
+                     if (!pending->error) pending->error = reply.error();
+                   } else if (reply->is_error()) {
+                     if (!pending->error) {
+                       pending->error = Error{Errc::kUnavailable, "tenant records: " + reply->text};
+                     }
+                   } else {
+                     pending->replies.emplace_back(start, std::move(*reply));
+                   }
+                   pending->done.notify_all();
+                 });
+  }
+  std::unique_lock lock(pending->mutex);
+  pending->done.wait(lock, [&] { return pending->running == 0; });
+  if (pending->error) return std::unexpected(*pending->error);
+  if (!want_before) {
+    before.resize(changes.size());
+    return before;
+  }
+  std::sort(pending->replies.begin(), pending->replies.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [start, reply] : pending->replies) {
+    if (reply.type != Reply::Type::kArray || reply.elements.empty()) return bad_reply("to a write");
+    for (std::size_t i = 1; i < reply.elements.size(); ++i) {
+      const std::string& text = reply.elements[i].text;
+      if (text.empty()) {
+        before.emplace_back();
+        continue;
+      }
+      auto record = decode_tenant_record(text);
+      before.push_back(record ? std::optional<TenantRecord>(std::move(*record)) : std::nullopt);
+    }
+  }
+  if (before.size() != changes.size()) return bad_reply("to a write (records before)");
+  return before;
+}
+
+Result<void> RedisTenantDirectory::load_all() {
+  std::vector<TenantEntry> entries;
+  std::string cursor = "0";
+  std::optional<std::int64_t> start_seq;
+  std::string start_nonce;
+  do {
+    auto reply = run(kScan, {cursor, "1000"});
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->type != Reply::Type::kArray || reply->elements.size() < 3 ||
+        !is_int(reply->elements[0]) || reply->elements.size() % 2 != 1) {
+      return bad_reply("to a scan");
+    }
+    if (!start_seq) {
+      start_seq = reply->elements[0].integer;
+      start_nonce = reply->elements[1].text;
+    }
+    cursor = reply->elements[2].text;
+    for (std::size_t i = 3; i + 1 < reply->elements.size(); i += 2) {
+      auto record = decode_tenant_record(reply->elements[i + 1].text);
+      if (!record) {
+        errors_.fetch_add(1);
+        continue;  // a record this version cannot read: left out, counted
+      }
+      entries.push_back({std::move(reply->elements[i].text), std::move(*record)});
+    }
+  } while (cursor != "0");
+  replace_all(std::move(entries));
+  seq_.store(*start_seq);
+  nonce_ = std::move(start_nonce);
+  resyncs_.fetch_add(1);
+  return {};
+}
+
+Result<void> RedisTenantDirectory::catch_up() {
+  while (true) {
+    auto reply =
+        run(kRead, {std::to_string(seq_.load()), std::to_string(options_.read_entries), nonce_});
+    if (!reply) return std::unexpected(reply.error());
+    if (reply->type != Reply::Type::kArray || reply->elements.size() < 4 ||
+        reply->elements.size() % 2 != 0 || !is_int(reply->elements[0]) ||
+        !is_int(reply->elements[1]) || !is_int(reply->elements[2])) {
+      return bad_reply("to a read of the log");
+    }
+    const std::int64_t now = reply->elements[0].integer;
+    if (reply->elements[1].integer == 0) {
+      say("tenant records: the change log no longer holds what this instance applied last "
+          "(change " +
+          std::to_string(seq_.load()) + ") or what follows it; loading every record again");
+      return load_all();
+    }
+    for (std::size_t i = 4; i + 1 < reply->elements.size(); i += 2) {
+      const std::string& text = reply->elements[i + 1].text;
+      if (text.empty()) {
+        apply(reply->elements[i].text, std::nullopt);
+        continue;
+      }
+      auto record = decode_tenant_record(text);
+      if (!record) {
+        errors_.fetch_add(1);
+        continue;
+      }
+      apply(reply->elements[i].text, std::move(*record));
+    }
+    const std::int64_t last = reply->elements[2].integer;
+    seq_.store(last);
+    nonce_ = std::move(reply->elements[3].text);
+    if (last >= now) return {};
+  }
+}
+
+void RedisTenantDirectory::follow() {
+  while (true) {
+    Result<void> step = loaded_.load() ? catch_up() : load_all();
+    polls_.fetch_add(1);
+    if (step) {
+      if (!loaded_.load()) {
+        {
+          std::lock_guard lock(stop_mutex_);
+          loaded_.store(true);
+        }
+        stop_signal_.notify_all();
+      }
+      if (failing_) say("tenant records: following Redis again");
+      failing_ = false;
+    } else {
+      errors_.fetch_add(1);
+      if (!failing_) {
+        say("tenant records: cannot read them from Redis (" + step.error().message +
+            "); requests use the copy this instance holds until it can");
+      }
+      failing_ = true;
+    }
+    std::unique_lock lock(stop_mutex_);
+    if (stop_signal_.wait_for(lock, options_.poll_interval, [this] { return stopping_; })) return;
+  }
+}
+
+void RedisTenantDirectory::append_metrics(std::string& out) const {
+  TenantDirectory::append_metrics(out);
+  out +=
+      "# HELP spillway_tenants_sequence The last change to the tenant records this copy "
+      "applied.\n# TYPE spillway_tenants_sequence gauge\nspillway_tenants_sequence " +
+      std::to_string(seq_.load()) + "\n";
+  out +=
+      "# HELP spillway_tenants_reloads_total Full loads of the tenant records from Redis.\n"
+      "# TYPE spillway_tenants_reloads_total counter\nspillway_tenants_reloads_total " +
+      std::to_string(resyncs_.load()) + "\n";
+  out +=
+      "# HELP spillway_tenants_errors_total Failed reads of the tenant records, and records "
+      "that could not be decoded.\n# TYPE spillway_tenants_errors_total counter\n"
+      "spillway_tenants_errors_total " +
+      std::to_string(errors_.load()) + "\n";
+}
+
+}  // namespace spillway::redis

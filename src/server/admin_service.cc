@@ -1,0 +1,489 @@
+#include "src/server/admin_service.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <set>
+
+#include "src/core/text.h"
+#include "src/server/ascii.h"
+#include "src/server/decision_response.h"
+#include "src/server/json_text.h"
+
+namespace spillway::server {
+namespace json = boost::json;
+namespace {
+
+constexpr std::string_view kTenantsPath = "/v1/tenants";
+constexpr std::size_t kMaxPage = 1000;
+
+bool is_token_name(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+}
+
+// Equal bytes, in time that depends on the length only (both are digests of one length).
+bool same_digest(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char difference = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    difference |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return difference == 0;
+}
+
+std::optional<std::string> percent_decoded(std::string_view text) {
+  std::string out;
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size() || hex(text[i + 1]) < 0 || hex(text[i + 2]) < 0) return std::nullopt;
+    out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
+    i += 2;
+  }
+  return out;
+}
+
+// The value of `name` in a query string ("plan=pro&cursor=x"), percent-decoded; nullopt when
+// absent or malformed.
+std::optional<std::string> query_value(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const std::size_t equals = pair.find('=');
+    if (pair.substr(0, equals) == name) {
+      return equals == std::string_view::npos ? std::string()
+                                              : percent_decoded(pair.substr(equals + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+std::unexpected<Error> bad(std::string message, std::string field = "") {
+  return std::unexpected(Error{Errc::kInvalidArgument, std::move(message), std::move(field)});
+}
+
+std::string rate_text(const TenantRate& rate) {
+  return std::to_string(rate.limit) + "/" + format_duration(rate.period);
+}
+
+void append_record(std::string& out, const TenantRecord& record) {
+  out += "{\"plan\":";
+  if (record.plan.empty()) {
+    out += "null";
+  } else {
+    append_json_string(out, record.plan);
+  }
+  out += ",\"limits\":{";
+  bool first = true;
+  for (const auto& [layer, rate] : record.limits) {
+    if (!first) out += ',';
+    first = false;
+    append_json_string(out, layer);
+    out += ':';
+    append_json_string(out, rate_text(rate));
+  }
+  out += "},\"blocked\":";
+  out += record.blocked ? "true" : "false";
+  out += '}';
+}
+
+void append_optional_record(std::string& out, const std::optional<TenantRecord>& record) {
+  if (record) {
+    append_record(out, *record);
+  } else {
+    out += "null";
+  }
+}
+
+HttpResponse json_response(int status, std::string body) {
+  HttpResponse response;
+  response.status = status;
+  response.body = std::move(body);
+  return response;
+}
+
+HttpResponse from_error(const Error& error) {
+  if (error.code == Errc::kInvalidArgument) return error_response(400, error.message);
+  return error_response(503, "the tenant store did not answer: " + error.message);
+}
+
+// A record as JSON sends it: plan, limits, blocked; any other field is refused by name. `where`
+// prefixes messages ("line 3: ").
+Result<TenantRecord> record_of(const json::object& object, const std::string& where,
+                               std::initializer_list<std::string_view> also_allowed = {}) {
+  TenantRecord record;
+  for (const auto& [name, value] : object) {
+    if (name == "plan") {
+      if (value.is_null()) continue;
+      if (!value.is_string()) return bad(where + "\"plan\" must be a string", "plan");
+      record.plan = std::string(value.as_string());
+    } else if (name == "blocked") {
+      if (!value.is_bool()) return bad(where + "\"blocked\" must be true or false", "blocked");
+      record.blocked = value.as_bool();
+    } else if (name == "limits") {
+      if (!value.is_object()) {
+        return bad(where +
+                       "\"limits\" must be an object of layer to rate, e.g. "
+                       "{\"gateway\":\"1200/min\"}",
+                   "limits");
+      }
+      for (const auto& [layer, rate_value] : value.as_object()) {
+        const std::string field = "limits." + std::string(layer);
+        if (!rate_value.is_string()) {
+          return bad(where + "\"" + field + "\" must be a rate such as \"1200/min\"", field);
+        }
+        auto rate = parse_rate(std::string_view(rate_value.as_string()));
+        if (!rate) return bad(where + "\"" + field + "\": " + rate.error().message, field);
+        record.limits[std::string(layer)] = {rate->limit, rate->period};
+      }
+    } else if (std::find(also_allowed.begin(), also_allowed.end(), std::string_view(name)) ==
+               also_allowed.end()) {
+      return bad(where + "unknown field " + quote_for_error(name, 60) +
+                     " (a tenant record has plan, limits, blocked)",
+                 std::string(name));
+    }
+  }
+  if (auto checked = check_tenant_record(record); !checked) {
+    return bad(where + checked.error().message, checked.error().field);
+  }
+  return record;
+}
+
+// Whether the policy can use the record: a plan of a store-sourced by_plan layer, limits for such
+// layers that their algorithm accepts.
+Result<void> check_against(const policy::Policy& policy, const TenantRecord& record,
+                           const std::string& where) {
+  std::vector<const policy::LayerSpec*> layers;
+  for (const policy::LayerSpec& layer : policy.spec().layers) {
+    if (layer.by_plan && layer.by_plan->source == policy::PlanSource::kStore) {
+      layers.push_back(&layer);
+    }
+  }
+  if (layers.empty()) {
+    return bad(where +
+                   "the policy has no by_plan layer with source: store, so a tenant record "
+                   "would change nothing; add source: store to a by_plan layer",
+               "plan");
+  }
+  if (!record.plan.empty()) {
+    std::set<std::string> plans;
+    for (const policy::LayerSpec* layer : layers) {
+      for (const auto& [name, rate] : layer->by_plan->plans) plans.insert(name);
+    }
+    if (!plans.contains(record.plan)) {
+      std::string known;
+      for (const std::string& name : plans) known += (known.empty() ? "" : ", ") + name;
+      return bad(
+          where + "plan " + quote_for_error(record.plan, 64) + " is not a plan (" + known + ")",
+          "plan");
+    }
+  }
+  for (const auto& [name, rate] : record.limits) {
+    const std::string field = "limits." + name;
+    auto layer = std::find_if(layers.begin(), layers.end(),
+                              [&](const policy::LayerSpec* l) { return l->name == name; });
+    if (layer == layers.end()) {
+      std::string known;
+      for (const policy::LayerSpec* l : layers) known += (known.empty() ? "" : ", ") + l->name;
+      return bad(where + "\"" + field + "\": no by_plan layer with source: store is named " +
+                     quote_for_error(name, 64) + " (" + known + ")",
+                 field);
+    }
+    if (auto limit = Limit::make((*layer)->algorithm, rate.limit, rate.period); !limit) {
+      return bad(where + "\"" + field + "\": " + limit.error().message, field);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<AdminToken>> read_admin_tokens(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return invalid_argument("admin_token_file " + quote_for_error(path) + " cannot be read");
+  std::vector<AdminToken> tokens;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    const std::string where = "admin_token_file " + path + " line " + std::to_string(number);
+    std::string_view text = trim(line, " \t\r");
+    if (text.empty() || text.front() == '#') continue;
+    AdminToken token;
+    const std::size_t space = text.find_first_of(" \t");
+    if (space == std::string_view::npos) {
+      token = {"admin", std::string(text)};
+    } else {
+      token = {std::string(text.substr(0, space)), std::string(trim(text.substr(space + 1)))};
+      if (!is_token_name(token.name)) {
+        return invalid_argument(where + ": the name must be letters, digits, '_' or '-'");
+      }
+    }
+    if (token.token.size() < 16 || token.token.find_first_of(" \t") != std::string::npos) {
+      return invalid_argument(where + ": a token is at least 16 bytes without spaces");
+    }
+    for (const AdminToken& other : tokens) {
+      if (other.token == token.token) return invalid_argument(where + ": the same token twice");
+    }
+    tokens.push_back(std::move(token));
+  }
+  if (tokens.empty()) return invalid_argument("admin_token_file " + path + " holds no token");
+  return tokens;
+}
+
+AdminService::AdminService(std::shared_ptr<TenantDirectory> tenants, std::vector<AdminToken> tokens,
+                           std::function<std::shared_ptr<const policy::Policy>()> policy,
+                           std::function<void(const std::string&)> audit)
+    : tenants_(std::move(tenants)),
+      token_digest_(*KeyDigest::make({})),
+      policy_(std::move(policy)),
+      audit_(std::move(audit)) {
+  for (AdminToken& token : tokens) {
+    tokens_.push_back({std::move(token.name), token_digest_.of(token.token)});
+  }
+}
+
+std::string AdminService::logged_path(std::string_view path) {
+  path = path.substr(0, path.find('?'));
+  constexpr std::string_view kPrefix = "/v1/tenants/";
+  if (path.starts_with(kPrefix) && path != "/v1/tenants/import") return "/v1/tenants/{key}";
+  return std::string(path);
+}
+
+const std::string* AdminService::authenticate(const HttpRequest& request) const {
+  const std::string* header = request.header("authorization");
+  if (header == nullptr) return nullptr;
+  std::string_view value = *header;
+  if (value.size() < 7 || !ascii_iequals(value.substr(0, 7), "bearer ")) return nullptr;
+  const std::string digest = token_digest_.of(trim(value.substr(7)));
+  const std::string* found = nullptr;
+  for (const Hashed& token : tokens_) {  // every token compared: the time does not say which
+    if (same_digest(token.digest, digest)) found = &token.name;
+  }
+  return found;
+}
+
+std::string AdminService::masked(std::string_view key) const {
+  return token_digest_.of(key).substr(0, 8) + "…";
+}
+
+void AdminService::handle(HttpRequest request, Responder respond) {
+  const std::string* who = authenticate(request);
+  if (who == nullptr) {
+    const bool carried = request.header("authorization") != nullptr;
+    refused_log_.write("spillway admin: refused " + request.method + " " +
+                       quote_for_error(logged_path(request.target), 80) + " from " +
+                       request.peer_address + ": " +
+                       (carried ? "wrong token" : "no Authorization: Bearer token"));
+    HttpResponse response =
+        error_response(401, carried ? "the bearer token is not one of server.admin_token_file"
+                                    : "the admin API needs Authorization: Bearer <token>");
+    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"spillway-admin\"");
+    return respond(std::move(response));
+  }
+  const std::string_view target = request.target;
+  const std::size_t question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  const std::string_view query =
+      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+  if (path == kTenantsPath) {
+    if (request.method != "GET") {
+      HttpResponse response = error_response(405,
+                                             "use GET on /v1/tenants (PUT a record at "
+                                             "/v1/tenants/{key})");
+      response.headers.emplace_back("Allow", "GET");
+      return respond(std::move(response));
+    }
+    return respond(list(query));
+  }
+  if (path == "/v1/tenants/import") {
+    if (request.method != "POST") {
+      HttpResponse response = error_response(405, "use POST on /v1/tenants/import");
+      response.headers.emplace_back("Allow", "POST");
+      return respond(std::move(response));
+    }
+    return respond(import(*who, request));
+  }
+  if (!path.starts_with("/v1/tenants/")) {
+    return respond(error_response(404, "no such admin endpoint: " + std::string(path) +
+                                           " (the admin API serves /v1/tenants)"));
+  }
+  const auto key = percent_decoded(path.substr(std::string_view("/v1/tenants/").size()));
+  if (!key) return respond(error_response(400, "the key in the path has a malformed %-escape"));
+  if (key->empty()) return respond(error_response(400, "the key in the path is empty"));
+  if (key->size() > kMaxTenantKeyBytes) {
+    return respond(error_response(400, "the key is " + std::to_string(key->size()) +
+                                           " bytes, over the " +
+                                           std::to_string(kMaxTenantKeyBytes) + "-byte bound"));
+  }
+  if (request.method == "PUT") return respond(put(*who, *key, request.body));
+  if (request.method == "GET") return respond(get(*key));
+  if (request.method == "DELETE") return respond(erase(*who, *key));
+  HttpResponse response = error_response(405, "method " + request.method +
+                                                  " is not allowed on a tenant (allow: GET, PUT, "
+                                                  "DELETE)");
+  response.headers.emplace_back("Allow", "GET, PUT, DELETE");
+  return respond(std::move(response));
+}
+
+HttpResponse AdminService::put(const std::string& who, const std::string& key,
+                               const std::string& body) {
+  boost::system::error_code ec;
+  json::value value = json::parse(body, ec);
+  if (ec) return error_response(400, "body is not valid JSON: " + ec.message());
+  if (!value.is_object()) {
+    return error_response(400, "body must be a JSON object such as {\"plan\":\"pro\"}");
+  }
+  auto record = record_of(value.as_object(), "");
+  if (!record) return from_error(record.error());
+  if (auto fits = check_against(*policy_(), *record, ""); !fits) return from_error(fits.error());
+  auto before = tenants_->put(key, *record);
+  if (!before) return from_error(before.error());
+  audit_("token=" + who + " put tenant=" + masked(key) +
+         " before=" + (*before ? describe_tenant_record(**before) : std::string("none")) +
+         " after=" + describe_tenant_record(*record));
+  std::string out = "{\"id\":";
+  append_json_string(out, utf8_or_escaped(tenants_->id_of(key)));
+  out += ",\"before\":";
+  append_optional_record(out, *before);
+  out += ",\"after\":";
+  append_record(out, *record);
+  out += "}";
+  return json_response(200, std::move(out));
+}
+
+HttpResponse AdminService::get(const std::string& key) const {
+  auto record = tenants_->find(key);
+  if (record == nullptr) {
+    return error_response(404,
+                          "no tenant record for this key (the file's plan or the default "
+                          "applies)");
+  }
+  std::string out = "{\"id\":";
+  append_json_string(out, utf8_or_escaped(tenants_->id_of(key)));
+  out += ",\"record\":";
+  append_record(out, *record);
+  out += "}";
+  return json_response(200, std::move(out));
+}
+
+HttpResponse AdminService::erase(const std::string& who, const std::string& key) {
+  auto before = tenants_->erase(key);
+  if (!before) return from_error(before.error());
+  if (!*before) return error_response(404, "no tenant record for this key: nothing deleted");
+  audit_("token=" + who + " delete tenant=" + masked(key) +
+         " before=" + describe_tenant_record(**before) + " after=none");
+  std::string out = "{\"deleted\":true,\"before\":";
+  append_record(out, **before);
+  out += "}";
+  return json_response(200, std::move(out));
+}
+
+HttpResponse AdminService::list(std::string_view query) const {
+  const std::string plan = query_value(query, "plan").value_or("");
+  const std::string cursor = query_value(query, "cursor").value_or("");
+  std::size_t limit = 100;
+  if (auto text = query_value(query, "limit")) {
+    std::size_t parsed = 0;
+    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), parsed);
+    if (ec != std::errc() || end != text->data() + text->size() || parsed == 0 ||
+        parsed > kMaxPage) {
+      return error_response(
+          400, "\"limit\" must be a whole number from 1 to " + std::to_string(kMaxPage));
+    }
+    limit = parsed;
+  }
+  const TenantPage page = tenants_->list(plan, cursor, limit);
+  std::string out = "{\"tenants\":[";
+  for (std::size_t i = 0; i < page.entries.size(); ++i) {
+    if (i > 0) out += ',';
+    out += "{\"id\":";
+    append_json_string(out, utf8_or_escaped(page.entries[i].id));
+    out += ",\"record\":";
+    append_record(out, page.entries[i].record);
+    out += '}';
+  }
+  out += "],\"next_cursor\":";
+  if (page.next_cursor.empty()) {
+    out += "null";
+  } else {
+    append_json_string(out, utf8_or_escaped(page.next_cursor));
+  }
+  out += ",\"total\":" + std::to_string(tenants_->size()) + "}";
+  return json_response(200, std::move(out));
+}
+
+HttpResponse AdminService::import(const std::string& who, const HttpRequest& request) {
+  const std::string* type = request.header("content-type");
+  const bool csv = type != nullptr && type->starts_with("text/csv");
+  const std::shared_ptr<const policy::Policy> policy = policy_();
+  std::vector<std::pair<std::string, TenantRecord>> records;
+  std::string_view body = request.body;
+  std::size_t number = 0;
+  while (!body.empty()) {
+    const std::size_t end = body.find('\n');
+    std::string_view line = body.substr(0, end);
+    body.remove_prefix(end == std::string_view::npos ? body.size() : end + 1);
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (trim(line).empty()) continue;
+    const std::string where = "line " + std::to_string(number) + ": ";
+    std::string key;
+    TenantRecord record;
+    if (csv) {
+      const std::size_t comma = line.find(',');
+      if (comma == std::string_view::npos) {
+        return error_response(400, where + "a CSV line is key,plan");
+      }
+      if (number == 1 && line == "key,plan") continue;  // a header line
+      key = std::string(line.substr(0, comma));
+      record.plan = std::string(line.substr(comma + 1));
+      if (auto checked = check_tenant_record(record); !checked) {
+        return error_response(400, where + checked.error().message);
+      }
+    } else {
+      boost::system::error_code ec;
+      json::value value = json::parse(line, ec);
+      if (ec || !value.is_object()) {
+        return error_response(400, where +
+                                       "not a JSON object (NDJSON: one record per line, "
+                                       "{\"key\":\"…\",\"plan\":\"pro\"})");
+      }
+      const json::object& object = value.as_object();
+      const json::value* key_value = object.if_contains("key");
+      if (key_value == nullptr || !key_value->is_string()) {
+        return error_response(400, where + "\"key\" must be a string");
+      }
+      key = std::string(key_value->as_string());
+      auto parsed = record_of(object, where, {"key"});
+      if (!parsed) return from_error(parsed.error());
+      record = std::move(*parsed);
+    }
+    if (key.empty() || key.size() > kMaxTenantKeyBytes) {
+      return error_response(
+          400, where + "the key must be 1 to " + std::to_string(kMaxTenantKeyBytes) + " bytes");
+    }
+    if (auto fits = check_against(*policy, record, where); !fits) return from_error(fits.error());
+    records.emplace_back(std::move(key), std::move(record));
+  }
+  auto written = tenants_->put_many(records);
+  if (!written) return from_error(written.error());
+  audit_("token=" + who + " import records=" + std::to_string(*written));
+  return json_response(200, "{\"imported\":" + std::to_string(*written) + "}");
+}
+
+}  // namespace spillway::server

@@ -1,0 +1,86 @@
+// The admin API (docs/SPEC.md §5.2): tenant records, on a listener of its own
+// (server.admin_listen), never on the decision port. Every request needs
+// `Authorization: Bearer <token>` with a token of server.admin_token_file; the token is compared
+// in constant time (as digests, so its length does not show either); a missing or wrong token is
+// a 401 that changes nothing and is logged (at most a line a second).
+//
+//   PUT    /v1/tenants/{key}   {"plan":"pro"} | {"limits":{"gateway":"1200/min"}} |
+//                              {"blocked":true} (they combine); answers the record before and after
+//   GET    /v1/tenants/{key}   the record, or 404
+//   DELETE /v1/tenants/{key}   removes it (the file's plan or the default applies again), or 404
+//   GET    /v1/tenants?plan=&cursor=&limit=   records by id (the key's digest), paged (≤ 1000)
+//   POST   /v1/tenants/import  NDJSON ({"key":…,"plan":…} per line) or CSV (text/csv: key,plan)
+// {key} is percent-decoded (a key with '/' is sent as %2F). A record is checked against the
+// current policy: its plan must be a plan of a by_plan layer with `source: store`, its limits
+// name such layers with rates their algorithm takes. Bad input is a 400 naming the field (or the
+// import's line) and writes nothing.
+//
+// Audit: every change is one line through `audit`: the token's name, the key masked (the first
+// 8 characters of its SHA-256 digest), the record before and after. An import is one line with
+// its count.
+//
+// Thread safety: handle() from any number of threads; writes are serialised by the directory.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spillway/key_hash.h"
+#include "spillway/policy_engine.h"
+#include "spillway/tenant_directory.h"
+#include "src/core/rate_limited_log.h"
+#include "src/server/http_server.h"
+
+namespace spillway::server {
+
+struct AdminToken {
+  std::string name;   // for the audit log
+  std::string token;  // at least 16 bytes
+};
+
+// Reads server.admin_token_file: one token per line, "<name> <token>" or a lone token (named
+// "admin"); blank lines and lines starting with '#' skipped. Errors name the file and line: no
+// token, a token under 16 bytes, a name that is not letters, digits, '_' or '-', two tokens alike.
+Result<std::vector<AdminToken>> read_admin_tokens(const std::string& path);
+
+class AdminService {
+ public:
+  // `policy` returns the policy in force (it changes on reload); `audit` gets one line per change.
+  AdminService(std::shared_ptr<TenantDirectory> tenants, std::vector<AdminToken> tokens,
+               std::function<std::shared_ptr<const policy::Policy>()> policy,
+               std::function<void(const std::string&)> audit);
+
+  void handle(HttpRequest request, Responder respond);
+
+  // The path as the access log and the refusal lines show it: a tenant's key replaced by
+  // "{key}" (keys are secrets; the audit line names the change, masked).
+  static std::string logged_path(std::string_view path);
+
+  // The largest body the admin listener accepts (an import of a million records fits).
+  static constexpr std::size_t kMaxBodyBytes = 256 * 1024 * 1024;
+
+ private:
+  struct Hashed {
+    std::string name;
+    std::string digest;
+  };
+  // The name of the token the request carries, or nullptr.
+  const std::string* authenticate(const HttpRequest& request) const;
+  HttpResponse put(const std::string& who, const std::string& key, const std::string& body);
+  HttpResponse get(const std::string& key) const;
+  HttpResponse erase(const std::string& who, const std::string& key);
+  HttpResponse list(std::string_view query) const;
+  HttpResponse import(const std::string& who, const HttpRequest& request);
+  std::string masked(std::string_view key) const;
+
+  std::shared_ptr<TenantDirectory> tenants_;
+  std::vector<Hashed> tokens_;
+  KeyDigest token_digest_;
+  std::function<std::shared_ptr<const policy::Policy>()> policy_;
+  std::function<void(const std::string&)> audit_;
+  mutable RateLimitedLog refused_log_;
+};
+
+}  // namespace spillway::server
