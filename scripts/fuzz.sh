@@ -24,7 +24,7 @@ scripts/setup.sh clang-16 libfuzzer-16-dev
 echo "== build: fuzz"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$(nproc)" --target request_fuzz config_fuzz url_fuzz rls_fuzz \
-  trace_fuzz
+  trace_fuzz tenants_fuzz
 
 artifacts=build/fuzz/artifacts
 mkdir -p "$artifacts"
@@ -32,7 +32,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export UBSAN_OPTIONS=print_stacktrace=1
 
-targets=(request config url rls trace)
+targets=(request config url rls trace tenants)
 # Runs one target for $seconds from a copy of its seed corpus; its output goes to its log.
 fuzz_one() {
   local target=$1 corpus=$work/$1

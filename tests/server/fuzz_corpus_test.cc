@@ -15,6 +15,7 @@
 #include "fuzz/config_check.h"
 #include "fuzz/request_check.h"
 #include "fuzz/rls_check.h"
+#include "fuzz/tenants_check.h"
 #include "fuzz/trace_check.h"
 #include "fuzz/url_check.h"
 
@@ -56,6 +57,8 @@ TEST(FuzzCorpus, RlsSeedsKeepTheirInvariants) { replay("rls", check_rls_input); 
 TEST(FuzzCorpus, UrlSeedsKeepTheirInvariants) { replay("url", check_url_input); }
 
 TEST(FuzzCorpus, TraceSeedsKeepTheirInvariants) { replay("trace", check_trace_input); }
+
+TEST(FuzzCorpus, TenantsSeedsKeepTheirInvariants) { replay("tenants", check_tenants_input); }
 
 }  // namespace
 }  // namespace spillway::fuzz
