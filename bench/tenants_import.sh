@@ -65,7 +65,7 @@ for i in range(20):
     start = time.monotonic()
     while True:
         body = urllib.request.urlopen(urllib.request.Request(
-            f"http://127.0.0.1:{decide}/v1/check", data=b'{"api_key":"prop-key"}',
+            f"http://127.0.0.1:{decide}/v1/check", data=b'{"api_key":"prop-key","cost":0}',
             method="POST")).read()
         if json.loads(body)["layers"][0]["plan"] == plan:
             break

@@ -136,9 +136,16 @@ class TenantDirectory {
 
  private:
   static constexpr std::size_t kShards = 64;
+  // Lookups by string_view: no copy of the id on the request path.
+  struct IdHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+  };
+  using Map = std::unordered_map<std::string, std::shared_ptr<const TenantRecord>, IdHash,
+                                 std::equal_to<>>;
   struct Shard {
     mutable std::shared_mutex mutex;
-    std::unordered_map<std::string, std::shared_ptr<const TenantRecord>> records;
+    Map records;
   };
   Shard& shard_of(std::string_view id) const;
   Result<void> check_key(std::string_view key) const;

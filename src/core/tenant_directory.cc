@@ -137,14 +137,16 @@ TenantDirectory::Shard& TenantDirectory::shard_of(std::string_view id) const {
 
 std::shared_ptr<const TenantRecord> TenantDirectory::find(std::string_view key) const {
   if (size() == 0 || key.empty() || key.size() > kMaxTenantKeyBytes) return nullptr;
-  return find_id(id_of(key));
+  thread_local std::string id;  // its capacity is kept: no allocation per request
+  id.clear();
+  digest_.append(id, key);
+  return find_id(id);
 }
 
 std::shared_ptr<const TenantRecord> TenantDirectory::find_id(std::string_view id) const {
   const Shard& shard = shard_of(id);
   std::shared_lock lock(shard.mutex);
-  // C++20's heterogeneous lookup needs a transparent hash; ids are short, a copy is cheap.
-  auto it = shard.records.find(std::string(id));
+  auto it = shard.records.find(id);
   return it == shard.records.end() ? nullptr : it->second;
 }
 
@@ -260,7 +262,7 @@ void TenantDirectory::apply(const std::string& id, std::optional<TenantRecord> r
 }
 
 void TenantDirectory::replace_all(std::vector<TenantEntry> entries) {
-  std::vector<std::unordered_map<std::string, std::shared_ptr<const TenantRecord>>> fresh(kShards);
+  std::vector<Map> fresh(kShards);
   std::size_t count = 0;
   for (TenantEntry& entry : entries) {
     auto& map = fresh[std::hash<std::string_view>{}(entry.id) % kShards];
