@@ -7,7 +7,7 @@
 #                           "local function decide_<a>"
 #                           + the id table + all_or_nothing.lua
 #   refund script:          refund.lua (undoes a reservation of the all-or-nothing script)
-#   tenant scripts:         tenant_write.lua, tenant_read.lua, tenant_scan.lua as they are
+#   standalone scripts:     tenant_write.lua, tenant_read.lua, tenant_scan.lua, reset.lua as they are
 # The id table maps each algorithm's number (its position in the list, as the C++ sends it) to
 # its decide function; static_asserts in the output check that the C++ list says the same.
 include(${CMAKE_CURRENT_LIST_DIR}/algorithm_list.cmake)
@@ -63,7 +63,7 @@ string(APPEND body "std::string_view all_or_nothing_script_source() {\n")
 string(APPEND body "  return R\"spillway_lua(${prelude}${every_algorithm}${id_table}${all_or_nothing})spillway_lua\";\n}\n\n")
 string(APPEND body "std::string_view refund_script_source() {\n")
 string(APPEND body "  return R\"spillway_lua(${refund})spillway_lua\";\n}\n\n")
-foreach(name IN ITEMS tenant_write tenant_read tenant_scan)
+foreach(name IN ITEMS tenant_write tenant_read tenant_scan reset)
   file(READ ${LUA_DIR}/${name}.lua text)
   string(APPEND body "std::string_view ${name}_script_source() {\n")
   string(APPEND body "  return R\"spillway_lua(${text})spillway_lua\";\n}\n\n")

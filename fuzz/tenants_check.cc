@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fuzz/check_util.h"
+#include "spillway/memory_store.h"
 #include "spillway/policy_engine.h"
 #include "src/memory/tenant_file.h"
 #include "src/server/admin_service.h"
@@ -56,8 +57,10 @@ void check_admin(std::string body, std::string method, std::string target,
   if (!opened) violated("an in-process directory does not open");
   std::shared_ptr<TenantDirectory> tenants = std::move(*opened);
   (void)tenants->put("existing", {.plan = "pro"});
+  static MemoryStore store;
   server::AdminService admin(
-      tenants, {{"fuzz", kToken}}, [] { return tenant_policy(); }, [](const std::string&) {});
+      tenants, store, {{"fuzz", kToken}}, [] { return tenant_policy(); },
+      [](const std::string&) {});
   const std::vector<TenantEntry> before = everything(*tenants);
   server::HttpRequest request;
   request.method = std::move(method);

@@ -81,6 +81,14 @@ class Policy {
   Result<PolicyDecision> decide(Store& store, const Attributes& attributes, std::int64_t cost,
                                 std::optional<Micros> now = std::nullopt) const;
 
+  // Every (key, limit) that layer `layer` may keep for the caller whose value of the layer's one
+  // caller attribute (its key's attribute other than the route) is `value`: a by_plan layer, one
+  // per plan and the tenant's own rate if it has one; a by_endpoint layer, one per route; a fixed
+  // limit, one. What the admin API resets. Errors (kInvalidArgument): no such layer; a layer keyed
+  // by more than one such attribute, or by a path it has no routes for (its keys cannot all be
+  // named from `value`).
+  Result<std::vector<Check>> keys_of_caller(std::string_view layer, std::string_view value) const;
+
   // Every attribute some layer reads (key parts, plan and endpoint attributes, "method" when a
   // route names one), sorted: what POST /v1/check accepts.
   const std::vector<std::string>& attributes_used() const { return attributes_used_; }

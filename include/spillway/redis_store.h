@@ -127,6 +127,8 @@ class RedisStore final : public Store {
   // Where a key's checks go: its hash slot on a cluster, 0 on one Redis (where any keys may
   // share a call).
   std::uint16_t slot_of(std::string_view redis_key) const;
+  // Operation::kReset: the keys deleted, one script call per hash slot (src/redis/store_reset.cc).
+  void reset(const StoreRequest& request, AllCallback done);
 
   RedisStoreOptions options_;
   KeyDigest digest_;

@@ -30,9 +30,15 @@ struct KeyedLimit {
 
 using Decisions = std::vector<Decision>;
 
-// What a request asks of a store. Only checks exist today; reserve, commit, refund and lease are
-// the operations planned next, and each will be one more value here, not one more method.
-enum class Operation : std::uint8_t { kCheck };
+// What a request asks of a store; reserve, commit, refund and lease are the operations planned
+// next, each one more value here, not one more method.
+//   kCheck  the checks below (all-or-nothing, cost charged when all admit).
+//   kReset  every key forgets its state under its limit, so that its next check finds it fresh
+//           (an operator undoing a limit that was hit by mistake). The cost is not used. Each
+//           key's decision says whether there was state to forget (`allowed` true) or not
+//           (false); `limit` is its limit. Every wrapper passes it to the backend (a cache of
+//           denials forgets what it remembers).
+enum class Operation : std::uint8_t { kCheck, kReset };
 
 // One request to a store, validated once where it enters (make()): every store and wrapper takes
 // it as it is. All-or-nothing over its keys (the layers of one request), as one atomic step:

@@ -140,7 +140,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   std::unique_ptr<server::HttpServer> admin_server;
   if (checked.admin_listen) {
     admin = std::make_unique<server::AdminService>(
-        tenants, std::move(checked.admin_tokens), [handler] { return handler->current_policy(); },
+        tenants, (*service)->store(), std::move(checked.admin_tokens),
+        [handler] { return handler->current_policy(); },
         [](const std::string& line) {
           const std::string text = "spillway audit: " + line + "\n";
           (void)!::write(2, text.data(), text.size());

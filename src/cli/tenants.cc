@@ -127,13 +127,14 @@ int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream
   const std::vector<std::string>& words = args->positional();
   const auto usage = [&](const std::string& what) {
     err << "spillway tenants: " << what
-        << " (usage: spillway tenants set|get|delete KEY, list, import FILE; with --admin URL "
-           "--token-file FILE)\n";
+        << " (usage: spillway tenants set|get|delete KEY, reset KEY --layer L, list, import FILE; "
+           "with --admin URL --token-file FILE)\n";
     return 2;
   };
   if (words.empty()) return usage("which command?");
   const std::string& command = words[0];
-  const bool keyed = command == "set" || command == "get" || command == "delete";
+  const bool keyed =
+      command == "set" || command == "get" || command == "delete" || command == "reset";
   if (!keyed && command != "list" && command != "import") {
     return usage("unknown command \"" + command + "\"");
   }
@@ -176,6 +177,14 @@ int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream
     return print_answer(request(*endpoint, token, http::verb::put,
                                 "/v1/tenants/" + path_segment(words[1]), json::serialize(record)),
                         out, err);
+  }
+  if (command == "reset") {
+    const auto layer = args->get("layer");
+    if (!layer) return usage("reset needs --layer (the layer whose counters to forget)");
+    return print_answer(
+        request(*endpoint, token, http::verb::delete_,
+                "/v1/tenants/" + path_segment(words[1]) + "/counters/" + path_segment(*layer)),
+        out, err);
   }
   if (command == "get" || command == "delete") {
     return print_answer(

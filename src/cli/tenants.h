@@ -2,7 +2,7 @@
 // (src/server/admin_service.h) of a running `spillway serve`.
 //
 //   tenants set KEY [--plan P] [--limit LAYER=RATE[,LAYER=RATE...]] [--blocked]
-//   tenants get KEY | tenants delete KEY
+//   tenants get KEY | tenants delete KEY | tenants reset KEY --layer LAYER
 //   tenants list [--plan P] [--cursor ID] [--page N] [--all]
 //   tenants import FILE (NDJSON, or CSV "key,plan" when FILE ends in .csv; - for standard input)
 // Every command takes --admin URL (http://host:port, the server's admin_listen) and --token-file

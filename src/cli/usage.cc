@@ -246,7 +246,7 @@ std::vector<Help> all_help() {
       {"tenants",
        "change tenant records through a server's admin API",
        "tenants set KEY [--plan P] [--limit LAYER=RATE,...] [--blocked] | get KEY | delete KEY | "
-       "list [--plan P] [--all] | import FILE",
+       "reset KEY --layer L | list [--plan P] [--all] | import FILE",
        "Talks to the admin API of a running spillway serve (server.admin_listen): gives a caller "
        "(an API key) a plan, its own rate for a layer, or blocks it; the change applies on every "
        "instance sharing the backend within a second. Prints the server's JSON answer. import "
@@ -258,6 +258,7 @@ std::vector<Help> all_help() {
         {"--limit LAYER=RATE", "set: the caller's own rate for a layer (e.g. gateway=1200/min)",
          "default: none"},
         {"--blocked", "set: deny every request with this key, charging nothing", "default: off"},
+        {"--layer L", "reset: the layer whose counters for KEY are forgotten", "required by reset"},
         {"--all", "list: every page, one JSON answer per line", "default: one page"},
         {"--page N", "list: records per page (1-1000)", "default: 100"},
         {"--cursor ID", "list: start after this id (a page's next_cursor)", "default: the first"}},

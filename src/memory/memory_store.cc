@@ -117,6 +117,18 @@ class MemoryStore::Impl {
     return decisions;
   }
 
+  // Operation::kReset: each key's state forgotten; a decision per key says whether it had one.
+  Decisions reset(std::span<const KeyedLimit> checks) {
+    Decisions decisions;
+    decisions.reserve(checks.size());
+    for (const KeyedLimit& c : checks) {
+      const bool had = with_table(c.limit->algorithm(),
+                                  [&](auto& table) { return table.reset(c.key, *c.limit); });
+      decisions.push_back(Decision{.allowed = had, .limit = c.limit->limit()});
+    }
+    return decisions;
+  }
+
   std::size_t sweep(Micros now) {
     return std::apply([now](auto&... table) { return (table.sweep(now) + ...); }, tables_);
   }
@@ -176,8 +188,11 @@ MemoryStore::MemoryStore(MemoryStoreOptions options)
 MemoryStore::~MemoryStore() = default;
 
 void MemoryStore::decide(const StoreRequest& request, AllCallback done) {
-  const Micros now = request.now() ? *request.now() : clock_->now();
   const std::span<const KeyedLimit> checks = request.checks();
+  if (request.operation() == Operation::kReset) {
+    return complete_inline(done, Result<Decisions>(impl_->reset(checks)));
+  }
+  const Micros now = request.now() ? *request.now() : clock_->now();
   if (checks.size() == 1) {  // one key: no shard set to lock in order
     Result<Decision> decision = impl_->check(checks[0].key, *checks[0].limit, now, request.cost());
     if (!decision)

@@ -62,6 +62,18 @@ class ShardedTable {
     return decision;
   }
 
+  // Forgets the key's state (Operation::kReset): its slot goes back to a fresh state, which
+  // decides as an absent key does and is dropped by the next sweep. Whether there was one.
+  bool reset(std::string_view user_key, const Limit& limit) {
+    const TableKey key = key_of(user_key, limit);
+    Shard& shard = shard_for(key);
+    std::lock_guard hold(shard.lock);
+    Slot* slot = shard.table.find(key);
+    if (slot == nullptr) return false;
+    slot->state = State{};
+    return true;
+  }
+
   // ---- For MemoryStore::check_all, which locks several shards (in address order) first. ----
 
   SpinLock& lock_for(const TableKey& key) { return shard_for(key).lock; }

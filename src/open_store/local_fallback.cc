@@ -32,6 +32,10 @@ void LocalFallbackStore::decide(const StoreRequest& request, AllCallback done) {
                    [this, owned, done = std::move(done)](Result<Decisions> decisions) mutable {
                      if (decisions) {
                        answered_by_primary();
+                       // A reset forgets what an outage left in the local store too.
+                       if (owned->request.operation() == Operation::kReset) {
+                         local_->decide(owned->request, [](Result<Decisions>) {});
+                       }
                        return done(std::move(decisions));
                      }
                      if (!falls_back(decisions.error())) return done(std::move(decisions));

@@ -162,6 +162,12 @@ std::optional<Decisions> OverLimitCache::cached_all(std::span<const KeyedLimit> 
 }
 
 void OverLimitCache::decide(const StoreRequest& request, AllCallback done) {
+  if (request.operation() == Operation::kReset) {
+    // Counters forgotten: no denial remembered may answer for them. All are dropped (an exact
+    // cache only costs backend calls when empty; a reset is an operator's rare act).
+    table_->clear();
+    return inner_->decide(request, std::move(done));
+  }
   const Micros sent = time(request.now());
   if (std::optional<Decisions> cached = cached_all(request.checks(), request.cost(), sent)) {
     return complete_inline(done, Result<Decisions>(std::move(*cached)));

@@ -263,6 +263,80 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
   return checks;
 }
 
+Result<std::vector<Policy::Check>> Policy::keys_of_caller(std::string_view layer_name,
+                                                          std::string_view value) const {
+  auto at = std::find_if(spec_.layers.begin(), spec_.layers.end(),
+                         [&](const LayerSpec& l) { return l.name == layer_name; });
+  if (at == spec_.layers.end()) {
+    std::string names;
+    for (const LayerSpec& l : spec_.layers) names += (names.empty() ? "" : ", ") + l.name;
+    return std::unexpected(Error{
+        Errc::kInvalidArgument,
+        "no layer is named " + quote_for_error(layer_name, 64) + " (" + names + ")", "layer"});
+  }
+  const std::size_t index = static_cast<std::size_t>(at - spec_.layers.begin());
+  const LayerSpec& layer = *at;
+  const BuiltLayer& built = built_[index];
+  const std::string* route_attribute = layer.by_endpoint ? &layer.by_endpoint->attribute : nullptr;
+  std::size_t callers = 0;
+  for (const std::string& name : layer.key) {
+    if (route_attribute != nullptr && name == *route_attribute) continue;
+    ++callers;
+  }
+  if (callers != 1) {
+    return std::unexpected(Error{Errc::kInvalidArgument,
+                                 "layer " + layer.name + " is keyed by " + std::to_string(callers) +
+                                     " caller attributes; its keys cannot be named from one value",
+                                 "layer"});
+  }
+  // The key of one route (nullptr: a layer without routes), as resolve() builds it.
+  const auto key_for = [&](const std::string* route) {
+    std::string key = layer.name;
+    for (const std::string& name : layer.key) {
+      append_key_part(
+          key, route != nullptr && name == *route_attribute ? std::string_view(*route) : value);
+    }
+    return key;
+  };
+  std::vector<Check> out;
+  if (layer.by_endpoint) {
+    for (std::size_t r = 0; r < built.route_names.size(); ++r) {
+      out.push_back({index, key_for(&built.route_names[r]), &built.route_limits[r]});
+    }
+  } else if (layer.by_plan) {
+    const std::string key = key_for(nullptr);
+    for (const auto& [plan, limit] : built.by_plan) out.push_back({index, key, &limit, &plan});
+    if (tenants_ != nullptr && layer.by_plan->source == PlanSource::kStore) {
+      if (auto record = tenants_->find(value)) {
+        if (auto own = record->limits.find(layer.name); own != record->limits.end()) {
+          if (auto made = Limit::make(layer.algorithm, own->second.limit, own->second.period)) {
+            auto custom = std::make_shared<const Limit>(*made);
+            const Limit* raw = custom.get();
+            out.push_back({index, key, raw, nullptr, std::move(custom)});
+          }
+        }
+      }
+    }
+  } else {
+    out.push_back({index, key_for(nullptr), &*built.fixed});
+  }
+  // Two plans of one rate are one limit: each (key, limit) once.
+  std::vector<Check> unique;
+  for (Check& check : out) {
+    const bool seen = std::any_of(unique.begin(), unique.end(), [&](const Check& c) {
+      return c.key == check.key && *c.limit == *check.limit;
+    });
+    if (!seen) unique.push_back(std::move(check));
+  }
+  out = std::move(unique);
+  for (const Check& check : out) {
+    if (Result<void> fits = check_layer_key(check.key, layer.name); !fits) {
+      return std::unexpected(fits.error());
+    }
+  }
+  return out;
+}
+
 PolicyDecision Policy::combine(const std::vector<Check>& checks, const Decisions& decisions) const {
   PolicyDecision out;
   out.layers.reserve(checks.size());

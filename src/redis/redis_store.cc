@@ -170,6 +170,7 @@ std::uint16_t RedisStore::slot_of(std::string_view redis_key) const {
 }
 
 void RedisStore::decide(const StoreRequest& request, AllCallback done) {
+  if (request.operation() == Operation::kReset) return reset(request, std::move(done));
   const std::span<const KeyedLimit> checks = request.checks();
   const std::int64_t cost = request.cost();
   const std::optional<Micros> now = request.now();

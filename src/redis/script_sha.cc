@@ -52,6 +52,11 @@ const std::string& tenant_read_script_sha() {
   return digest;
 }
 
+const std::string& reset_script_sha() {
+  static const std::string digest = sha1_hex(reset_script_source());
+  return digest;
+}
+
 const std::string& tenant_scan_script_sha() {
   static const std::string digest = sha1_hex(tenant_scan_script_source());
   return digest;

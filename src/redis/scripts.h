@@ -32,4 +32,8 @@ const std::string& tenant_write_script_sha();
 const std::string& tenant_read_script_sha();
 const std::string& tenant_scan_script_sha();
 
+// Forgets keys' state (Operation::kReset; lua/reset.lua).
+std::string_view reset_script_source();
+const std::string& reset_script_sha();
+
 }  // namespace spillway::redis

@@ -245,10 +245,12 @@ Result<std::vector<AdminToken>> read_admin_tokens(const std::string& path) {
   return tokens;
 }
 
-AdminService::AdminService(std::shared_ptr<TenantDirectory> tenants, std::vector<AdminToken> tokens,
+AdminService::AdminService(std::shared_ptr<TenantDirectory> tenants, Store& store,
+                           std::vector<AdminToken> tokens,
                            std::function<std::shared_ptr<const policy::Policy>()> policy,
                            std::function<void(const std::string&)> audit)
     : tenants_(std::move(tenants)),
+      store_(store),
       token_digest_(*KeyDigest::make({})),
       policy_(std::move(policy)),
       audit_(std::move(audit)) {
@@ -260,7 +262,11 @@ AdminService::AdminService(std::shared_ptr<TenantDirectory> tenants, std::vector
 std::string AdminService::logged_path(std::string_view path) {
   path = path.substr(0, path.find('?'));
   constexpr std::string_view kPrefix = "/v1/tenants/";
-  if (path.starts_with(kPrefix) && path != "/v1/tenants/import") return "/v1/tenants/{key}";
+  if (path.starts_with(kPrefix) && path != "/v1/tenants/import") {
+    const std::size_t counters = path.find("/counters/", kPrefix.size());
+    if (counters == std::string_view::npos) return "/v1/tenants/{key}";
+    return "/v1/tenants/{key}" + std::string(path.substr(counters));
+  }
   return std::string(path);
 }
 
@@ -322,13 +328,32 @@ void AdminService::handle(HttpRequest request, Responder respond) {
     return respond(error_response(404, "no such admin endpoint: " + std::string(path) +
                                            " (the admin API serves /v1/tenants)"));
   }
-  const auto key = percent_decoded(path.substr(std::string_view("/v1/tenants/").size()));
+  std::string_view segment = path.substr(std::string_view("/v1/tenants/").size());
+  std::optional<std::string_view> counters;  // /v1/tenants/{key}/counters/{layer}
+  if (const std::size_t slash = segment.find('/'); slash != std::string_view::npos) {
+    constexpr std::string_view kCounters = "/counters/";
+    if (segment.substr(slash, kCounters.size()) != kCounters) {
+      return respond(error_response(404, "no such admin endpoint: " + logged_path(path) +
+                                             " (a key holding '/' is sent as %2F)"));
+    }
+    counters = segment.substr(slash + kCounters.size());
+    segment = segment.substr(0, slash);
+  }
+  const auto key = percent_decoded(segment);
   if (!key) return respond(error_response(400, "the key in the path has a malformed %-escape"));
   if (key->empty()) return respond(error_response(400, "the key in the path is empty"));
   if (key->size() > kMaxTenantKeyBytes) {
     return respond(error_response(400, "the key is " + std::to_string(key->size()) +
                                            " bytes, over the " +
                                            std::to_string(kMaxTenantKeyBytes) + "-byte bound"));
+  }
+  if (counters) {
+    if (request.method != "DELETE") {
+      HttpResponse response = error_response(405, "use DELETE to reset a caller's counters");
+      response.headers.emplace_back("Allow", "DELETE");
+      return respond(std::move(response));
+    }
+    return respond(reset(*who, *key, *counters));
   }
   if (request.method == "PUT") return respond(put(*who, *key, request.body));
   if (request.method == "GET") return respond(get(*key));
@@ -391,6 +416,26 @@ HttpResponse AdminService::erase(const std::string& who, const std::string& key)
   append_record(out, **before);
   out += "}";
   return json_response(200, std::move(out));
+}
+
+HttpResponse AdminService::reset(const std::string& who, const std::string& key,
+                                 std::string_view layer) {
+  auto checks = policy_()->keys_of_caller(layer, key);
+  if (!checks) return from_error(checks.error());
+  std::vector<KeyedLimit> keys;
+  for (const policy::Policy::Check& check : *checks) keys.push_back({check.key, check.limit});
+  auto request = StoreRequest::make(keys, 0, std::nullopt, Operation::kReset);
+  if (!request) return from_error(request.error());
+  // The admin listener's own thread waits: the backend answers on its I/O threads.
+  Result<Decisions> done = store_.decide_and_wait(*request);
+  if (!done) return error_response(503, "the backend did not reset: " + done.error().message);
+  std::size_t forgotten = 0;
+  for (const Decision& d : *done) forgotten += d.allowed ? 1 : 0;
+  const std::string name(layer);
+  audit_("token=" + who + " reset tenant=" + masked(key) + " layer=" + name +
+         " keys=" + std::to_string(keys.size()) + " held_state=" + std::to_string(forgotten));
+  return json_response(200, "{\"layer\":\"" + name + "\",\"keys\":" + std::to_string(keys.size()) +
+                                ",\"held_state\":" + std::to_string(forgotten) + "}");
 }
 
 HttpResponse AdminService::list(std::string_view query) const {

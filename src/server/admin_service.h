@@ -10,6 +10,9 @@
 //   DELETE /v1/tenants/{key}   removes it (the file's plan or the default applies again), or 404
 //   GET    /v1/tenants?plan=&cursor=&limit=   records by id (the key's digest), paged (≤ 1000)
 //   POST   /v1/tenants/import  NDJSON ({"key":…,"plan":…} per line) or CSV (text/csv: key,plan)
+//   DELETE /v1/tenants/{key}/counters/{layer}   the caller's state in that layer forgotten (every
+//                              plan's and route's key; Operation::kReset), e.g. after a limit was
+//                              hit by mistake
 // {key} is percent-decoded (a key with '/' is sent as %2F). A record is checked against the
 // current policy: its plan must be a plan of a by_plan layer with `source: store`, its limits
 // name such layers with rates their algorithm takes. Bad input is a 400 naming the field (or the
@@ -47,8 +50,10 @@ Result<std::vector<AdminToken>> read_admin_tokens(const std::string& path);
 
 class AdminService {
  public:
-  // `policy` returns the policy in force (it changes on reload); `audit` gets one line per change.
-  AdminService(std::shared_ptr<TenantDirectory> tenants, std::vector<AdminToken> tokens,
+  // `policy` returns the policy in force (it changes on reload); `audit` gets one line per change;
+  // `store` is where counters are reset (the decision endpoints' store; it outlives this).
+  AdminService(std::shared_ptr<TenantDirectory> tenants, Store& store,
+               std::vector<AdminToken> tokens,
                std::function<std::shared_ptr<const policy::Policy>()> policy,
                std::function<void(const std::string&)> audit);
 
@@ -73,9 +78,11 @@ class AdminService {
   HttpResponse erase(const std::string& who, const std::string& key);
   HttpResponse list(std::string_view query) const;
   HttpResponse import(const std::string& who, const HttpRequest& request);
+  HttpResponse reset(const std::string& who, const std::string& key, std::string_view layer);
   std::string masked(std::string_view key) const;
 
   std::shared_ptr<TenantDirectory> tenants_;
+  Store& store_;
   std::vector<Hashed> tokens_;
   KeyDigest token_digest_;
   std::function<std::shared_ptr<const policy::Policy>()> policy_;

@@ -317,7 +317,13 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
     metrics_.decision(l.name, l.decision.allowed, l.shadow);
   }
   metrics_.outcome(result->allowed);
-  if (!result->allowed) top_denied_.add(result->denied_key);
+  if (!result->allowed) {
+    std::string_view plan;  // the denying layer's plan, for the dashboard
+    for (const LayerDecision& l : result->layers) {
+      if (result->denied_by && l.name == *result->denied_by) plan = l.plan;
+    }
+    top_denied_.add(result->denied_key, plan);
+  }
   // A shadow layer's backend error changed nothing in the answer: counted and logged only.
   if (result->shadow_error) {
     const Error& error = *result->shadow_error;

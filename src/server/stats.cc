@@ -145,8 +145,12 @@ std::string stats_json(const StatsView& view) {
   json::array top;
   for (const TopKeys::Entry& entry : view.top_denied) {
     auto [layer, key] = display_key(entry.key, view.mask_keys, view.mask_salt);
-    top.push_back(json::object{
-        {"layer", layer}, {"key", key}, {"count", entry.count}, {"error", entry.error}});
+    top.push_back(
+        json::object{{"layer", layer},
+                     {"key", key},
+                     {"plan", entry.plan.empty() ? json::value(nullptr) : json::value(entry.plan)},
+                     {"count", entry.count},
+                     {"error", entry.error}});
   }
   out["top_denied"] = std::move(top);
   out["top_denied_masked"] = view.mask_keys;

@@ -4,16 +4,18 @@
 
 namespace spillway::server {
 
-void TopKeys::add(std::string_view key) {
+void TopKeys::add(std::string_view key, std::string_view plan) {
   if (capacity_ == 0) return;
   std::lock_guard lock(mutex_);
   if (auto it = index_.find(key); it != index_.end()) {
-    ++entries_[it->second].count;
+    Entry& entry = entries_[it->second];
+    ++entry.count;
+    if (entry.plan != plan) entry.plan.assign(plan);  // a plan changed at runtime shows
     return;
   }
   if (entries_.size() < capacity_) {
     index_.emplace(std::string(key), entries_.size());
-    entries_.push_back({std::string(key), 1, 0});
+    entries_.push_back({std::string(key), 1, 0, std::string(plan)});
     return;
   }
   // Replace the least counted key; the newcomer may have been denied as often as it was.
@@ -24,6 +26,7 @@ void TopKeys::add(std::string_view key) {
   Entry& slot = entries_[least];
   index_.erase(slot.key);
   slot.key.assign(key);
+  slot.plan.assign(plan);
   slot.error = slot.count;
   ++slot.count;
   index_.emplace(slot.key, least);

@@ -27,9 +27,11 @@ class TopKeys {
     std::string key;
     std::uint64_t count = 0;  // an upper bound of the key's denials
     std::uint64_t error = 0;  // how much of `count` may belong to keys it replaced
+    std::string plan;         // the plan in force at the key's last denial ("" for none)
   };
 
-  void add(std::string_view key);
+  // Counts a denial of `key`; `plan`: the plan its layer applied (a by_plan layer), else "".
+  void add(std::string_view key, std::string_view plan = {});
   // The `n` highest counts, highest first (ties by key).
   std::vector<Entry> top(std::size_t n) const;
 

@@ -97,6 +97,11 @@ describe('dashboard (seed policy, memory backend)', () => {
       }
       return true;
     }, { timeoutMs: 10000, what: `#total-decisions ≥ ${start.shown} + ${CHECKS} and a row in table#top-denied` });
+    // Each denied key's row names the plan its layer applied (empty for layers without plans).
+    const headers = await page.$$eval('table#top-denied thead th', (cells) => cells.map((c) => c.textContent));
+    assert.deepEqual(headers, ['key', 'layer', 'plan', 'denials (at least)', 'over-count at most']);
+    const cells = await page.$$eval('table#top-denied tbody tr:first-child td', (tds) => tds.length);
+    assert.equal(cells, 5);
   });
 
   it('#backend-status says up', async () => {

@@ -4,6 +4,8 @@
 // ignore records, and a change applies to the next request.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "spillway/memory_store.h"
 #include "spillway/policy_engine.h"
 #include "src/memory/tenant_file.h"
@@ -148,6 +150,60 @@ TEST_F(TenantPolicy, AShadowLayerIsNeverBlocked) {
   auto d = (*made)->decide(store_, {{"ip", "10.3.0.1"}, {"api_key", "k"}}, 1, kNow);
   ASSERT_TRUE(d.has_value());
   EXPECT_TRUE(d->allowed);
+}
+
+TEST_F(TenantPolicy, KeysOfACallerCoverEveryPlanAndItsOwnRate) {
+  auto keys = policy_->keys_of_caller("gateway", "k");
+  ASSERT_TRUE(keys.has_value()) << keys.error().message;
+  ASSERT_EQ(keys->size(), 2u);  // free and pro
+  for (const Policy::Check& check : *keys) EXPECT_EQ(check.key, "gateway:1:k");
+  EXPECT_NE((*keys)[0].limit->limit(), (*keys)[1].limit->limit());
+  ASSERT_TRUE(tenants_->put("k", {.limits = {{"gateway", {9, kMicrosPerMinute}}}}).has_value());
+  keys = policy_->keys_of_caller("gateway", "k");
+  ASSERT_EQ(keys->size(), 3u);
+  EXPECT_EQ(keys->back().limit->limit(), 9);
+  // The keys are the ones decisions charge: reset through them, the budget is whole again.
+  EXPECT_EQ(admitted("k", 10), 9);
+  std::vector<KeyedLimit> forget;
+  for (const Policy::Check& check : *keys) forget.push_back({check.key, check.limit});
+  ASSERT_TRUE(
+      store_.decide_and_wait(*StoreRequest::make(forget, 0, std::nullopt, Operation::kReset))
+          .has_value());
+  EXPECT_EQ(admitted("k", 10), 9);
+  auto edge = policy_->keys_of_caller("edge", "10.0.0.1");
+  ASSERT_TRUE(edge.has_value());
+  ASSERT_EQ(edge->size(), 1u);
+  EXPECT_EQ(edge->front().key, "edge:8:10.0.0.1");
+}
+
+TEST_F(TenantPolicy, KeysOfACallerNeedALayerKeyedByOneCallerAttribute) {
+  auto unknown = policy_->keys_of_caller("nope", "k");
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_EQ(unknown.error().field, "layer");
+  EXPECT_NE(unknown.error().message.find("(edge, gateway)"), std::string::npos);
+  PolicySpec two = spec(PlanSource::kStore);
+  two.layers[0].key = {"ip", "api_key"};
+  auto made = Policy::make(two, tenants_);
+  ASSERT_TRUE(made.has_value());
+  auto refused = (*made)->keys_of_caller("edge", "k");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("2 caller attributes"), std::string::npos);
+  // Routes: one key per route, the route as written in the key.
+  PolicySpec routed = spec(PlanSource::kStore);
+  routed.layers.push_back(
+      {.name = "endpoint",
+       .key = {"api_key", "endpoint"},
+       .by_endpoint = EndpointSelector{.limits = {{"/search", {10, kMicrosPerMinute}},
+                                                  {"/orders/{id}", {5, kMicrosPerMinute}}}}});
+  auto with_routes = Policy::make(routed, tenants_);
+  ASSERT_TRUE(with_routes.has_value()) << with_routes.error().message;
+  auto keys = (*with_routes)->keys_of_caller("endpoint", "k");
+  ASSERT_TRUE(keys.has_value()) << keys.error().message;
+  ASSERT_EQ(keys->size(), 2u);
+  std::set<std::string> names;
+  for (const Policy::Check& check : *keys) names.insert(check.key);
+  EXPECT_TRUE(names.contains("endpoint:1:k:7:/search"));
+  EXPECT_TRUE(names.contains("endpoint:1:k:12:/orders/{id}"));
 }
 
 }  // namespace

@@ -188,6 +188,7 @@ TEST_P(Stats, CountersFollowTheRequestsAndTheMostDeniedKeyLeads) {
   EXPECT_EQ(top[0].at("count").to_number<int>(), 15);
   EXPECT_EQ(top[0].at("error").to_number<int>(), 0);
   EXPECT_EQ(top[1].at("count").to_number<int>(), 3);
+  EXPECT_TRUE(top[0].at("plan").is_null());  // the endpoint layer has no plans
   // Masked by default: no key value in the answer.
   EXPECT_TRUE(after.at("top_denied_masked").as_bool());
   const std::string body = http(s.port(), "GET", "/v1/stats").body;
@@ -195,6 +196,20 @@ TEST_P(Stats, CountersFollowTheRequestsAndTheMostDeniedKeyLeads) {
   EXPECT_TRUE(top[0].at("key").as_string().starts_with("al***#")) << top[0].at("key");
   EXPECT_GT(after.at("uptime_s").to_number<double>(), 0);
   EXPECT_GT(after.at("backend").at("latency_ms").at("p99").to_number<double>(), 0);
+}
+
+// A key denied by a by_plan layer is listed with the plan in force when it was denied.
+TEST_P(Stats, ADenialByAPlanLayerNamesThePlan) {
+  Running s = start(GetParam(), policy::default_config());
+  // /orders is no route of the endpoint layer: the gateway's free plan (60/min) denies.
+  const std::string body = R"({"ip":"203.0.113.9","api_key":"gamma-key","endpoint":"/orders"})";
+  for (int i = 0; i < 63; ++i) http(s.port(), "POST", "/v1/check", body);
+  const json::object stats = stats_of(s.port());
+  const json::array& top = stats.at("top_denied").as_array();
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].at("layer").as_string(), "gateway");
+  EXPECT_EQ(top[0].at("plan").as_string(), "free");
+  EXPECT_EQ(top[0].at("count").to_number<int>(), 3);
 }
 
 TEST_P(Stats, ClearKeysAReloadAndTheDashboardSwitch) {

@@ -890,6 +890,68 @@ TEST(TenantsServe, CliSetGetListDeleteImport) {
   EXPECT_EQ(count_of(server.log(), "spillway audit: token=ops "), 9u) << server.log();
 }
 
+// DELETE /v1/tenants/{key}/counters/{layer}: a caller whose limit was hit by mistake gets its
+// whole budget back at once (every plan's key of the layer, and its own rate's), nothing else is
+// touched, and the change is audited.
+void expect_reset_gives_the_budget_back(const std::string& url, const std::string& name) {
+  Scratch dir(name);
+  Instance server(write_config(dir, "a", url), dir.path("a.log"));
+  ASSERT_TRUE(server.ready()) << server.log();
+  const std::string key = fresh_api_key(), other = fresh_api_key();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(server.decide(key).allowed);
+    EXPECT_TRUE(server.decide(other).allowed);
+  }
+  EXPECT_FALSE(server.decide(key).allowed);
+  // A custom rate used up too: its key is reset with the plans'.
+  const std::string contract = fresh_api_key();
+  ASSERT_EQ(server.put(contract, R"({"limits":{"gateway":"1/min"}})").status, 200);
+  EXPECT_TRUE(server.decide(contract).allowed);
+  EXPECT_FALSE(server.decide(contract).allowed);
+
+  const testing::HttpReply reset =
+      server.admin("DELETE", "/v1/tenants/" + key + "/counters/gateway");
+  ASSERT_EQ(reset.status, 200) << reset.body;
+  const json::object answer = object_of(reset.body);
+  EXPECT_EQ(string_at(answer, "layer"), "gateway");
+  EXPECT_EQ(int_at(answer, "keys"), 2);        // free and pro
+  EXPECT_EQ(int_at(answer, "held_state"), 1);  // only free had been used
+  const Decision after = server.decide(key);
+  EXPECT_TRUE(after.allowed) << after.body;
+  EXPECT_EQ(after.remaining, 2) << after.body;  // the whole budget back
+  EXPECT_FALSE(server.decide(other).allowed);   // another caller untouched
+
+  const testing::HttpReply custom =
+      server.admin("DELETE", "/v1/tenants/" + contract + "/counters/gateway");
+  ASSERT_EQ(custom.status, 200) << custom.body;
+  EXPECT_EQ(int_at(object_of(custom.body), "keys"), 3);  // free, pro and its own 1/min
+  EXPECT_TRUE(server.decide(contract).allowed);
+
+  // Errors name what is wrong and reset nothing.
+  const testing::HttpReply unknown =
+      server.admin("DELETE", "/v1/tenants/" + key + "/counters/edge");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_NE(error_of(unknown).find("no layer is named \"edge\" (gateway)"), std::string::npos)
+      << unknown.body;
+  EXPECT_EQ(server.admin("PUT", "/v1/tenants/" + key + "/counters/gateway").status, 405);
+  EXPECT_EQ(server.admin("DELETE", "/v1/tenants/" + key + "/other/gateway").status, 404);
+  EXPECT_EQ(testing::http(server.admin_port(), "DELETE", "/v1/tenants/" + key + "/counters/gateway")
+                .status,
+            401);
+  EXPECT_EQ(server.decide(key).remaining, 1);  // 3 after the reset, then two checks
+  EXPECT_NE(server.log().find(" reset tenant="), std::string::npos) << server.log();
+  EXPECT_EQ(server.log().find(key), std::string::npos) << server.log();
+}
+
+TEST(TenantsServe, MemoryResetGivesACallersBudgetBack) {
+  expect_reset_gives_the_budget_back("memory", "reset_memory");
+}
+
+TEST(TenantsServe, RedisResetGivesACallersBudgetBack) {
+  testing::RedisServer redis;
+  expect_reset_gives_the_budget_back(redis.url(), "reset_redis");
+}
+
 TEST(TenantsServe, NoApiKeyInClearInRedisAfterTenantWrites) {
   Scratch dir("secrecy");
   testing::RedisServer redis;

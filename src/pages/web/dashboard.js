@@ -68,7 +68,7 @@
     const body = document.querySelector('#top-denied tbody');
     body.replaceChildren(...stats.top_denied.map((k) => {
       const row = document.createElement('tr');
-      for (const value of [k.key, k.layer, number(k.count - k.error), number(k.error)]) {
+      for (const value of [k.key, k.layer, k.plan || '', number(k.count - k.error), number(k.error)]) {
         const cell = document.createElement('td');
         cell.textContent = value;
         row.appendChild(cell);
