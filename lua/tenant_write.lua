@@ -15,24 +15,39 @@
 -- the entry 0-N it applied is still the one in the log: after the keys were lost (FLUSHALL, a
 -- restart without persistence, a failover to a replica behind) new writes may bring the sequence
 -- back to N with other changes, and the reader must then load every record again.
-local seq = redis.call('INCR', KEYS[3])
+-- The sequence number continues from the larger of the sequence key and the log's last id, so
+-- that a lost or evicted sequence key cannot make XADD refuse every write. The log entry is
+-- appended first: if that fails, nothing was written.
+local seq = tonumber(redis.call('GET', KEYS[3]) or '0') or 0
+local info = redis.pcall('XINFO', 'STREAM', KEYS[2])
+if type(info) == 'table' and info.err == nil then
+  for i = 1, #info - 1, 2 do
+    if info[i] == 'last-generated-id' then
+      local top = tonumber(string.match(info[i + 1], '^0%-(%d+)$'))
+      if top ~= nil and top > seq then seq = top end
+    end
+  end
+end
+seq = seq + 1
 local time = redis.call('TIME')
 local nonce = time[1] .. '.' .. time[2] .. '.' .. seq
 local want_before = ARGV[2] == '1'
 local out = {seq}
-local fields = {}
+local fields = {'n', nonce}
 for i = 3, #ARGV, 2 do
-  local id, record = ARGV[i], ARGV[i + 1]
   if want_before then
-    out[#out + 1] = redis.call('HGET', KEYS[1], id) or ''
-  end
-  if record == '' then
-    redis.call('HDEL', KEYS[1], id)
-  else
-    redis.call('HSET', KEYS[1], id, record)
+    out[#out + 1] = redis.call('HGET', KEYS[1], ARGV[i]) or ''
   end
   fields[#fields + 1] = 'id'
-  fields[#fields + 1] = id
+  fields[#fields + 1] = ARGV[i]
 end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '0-' .. seq, 'n', nonce, unpack(fields))
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '0-' .. seq, unpack(fields))
+redis.call('SET', KEYS[3], seq)
+for i = 3, #ARGV, 2 do
+  if ARGV[i + 1] == '' then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+  else
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
 return out

@@ -130,6 +130,10 @@ class TenantDirectory {
   virtual Result<std::vector<std::optional<TenantRecord>>> write(std::span<const Change> changes,
                                                                  bool want_before) = 0;
 
+  // True for a backend whose write() puts its own changes in the copy (in the order the backend
+  // applied them to everyone's): the base class then does not apply them after write().
+  virtual bool applies_own_writes() const { return false; }
+
   // The copy's updates, for a backend that follows others' writes or loads at start.
   void apply(const std::string& id, std::optional<TenantRecord> record);
   void replace_all(std::vector<TenantEntry> entries);
@@ -141,8 +145,8 @@ class TenantDirectory {
     using is_transparent = void;
     std::size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
   };
-  using Map = std::unordered_map<std::string, std::shared_ptr<const TenantRecord>, IdHash,
-                                 std::equal_to<>>;
+  using Map =
+      std::unordered_map<std::string, std::shared_ptr<const TenantRecord>, IdHash, std::equal_to<>>;
   struct Shard {
     mutable std::shared_mutex mutex;
     Map records;

@@ -111,9 +111,21 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
       return 1;
     }
     tenants = std::move(*opened);
-    if (!tenants->wait_ready(connect_timeout)) {
+    // A backend that answers gets time to hand a large directory over (a million records take
+    // seconds); one that does not, its connect timeout.
+    const std::chrono::milliseconds load_wait =
+        answering ? std::max<std::chrono::milliseconds>(connect_timeout, std::chrono::seconds(30))
+                  : connect_timeout;
+    if (!tenants->wait_ready(load_wait)) {
+      if (config->backend.require_at_start) {
+        err << "spillway serve: tenant records not loaded from the backend within "
+            << load_wait.count() << " ms; "
+            << (args->has("require-backend") ? "--require-backend" : "backend.require_at_start")
+            << ": not starting" << std::endl;
+        return 1;
+      }
       err << "spillway serve: tenant records not loaded from the backend yet; until they are, "
-             "callers get their file plan or the default"
+             "callers get their file plan or the default, and blocked callers are not blocked"
           << std::endl;
     }
   }
@@ -154,7 +166,11 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     options.read_timeout = std::chrono::seconds(120);
     options.log_requests = config->server.access_log;
     options.logged_path = &server::AdminService::logged_path;
+    options.max_connections = server::AdminService::kMaxConnections;
     server::AdminService* admin_handler = admin.get();
+    options.check_headers = [admin_handler](const server::HttpRequest& request) {
+      return admin_handler->check_headers(request);
+    };
     auto started = server::HttpServer::start(
         options, [admin_handler](server::HttpRequest request, server::Responder respond) {
           admin_handler->handle(std::move(request), std::move(respond));
@@ -253,6 +269,22 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
           err << "spillway serve: the rls section and server.grpc_listen changed; they take "
                  "effect at the next restart (the rules files themselves reload now)"
               << std::endl;
+        }
+        if (fresh->server.admin_listen != config->server.admin_listen ||
+            fresh->server.admin_token_file != config->server.admin_token_file) {
+          err << "spillway serve: server.admin_listen and server.admin_token_file take effect at "
+                 "the next restart (the admin API keeps its listener and tokens)"
+              << std::endl;
+        }
+        if (!tenants) {
+          for (const policy::LayerSpec& layer : fresh->policy.layers) {
+            if (layer.by_plan && layer.by_plan->source == policy::PlanSource::kStore) {
+              err << "spillway serve: layer " << layer.name
+                  << " has source: store, but this process started without tenant records; "
+                     "it uses the file's plans until the next restart"
+                  << std::endl;
+            }
+          }
         }
         if (compared != config->backend) {
           err << "spillway serve: the backend section changed; it takes effect at the next "

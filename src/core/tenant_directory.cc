@@ -170,7 +170,7 @@ Result<std::optional<TenantRecord>> TenantDirectory::put(std::string_view key,
   std::lock_guard lock(write_mutex_);
   auto before = write(std::span(&change, 1), true);
   if (!before) return std::unexpected(before.error());
-  apply(change.first, record);
+  if (!applies_own_writes()) apply(change.first, record);
   return std::move(before->front());
 }
 
@@ -178,9 +178,11 @@ Result<std::optional<TenantRecord>> TenantDirectory::erase(std::string_view key)
   if (auto checked = check_key(key); !checked) return std::unexpected(checked.error());
   const Change change{id_of(key), std::nullopt};
   std::lock_guard lock(write_mutex_);
+  // Nothing to delete in this copy: nothing is written (a 404, not an empty change).
+  if (find_id(change.first) == nullptr) return std::optional<TenantRecord>();
   auto before = write(std::span(&change, 1), true);
   if (!before) return std::unexpected(before.error());
-  apply(change.first, std::nullopt);
+  if (!applies_own_writes()) apply(change.first, std::nullopt);
   return std::move(before->front());
 }
 
@@ -203,7 +205,9 @@ Result<std::size_t> TenantDirectory::put_many(
   std::lock_guard lock(write_mutex_);
   auto written = write(changes, false);
   if (!written) return std::unexpected(written.error());
-  for (Change& change : changes) apply(change.first, std::move(change.second));
+  if (!applies_own_writes()) {
+    for (Change& change : changes) apply(change.first, std::move(change.second));
+  }
   return changes.size();
 }
 
@@ -211,34 +215,38 @@ TenantPage TenantDirectory::list(std::string_view plan, std::string_view cursor,
                                  std::size_t limit) const {
   TenantPage page;
   if (limit == 0) return page;
-  // Ids sorted across shards: every shard's ids after the cursor, merged. A page walks every
-  // shard once; fine for an operator's listing, never on the request path.
-  std::vector<TenantEntry> candidates;
+  // Ids sorted across shards: each shard's `limit` + 1 smallest ids after the cursor (one more
+  // than a page, so that a page knows whether another follows), merged; records are copied for
+  // the page only. A page walks every shard once; fine for an operator's listing, never on the
+  // request path.
+  using Candidate = std::pair<std::string_view, std::shared_ptr<const TenantRecord>>;
+  const auto by_id = [](const Candidate& a, const Candidate& b) { return a.first < b.first; };
+  std::vector<Candidate> candidates;
+  // Every shard stays read-locked until the page is copied: the ids are views into them.
+  std::vector<std::shared_lock<std::shared_mutex>> locks;
+  locks.reserve(kShards);
   for (const Shard& shard : shards_) {
-    std::vector<TenantEntry> mine;
-    {
-      std::shared_lock lock(shard.mutex);
-      for (const auto& [id, record] : shard.records) {
-        if (id <= cursor && !cursor.empty()) continue;
-        if (!plan.empty() && record->plan != plan) continue;
-        mine.push_back({id, *record});
-      }
+    locks.emplace_back(shard.mutex);
+    std::vector<Candidate> mine;
+    for (const auto& [id, record] : shard.records) {
+      if (!cursor.empty() && std::string_view(id) <= cursor) continue;
+      if (!plan.empty() && record->plan != plan) continue;
+      mine.emplace_back(id, record);
     }
-    // Only the `limit` smallest of each shard can be on the page.
-    if (mine.size() > limit) {
-      std::nth_element(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(limit), mine.end(),
-                       [](const TenantEntry& a, const TenantEntry& b) { return a.id < b.id; });
-      mine.resize(limit);
+    if (mine.size() > limit + 1) {
+      std::nth_element(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(limit + 1),
+                       mine.end(), by_id);
+      mine.resize(limit + 1);
     }
     std::move(mine.begin(), mine.end(), std::back_inserter(candidates));
   }
-  std::sort(candidates.begin(), candidates.end(),
-            [](const TenantEntry& a, const TenantEntry& b) { return a.id < b.id; });
-  if (candidates.size() > limit) {
-    candidates.resize(limit);
-    page.next_cursor = candidates.back().id;
+  std::sort(candidates.begin(), candidates.end(), by_id);
+  const bool more = candidates.size() > limit;
+  if (more) candidates.resize(limit);
+  for (const Candidate& candidate : candidates) {
+    page.entries.push_back({std::string(candidate.first), *candidate.second});
   }
-  page.entries = std::move(candidates);
+  if (more) page.next_cursor = page.entries.back().id;
   return page;
 }
 
@@ -263,20 +271,24 @@ void TenantDirectory::apply(const std::string& id, std::optional<TenantRecord> r
 
 void TenantDirectory::replace_all(std::vector<TenantEntry> entries) {
   std::vector<Map> fresh(kShards);
-  std::size_t count = 0;
   for (TenantEntry& entry : entries) {
     auto& map = fresh[std::hash<std::string_view>{}(entry.id) % kShards];
-    if (map.insert_or_assign(std::move(entry.id),
-                             std::make_shared<const TenantRecord>(std::move(entry.record)))
-            .second) {
-      ++count;
-    }
+    map.insert_or_assign(std::move(entry.id),
+                         std::make_shared<const TenantRecord>(std::move(entry.record)));
   }
   for (std::size_t i = 0; i < kShards; ++i) {
     std::unique_lock lock(shards_[i].mutex);
+    // The count moves by this shard's difference, under its lock: apply() on another shard
+    // meanwhile keeps its own +1/-1.
+    const std::size_t old_size = shards_[i].records.size();
     shards_[i].records.swap(fresh[i]);
+    const std::size_t new_size = shards_[i].records.size();
+    if (new_size >= old_size) {
+      size_.fetch_add(new_size - old_size, std::memory_order_relaxed);
+    } else {
+      size_.fetch_sub(old_size - new_size, std::memory_order_relaxed);
+    }
   }
-  size_.store(count, std::memory_order_relaxed);
 }
 
 }  // namespace spillway

@@ -1,5 +1,7 @@
 #include "src/redis/redis_tenants.h"
 
+#include <algorithm>
+
 #include "src/core/wait_for_answer.h"
 #include "src/redis/key_slot.h"
 #include "src/redis/reply.h"
@@ -98,7 +100,7 @@ Result<std::vector<std::optional<TenantRecord>>> RedisTenantDirectory::write(
     std::span<const Change> changes, bool want_before) {
   std::vector<std::optional<TenantRecord>> before;
   before.reserve(changes.size());
-  const std::size_t batch = std::max<std::size_t>(1, options_.batch);
+  const std::size_t batch = std::clamp<std::size_t>(options_.batch, 1, kMaxBatch);
   // Batches go out up to in_flight at a time: a bulk import is bound by round trips otherwise.
   struct Pending {
     std::mutex mutex;
@@ -148,13 +150,32 @@ Result<std::vector<std::optional<TenantRecord>>> RedisTenantDirectory::write(
                    pending->done.notify_all();
                  });
   }
-  std::unique_lock lock(pending->mutex);
-  pending->done.wait(lock, [&] { return pending->running == 0; });
-  if (pending->error) return std::unexpected(*pending->error);
+  std::int64_t written_seq = 0;
+  {
+    std::unique_lock lock(pending->mutex);
+    pending->done.wait(lock, [&] { return pending->running == 0; });
+    if (pending->error) return std::unexpected(*pending->error);
+    for (const auto& [start, reply] : pending->replies) {
+      if (reply.type == Reply::Type::kArray && !reply.elements.empty() &&
+          is_int(reply.elements[0])) {
+        written_seq = std::max(written_seq, reply.elements[0].integer);
+      }
+    }
+  }
+  // Into this copy through the follower, in Redis' order: wake it, and wait until it has applied
+  // this write (or the timeout: Redis has the change either way, and the copy will follow).
+  {
+    std::unique_lock lock(stop_mutex_);
+    poked_ = true;
+    stop_signal_.notify_all();
+    stop_signal_.wait_for(lock, options_.timeout,
+                          [&] { return stopping_ || seq_.load() >= written_seq; });
+  }
   if (!want_before) {
     before.resize(changes.size());
     return before;
   }
+  std::lock_guard replies_lock(pending->mutex);
   std::sort(pending->replies.begin(), pending->replies.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [start, reply] : pending->replies) {
@@ -266,7 +287,13 @@ void RedisTenantDirectory::follow() {
       failing_ = true;
     }
     std::unique_lock lock(stop_mutex_);
-    if (stop_signal_.wait_for(lock, options_.poll_interval, [this] { return stopping_; })) return;
+    stop_signal_.notify_all();  // a write waiting for this copy to reach its sequence number
+    if (stop_signal_.wait_for(lock, options_.poll_interval,
+                              [this] { return stopping_ || poked_; }) &&
+        stopping_) {
+      return;
+    }
+    poked_ = false;
   }
 }
 

@@ -7,11 +7,13 @@
 //   <prefix>:{tenants}:log      stream: entry 0-<seq> names the ids change <seq> wrote
 //   <prefix>:{tenants}:seq      the sequence number of the last change
 // A write (lua/tenant_write.lua) changes the records, bumps the sequence and appends to the log in
-// one atomic step, and is in this instance's copy when it returns. Every instance polls
-// (lua/tenant_read.lua, every poll_interval: 100 ms) for the entries after the last sequence
-// number it applied, and reads the records they name; so any instance sees a change within
-// poll_interval plus a round trip. A reader whose next entry was trimmed from the log (it was
-// away for more than log_length changes), or whose last applied entry is gone or is another one
+// one atomic step, and is in this instance's copy when it returns: the write wakes the follower
+// and waits until it has applied that sequence number, so the copy takes every change in the
+// order Redis applied them (a write of this instance never lands after a newer one of another).
+// Every instance polls (lua/tenant_read.lua, every poll_interval: 100 ms) for the entries after the
+// last sequence number it applied, and reads the records they name; so any instance sees a change
+// within poll_interval plus a round trip. A reader whose next entry was trimmed from the log (it
+// was away for more than log_length changes), or whose last applied entry is gone or is another one
 // (each entry carries a nonce: the keys were lost and written again, by FLUSHALL, a restart
 // without persistence or a failover to a replica that was behind), loads every record again
 // (lua/tenant_scan.lua, HSCAN), as it does at start.
@@ -44,6 +46,10 @@ namespace spillway::redis {
 class ScriptTarget;
 struct Reply;
 
+// Records per write script call at most: the script unpacks two values per record into one
+// XADD, and Lua unpacks at most about 8,000.
+inline constexpr std::size_t kMaxBatch = 2000;
+
 struct RedisTenantOptions {
   std::chrono::milliseconds poll_interval{100};
   // Per script call: longer than a check's (backend.timeout), since a call may carry a thousand
@@ -51,8 +57,8 @@ struct RedisTenantOptions {
   std::chrono::milliseconds timeout{5000};
   std::size_t read_entries = 16;    // log entries per read (each names up to `batch` ids)
   std::size_t log_length = 100000;  // log entries kept (approximately: MAXLEN ~)
-  std::size_t batch = 1000;         // records per write script call (bulk import)
-  std::size_t in_flight = 4;        // write calls in flight at once (bulk import)
+  std::size_t batch = 1000;   // records per write script call (bulk import); at most kMaxBatch
+  std::size_t in_flight = 4;  // write calls in flight at once (bulk import)
   // Where the follower says that it lost or regained Redis, or reloaded every record: one line
   // per change of state, never per poll. Default: nothing.
   std::function<void(const std::string&)> log;
@@ -67,6 +73,7 @@ class RedisTenantDirectory final : public TenantDirectory {
   ~RedisTenantDirectory() override;
 
   bool ready() const override { return loaded_.load(); }
+  bool applies_own_writes() const override { return true; }
   void append_metrics(std::string& out) const override;
   bool wait_ready(std::chrono::milliseconds timeout) const override;
   // The sequence number of the last change this copy applied.
@@ -98,6 +105,7 @@ class RedisTenantDirectory final : public TenantDirectory {
   mutable std::mutex stop_mutex_;
   mutable std::condition_variable stop_signal_;
   bool stopping_ = false;
+  bool poked_ = false;  // a write asks the follower to poll now
   std::thread follower_;
 };
 

@@ -283,29 +283,54 @@ const std::string* AdminService::authenticate(const HttpRequest& request) const 
   return found;
 }
 
+// The first 8 characters of the key's id (its digest: HMAC when the backend has a key secret, so
+// a log reader cannot check guesses), or of its SHA-256 when ids are the keys themselves.
 std::string AdminService::masked(std::string_view key) const {
-  return token_digest_.of(key).substr(0, 8) + "…";
+  const std::string id =
+      tenants_->key_hash() == KeyHash::kNone ? token_digest_.of(key) : tenants_->id_of(key);
+  return id.substr(0, 8) + "…";
+}
+
+HttpResponse AdminService::refused(const HttpRequest& request) const {
+  const bool carried = request.header("authorization") != nullptr;
+  refused_log_.write("spillway admin: refused " + request.method + " " +
+                     quote_for_error(logged_path(request.target), 80) + " from " +
+                     request.peer_address + ": " +
+                     (carried ? "wrong token" : "no Authorization: Bearer token"));
+  HttpResponse response =
+      error_response(401, carried ? "the bearer token is not one of server.admin_token_file"
+                                  : "the admin API needs Authorization: Bearer <token>");
+  response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"spillway-admin\"");
+  return response;
+}
+
+std::optional<HttpResponse> AdminService::check_headers(const HttpRequest& request) const {
+  if (authenticate(request) == nullptr) return refused(request);
+  const std::string_view path =
+      std::string_view(request.target).substr(0, request.target.find('?'));
+  const std::string* length = request.header("content-length");
+  std::size_t bytes = 0;
+  if (length != nullptr && path != "/v1/tenants/import" &&
+      std::from_chars(length->data(), length->data() + length->size(), bytes).ec == std::errc() &&
+      bytes > kMaxRecordBodyBytes) {
+    return error_response(413, "a body over " + std::to_string(kMaxRecordBodyBytes) +
+                                   " bytes is only taken by /v1/tenants/import");
+  }
+  return std::nullopt;
 }
 
 void AdminService::handle(HttpRequest request, Responder respond) {
   const std::string* who = authenticate(request);
-  if (who == nullptr) {
-    const bool carried = request.header("authorization") != nullptr;
-    refused_log_.write("spillway admin: refused " + request.method + " " +
-                       quote_for_error(logged_path(request.target), 80) + " from " +
-                       request.peer_address + ": " +
-                       (carried ? "wrong token" : "no Authorization: Bearer token"));
-    HttpResponse response =
-        error_response(401, carried ? "the bearer token is not one of server.admin_token_file"
-                                    : "the admin API needs Authorization: Bearer <token>");
-    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"spillway-admin\"");
-    return respond(std::move(response));
-  }
+  if (who == nullptr) return respond(refused(request));
   const std::string_view target = request.target;
   const std::size_t question = target.find('?');
   const std::string_view path = target.substr(0, question);
   const std::string_view query =
       question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+  if (request.body.size() > kMaxRecordBodyBytes && path != "/v1/tenants/import") {
+    return respond(error_response(413, "a body over " + std::to_string(kMaxRecordBodyBytes) +
+                                           " bytes is only taken by /v1/tenants/import"));
+  }
   if (path == kTenantsPath) {
     if (request.method != "GET") {
       HttpResponse response = error_response(405,
@@ -439,8 +464,15 @@ HttpResponse AdminService::reset(const std::string& who, const std::string& key,
 }
 
 HttpResponse AdminService::list(std::string_view query) const {
-  const std::string plan = query_value(query, "plan").value_or("");
-  const std::string cursor = query_value(query, "cursor").value_or("");
+  std::string plan, cursor;
+  for (auto [name, value] : {std::pair{"plan", &plan}, std::pair{"cursor", &cursor}}) {
+    if (query.find(std::string(name) + "=") == std::string_view::npos) continue;
+    auto decoded = query_value(query, name);
+    if (!decoded) {
+      return error_response(400, "\"" + std::string(name) + "\" has a malformed %-escape");
+    }
+    *value = std::move(*decoded);
+  }
   std::size_t limit = 100;
   if (auto text = query_value(query, "limit")) {
     std::size_t parsed = 0;
@@ -474,10 +506,12 @@ HttpResponse AdminService::list(std::string_view query) const {
 
 HttpResponse AdminService::import(const std::string& who, const HttpRequest& request) {
   const std::string* type = request.header("content-type");
-  const bool csv = type != nullptr && type->starts_with("text/csv");
+  const bool csv = type != nullptr && type->size() >= 8 &&
+                   ascii_iequals(std::string_view(*type).substr(0, 8), "text/csv");
   const std::shared_ptr<const policy::Policy> policy = policy_();
   std::vector<std::pair<std::string, TenantRecord>> records;
   std::string_view body = request.body;
+  if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);  // a UTF-8 BOM (spreadsheets)
   std::size_t number = 0;
   while (!body.empty()) {
     const std::size_t end = body.find('\n');
@@ -497,6 +531,11 @@ HttpResponse AdminService::import(const std::string& who, const HttpRequest& req
       if (number == 1 && line == "key,plan") continue;  // a header line
       key = std::string(line.substr(0, comma));
       record.plan = std::string(line.substr(comma + 1));
+      if (trim(key) != key || trim(record.plan) != record.plan) {
+        return error_response(400, where +
+                                       "spaces around the key or the plan (CSV is key,plan "
+                                       "with nothing around either)");
+      }
       if (auto checked = check_tenant_record(record); !checked) {
         return error_response(400, where + checked.error().message);
       }

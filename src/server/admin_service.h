@@ -27,6 +27,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,12 +60,21 @@ class AdminService {
 
   void handle(HttpRequest request, Responder respond);
 
+  // For HttpServerOptions::check_headers: a request without a valid token is refused (401) before
+  // its body is read, and one whose declared body is over kMaxRecordBodyBytes on anything but the
+  // import (413), so that no one without a token makes the server buffer a large body.
+  std::optional<HttpResponse> check_headers(const HttpRequest& request) const;
+
   // The path as the access log and the refusal lines show it: a tenant's key replaced by
   // "{key}" (keys are secrets; the audit line names the change, masked).
   static std::string logged_path(std::string_view path);
 
-  // The largest body the admin listener accepts (an import of a million records fits).
+  // The largest body the admin listener accepts (an import of a million records fits), and the
+  // largest of every other admin request.
   static constexpr std::size_t kMaxBodyBytes = 256 * 1024 * 1024;
+  static constexpr std::size_t kMaxRecordBodyBytes = 64 * 1024;
+  // Connections the admin listener keeps open at once.
+  static constexpr std::size_t kMaxConnections = 64;
 
  private:
   struct Hashed {
@@ -73,6 +83,8 @@ class AdminService {
   };
   // The name of the token the request carries, or nullptr.
   const std::string* authenticate(const HttpRequest& request) const;
+  // The 401 for a request without a valid token, logged (at most a line a second).
+  HttpResponse refused(const HttpRequest& request) const;
   HttpResponse put(const std::string& who, const std::string& key, const std::string& body);
   HttpResponse get(const std::string& key) const;
   HttpResponse erase(const std::string& who, const std::string& key);

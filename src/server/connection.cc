@@ -174,6 +174,20 @@ void Connection::parse() {
     case RequestReader::State::kNeedMore:
       break;
   }
+  if (options().check_headers) {
+    if (std::optional<HttpRequest> head = reader_.take_header_only()) {
+      head->peer_address = peer_;
+      if (std::optional<HttpResponse> refused = options().check_headers(*head)) {
+        method_ = head->method;
+        path_ = head->target.substr(0, head->target.find('?'));
+        framing_.keep_alive = false;
+        request_complete_ = false;
+        framing_.head = false;
+        started_ = SteadyClock::now();
+        return write(std::move(*refused));
+      }
+    }
+  }
   if (!reader_.take_continue_request()) return read_more();
   static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
   asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),

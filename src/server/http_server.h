@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -62,6 +63,11 @@ struct HttpServerOptions {
   // request.
   std::function<void(std::string_view)> access_log;
   bool log_requests = true;  // false: no access log lines at all
+  // Called with a request's method, target and headers (no body, peer_address set) as soon as
+  // its header is complete while its body is still to come; a response it returns is sent at
+  // once and the connection closed, the body never read (the admin listener refuses a request
+  // without a valid token before a large body costs memory). Default: none.
+  std::function<std::optional<HttpResponse>(const HttpRequest&)> check_headers;
   // What an access log line shows as the path (e.g. the admin listener writes /v1/tenants/{key}
   // for a path that holds a caller's key). Default: the path as sent.
   std::function<std::string(std::string_view path)> logged_path;

@@ -29,6 +29,7 @@ void RequestReader::start_next() {
   parser_->header_limit(
       static_cast<std::uint32_t>(std::min<std::size_t>(max_header_bytes_, UINT32_MAX)));
   continue_checked_ = false;
+  header_offered_ = false;
   line_known_ = false;
   state_ = State::kNeedMore;
   method_ = "-";
@@ -84,6 +85,23 @@ bool RequestReader::take_continue_request() {
   continue_checked_ = true;
   const auto& request = parser_->get();
   return request.version() >= 11 && ascii_iequals(request[http::field::expect], "100-continue");
+}
+
+std::optional<HttpRequest> RequestReader::take_header_only() {
+  if (header_offered_ || state_ != State::kNeedMore || !parser_->is_header_done()) {
+    return std::nullopt;
+  }
+  header_offered_ = true;
+  const auto& message = parser_->get();
+  HttpRequest request;
+  request.method = std::string(message.method_string());
+  request.target = std::string(message.target());
+  for (const auto& field : message.base()) {
+    std::string name(field.name_string());
+    for (char& c : name) c = ascii_lower(c);
+    request.headers.emplace_back(std::move(name), std::string(field.value()));
+  }
+  return request;
 }
 
 ReadRequest RequestReader::take() {

@@ -55,6 +55,11 @@ class RequestReader {
   // once per request (the caller sends the interim response when it sees it).
   bool take_continue_request();
 
+  // The current request's method, target and headers (no body yet), once per request, when its
+  // header is complete and its body is still to come: for a server that refuses a request before
+  // it reads the body (HttpServerOptions::check_headers). nullopt otherwise.
+  std::optional<HttpRequest> take_header_only();
+
   // After kComplete: the request. The reader then starts on the next one (buffered bytes stay).
   ReadRequest take();
 
@@ -78,6 +83,7 @@ class RequestReader {
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   bool continue_checked_ = false;
+  bool header_offered_ = false;
   bool line_known_ = false;
   State state_ = State::kNeedMore;
   int error_status_ = 0;

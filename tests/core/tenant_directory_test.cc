@@ -168,6 +168,18 @@ TEST(TenantDirectory, ListPagesInIdOrderWithAPlanFilter) {
   } while (!cursor.empty());
   EXPECT_EQ(pro, 84u);
   EXPECT_TRUE(tenants->list("", "", 0).entries.empty());
+  // Pages of one, two and three: 250 records in 64 shards put several in some shard, and a page
+  // must still say that more follow.
+  for (std::size_t size : {1u, 2u, 3u}) {
+    std::size_t count = 0;
+    cursor.clear();
+    do {
+      const TenantPage page = tenants->list("", cursor, size);
+      count += page.entries.size();
+      cursor = page.next_cursor;
+    } while (!cursor.empty());
+    EXPECT_EQ(count, 250u) << "pages of " << size;
+  }
 }
 
 TEST(TenantDirectory, DescribeSaysWhatARecordDoes) {

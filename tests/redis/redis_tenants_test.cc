@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "tests/support/poll.h"
 #include "tests/support/redis_cluster.h"
@@ -161,6 +162,34 @@ TEST_F(RedisTenants, AReaderNoticesTheKeysWereReplacedUpToItsOwnSequence) {
       std::chrono::seconds(6)))
       << b->size();
   EXPECT_NE(metrics_of(*b).find("spillway_tenants_reloads_total 2"), std::string::npos);
+}
+
+// Keys lost one at a time: a lost sequence key does not stop writes (it continues from the
+// log's last id), and a lost log does not make readers reload on every poll.
+TEST_F(RedisTenants, ALostSequenceKeyOrLogIsWrittenAndFollowedAgain) {
+  auto a = open_on(server_->url(), "partial");
+  auto b = open_on(server_->url(), "partial");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(a->put("p" + std::to_string(i), {.plan = "pro"}).has_value());
+  server_->cli("DEL partial:{tenants}:seq");
+  auto after = a->put("p3", {.plan = "free"});
+  ASSERT_TRUE(after.has_value()) << after.error().message;
+  EXPECT_EQ(server_->cli("GET partial:{tenants}:seq"), "4\n");
+  EXPECT_TRUE(wait_until([&] { return b->find("p3") != nullptr; }, std::chrono::seconds(2)));
+  server_->cli("DEL partial:{tenants}:log");
+  ASSERT_TRUE(wait_until(
+      [&] { return metrics_of(*b).find("spillway_tenants_reloads_total 2") != std::string::npos; },
+      std::chrono::seconds(3)))
+      << metrics_of(*b);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // six polls
+  EXPECT_NE(metrics_of(*b).find("spillway_tenants_reloads_total 2"), std::string::npos)
+      << metrics_of(*b);
+  ASSERT_TRUE(a->put("p4", {.plan = "pro"}).has_value());
+  EXPECT_TRUE(wait_until([&] { return b->find("p4") != nullptr && b->size() == 5u; },
+                         std::chrono::seconds(3)))
+      << b->size();
 }
 
 TEST_F(RedisTenants, WhileRedisIsDownTheCopyKeepsServingAndWritesFail) {
