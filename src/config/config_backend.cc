@@ -73,10 +73,8 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
                  "tenants_file"});
   if (const Entry* tenants = fields.find("tenants_file"))
     collect([&] {
-      const std::string path = fields.path("tenants_file");
-      const std::string text = scalar(tenants->value, path, "a file path");
-      if (text.empty()) fail(tenants->value, path, "must not be empty");
-      backend.tenants_file = text;
+      backend.tenants_file =
+          non_empty_scalar(tenants->value, fields.path("tenants_file"), "a file path");
     });
   if (const Entry* require = fields.find("require_at_start"))
     collect([&] {
@@ -107,10 +105,8 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     });
   if (const Entry* prefix = fields.find("key_prefix"))
     collect([&] {
-      const std::string path = fields.path("key_prefix");
-      const std::string text = scalar(prefix->value, path, "a non-empty string");
-      if (text.empty()) fail(prefix->value, path, "must not be empty");
-      backend.key_prefix = text;
+      backend.key_prefix =
+          non_empty_scalar(prefix->value, fields.path("key_prefix"), "a non-empty string");
     });
   parse_key_hash_fields(fields, backend);
 

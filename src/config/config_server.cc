@@ -19,20 +19,23 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
                 {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
                  "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header",
                  "admin_listen", "admin_token_file"});
-  if (const Entry* admin = fields.find("admin_listen"))
+  // A listen address: host:port, checked as --listen is.
+  const auto read_address = [&](const char* name, std::string& out) {
+    const Entry* entry = fields.find(name);
+    if (entry == nullptr) return;
     collect([&] {
-      const std::string path = fields.path("admin_listen");
-      const std::string text = scalar(admin->value, path, "host:port");
+      const std::string path = fields.path(name);
+      const std::string text = scalar(entry->value, path, "host:port");
       Result<ListenAddress> address = parse_listen_address(text);
-      if (!address) fail(admin->value, path, address.error().message);
-      server.admin_listen = text;
+      if (!address) fail(entry->value, path, address.error().message);
+      out = text;
     });
+  };
+  read_address("admin_listen", server.admin_listen);
   if (const Entry* token = fields.find("admin_token_file"))
     collect([&] {
-      const std::string path = fields.path("admin_token_file");
-      const std::string text = scalar(token->value, path, "a file path");
-      if (text.empty()) fail(token->value, path, "must not be empty");
-      server.admin_token_file = text;
+      server.admin_token_file =
+          non_empty_scalar(token->value, fields.path("admin_token_file"), "a file path");
     });
   if (const Entry* header = fields.find("client_ip_header"))
     collect([&] {
@@ -66,22 +69,8 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
       }
       server.dashboard_mask_keys = text == "masked";
     });
-  if (const Entry* grpc = fields.find("grpc_listen"))
-    collect([&] {
-      const std::string path = fields.path("grpc_listen");
-      const std::string text = scalar(grpc->value, path, "host:port");
-      Result<ListenAddress> address = parse_listen_address(text);
-      if (!address) fail(grpc->value, path, address.error().message);
-      server.grpc_listen = text;
-    });
-  if (const Entry* listen = fields.find("listen"))
-    collect([&] {
-      const std::string path = fields.path("listen");
-      const std::string text = scalar(listen->value, path, "host:port");
-      Result<ListenAddress> address = parse_listen_address(text);
-      if (!address) fail(listen->value, path, address.error().message);
-      server.listen = text;
-    });
+  read_address("grpc_listen", server.grpc_listen);
+  read_address("listen", server.listen);
   if (const Entry* threads = fields.find("threads"))
     collect([&] {
       server.threads =

@@ -80,6 +80,13 @@ std::string scalar(const YAML::Node& node, const std::string& path, std::string_
   return node.Scalar();
 }
 
+std::string non_empty_scalar(const YAML::Node& node, const std::string& path,
+                             std::string_view expected) {
+  std::string text = scalar(node, path, expected);
+  if (text.empty()) fail(node, path, "must not be empty");
+  return text;
+}
+
 std::int64_t whole_number(const YAML::Node& node, const std::string& path, std::int64_t min,
                           std::int64_t max) {
   const std::string range = "a whole number from " + std::to_string(min) + " to " +

@@ -98,6 +98,9 @@ const char* kind_of(const YAML::Node& node);
 
 // The text of a single value; `expected` says what belongs there ("a rate such as 60/min").
 std::string scalar(const YAML::Node& node, const std::string& path, std::string_view expected);
+// The same, and not empty ("must not be empty" otherwise): file paths, prefixes.
+std::string non_empty_scalar(const YAML::Node& node, const std::string& path,
+                             std::string_view expected);
 
 // A switch: true, yes or on; false, no or off (the words every boolean field accepts).
 bool boolean(const YAML::Node& node, const std::string& path);

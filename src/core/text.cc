@@ -1,6 +1,9 @@
 // Trimming, error-message quoting and UTF-8 validation (see text.h).
 #include "src/core/text.h"
 
+#include <algorithm>
+#include <charconv>
+
 namespace spillway {
 
 std::string_view trim_front(std::string_view text, std::string_view chars) {
@@ -65,6 +68,25 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t at) {
     if ((byte(at + k) & 0xc0) != 0x80) return 0;
   }
   return length;
+}
+
+std::optional<std::string> percent_decoded(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    unsigned value = 0;
+    const char* begin = text.data() + i + 1;
+    const char* end = begin + std::min<std::size_t>(2, text.size() - i - 1);
+    const auto [ptr, ec] = std::from_chars(begin, end, value, 16);
+    if (end - begin != 2 || ec != std::errc() || ptr != end) return std::nullopt;
+    out.push_back(static_cast<char>(value));
+    i += 2;
+  }
+  return out;
 }
 
 }  // namespace spillway

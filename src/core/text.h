@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,10 @@ std::string escape_control(std::string_view text, bool quotes);
 // true). At most `max_shown` bytes of it are shown, then "..." when it is longer (for values that
 // come from clients and can be long).
 std::string quote_for_error(std::string_view text, std::size_t max_shown = std::string_view::npos);
+
+// `text` with every %XX (two hex digits, either case) replaced by its byte; nullopt when a '%' is
+// not followed by two hex digits. Redis URLs' user info, admin API paths, tenant journal ids.
+std::optional<std::string> percent_decoded(std::string_view text);
 
 // The length in bytes (1 to 4) of the valid UTF-8 sequence that starts at text[at], or 0 when
 // the byte there starts none: a stray continuation byte, an overlong form, a surrogate, a code

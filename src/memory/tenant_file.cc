@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "src/core/text.h"
+
 namespace spillway {
 namespace {
 
@@ -32,25 +34,9 @@ std::string encode_id(std::string_view id) {
 }
 
 std::optional<std::string> decode_id(std::string_view text) {
-  std::string out;
-  const auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    if (i + 2 >= text.size()) return std::nullopt;
-    const int high = hex(text[i + 1]), low = hex(text[i + 2]);
-    if (high < 0 || low < 0) return std::nullopt;
-    out += static_cast<char>(high * 16 + low);
-    i += 2;
-  }
-  if (out.empty()) return std::nullopt;
-  return out;
+  std::optional<std::string> id = percent_decoded(text);
+  if (!id || id->empty()) return std::nullopt;
+  return id;
 }
 
 std::string header_line(const KeyDigest& digest) {
@@ -73,7 +59,8 @@ Result<void> write_durably(int fd, std::string_view data, const std::string& pat
     data.remove_prefix(static_cast<std::size_t>(n));
   }
   if (::fdatasync(fd) != 0) {
-    return std::unexpected(Error{Errc::kUnavailable, system_error("tenants_file " + path)});
+    return std::unexpected(
+        Error{Errc::kUnavailable, system_error("tenants_file " + path + ": fdatasync")});
   }
   return {};
 }
@@ -205,7 +192,20 @@ Result<std::vector<std::optional<TenantRecord>>> FileTenantDirectory::write(
   for (const auto& [id, record] : changes) {
     lines += record ? put_line(id, *record) : "D " + encode_id(id) + "\n";
   }
+  if (failed_) {
+    return std::unexpected(
+        Error{Errc::kUnavailable, "tenants_file " + path_ +
+                                      ": an earlier write could not be made durable; restart "
+                                      "spillway serve once the disk is fixed"});
+  }
+  // Where this change starts: a write that fails half-way is cut back to it, so the journal never
+  // holds a partial line followed by later ones (which would make it unreadable at the next start).
+  const off_t end = ::lseek(fd_, 0, SEEK_END);
   if (auto written = write_durably(fd_, lines, path_); !written) {
+    if (end < 0 || ::ftruncate(fd_, end) != 0) failed_ = true;
+    // After a failed fdatasync the kernel may have dropped the pages it could not write, and a
+    // later fdatasync may succeed without them: nothing written since could be trusted.
+    if (written.error().message.find("fdatasync") != std::string::npos) failed_ = true;
     return std::unexpected(written.error());
   }
   return before;

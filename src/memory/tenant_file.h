@@ -11,6 +11,8 @@
 // since none of its ids would match.
 //
 // One process per file: <path>.lock is flock'd while the directory lives; a second open fails.
+// A write that fails (a full disk) is cut back to where it started, so the journal stays
+// readable; after a failed fdatasync no further write is taken until a restart.
 //
 // Thread safety: as TenantDirectory (which serialises the writes).
 #pragma once
@@ -42,7 +44,8 @@ class FileTenantDirectory final : public TenantDirectory {
 
   std::string path_;
   int fd_ = -1;
-  int lock_fd_ = -1;  // <path>.lock, flock'd while this directory lives
+  int lock_fd_ = -1;     // <path>.lock, flock'd while this directory lives
+  bool failed_ = false;  // a write could not be cut back, or fdatasync failed: no more writes
   std::size_t torn_lines_ = 0;
 };
 

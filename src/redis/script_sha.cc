@@ -21,6 +21,13 @@ std::string sha1_hex(std::string_view text) {
   return hex;
 }
 
+// The SHA-1 of a standalone script, computed once (one static per script).
+template <std::string_view (*Source)()>
+const std::string& sha_of() {
+  static const std::string digest = sha1_hex(Source());
+  return digest;
+}
+
 }  // namespace
 
 const std::string& script_sha(Algorithm algorithm) {
@@ -32,34 +39,11 @@ const std::string& script_sha(Algorithm algorithm) {
   return digests[algorithm_index(algorithm)];
 }
 
-const std::string& all_or_nothing_script_sha() {
-  static const std::string digest = sha1_hex(all_or_nothing_script_source());
-  return digest;
-}
-
-const std::string& refund_script_sha() {
-  static const std::string digest = sha1_hex(refund_script_source());
-  return digest;
-}
-
-const std::string& tenant_write_script_sha() {
-  static const std::string digest = sha1_hex(tenant_write_script_source());
-  return digest;
-}
-
-const std::string& tenant_read_script_sha() {
-  static const std::string digest = sha1_hex(tenant_read_script_source());
-  return digest;
-}
-
-const std::string& reset_script_sha() {
-  static const std::string digest = sha1_hex(reset_script_source());
-  return digest;
-}
-
-const std::string& tenant_scan_script_sha() {
-  static const std::string digest = sha1_hex(tenant_scan_script_source());
-  return digest;
-}
+const std::string& all_or_nothing_script_sha() { return sha_of<all_or_nothing_script_source>(); }
+const std::string& refund_script_sha() { return sha_of<refund_script_source>(); }
+const std::string& reset_script_sha() { return sha_of<reset_script_source>(); }
+const std::string& tenant_write_script_sha() { return sha_of<tenant_write_script_source>(); }
+const std::string& tenant_read_script_sha() { return sha_of<tenant_read_script_source>(); }
+const std::string& tenant_scan_script_sha() { return sha_of<tenant_scan_script_source>(); }
 
 }  // namespace spillway::redis

@@ -22,24 +22,9 @@ std::unexpected<Error> url_error(const std::string& message) {
 }
 
 Result<std::string> percent_decode(std::string_view text, std::string_view part) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out.push_back(text[i]);
-      continue;
-    }
-    unsigned value = 0;
-    const char* begin = text.data() + i + 1;
-    const char* end = begin + std::min<std::size_t>(2, text.size() - i - 1);
-    const auto [ptr, ec] = std::from_chars(begin, end, value, 16);
-    if (end - begin != 2 || ec != std::errc() || ptr != end) {
-      return url_error("redis URL: bad percent escape in " + std::string(part));
-    }
-    out.push_back(static_cast<char>(value));
-    i += 2;
-  }
-  return out;
+  std::optional<std::string> decoded = percent_decoded(text);
+  if (!decoded) return url_error("redis URL: bad percent escape in " + std::string(part));
+  return std::move(*decoded);
 }
 
 template <typename Int>

@@ -35,26 +35,6 @@ bool same_digest(std::string_view a, std::string_view b) {
   return difference == 0;
 }
 
-std::optional<std::string> percent_decoded(std::string_view text) {
-  std::string out;
-  const auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    if (i + 2 >= text.size() || hex(text[i + 1]) < 0 || hex(text[i + 2]) < 0) return std::nullopt;
-    out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
-    i += 2;
-  }
-  return out;
-}
-
 // The value of `name` in a query string ("plan=pro&cursor=x"), percent-decoded; nullopt when
 // absent or malformed.
 std::optional<std::string> query_value(std::string_view query, std::string_view name) {

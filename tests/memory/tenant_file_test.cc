@@ -5,8 +5,10 @@
 #include "src/memory/tenant_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 #include <sstream>
 
@@ -129,6 +131,35 @@ TEST_F(TenantFile, ClearKeysWithSpacesAndControlsRoundTrip) {
   ASSERT_NE(again, nullptr);
   ASSERT_NE(again->find(key), nullptr);
   EXPECT_EQ(again->find(key)->plan, "pro");
+}
+
+// A write that fails half-way (the file may not grow: RLIMIT_FSIZE, as a full disk would) is an
+// error, is cut back so the journal stays readable, and later writes go on once there is room.
+TEST_F(TenantFile, AWriteThatFailsHalfWayLeavesAReadableJournal) {
+  auto tenants = open();
+  ASSERT_NE(tenants, nullptr);
+  ASSERT_TRUE(tenants->put("k1", {.plan = "pro"}).has_value());
+  const std::size_t size = text().size();
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit tight = saved;
+  tight.rlim_cur = size + 10;  // room for 10 bytes of a ~36-byte line
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tight), 0);
+  auto failed = tenants->put("k2", {.plan = "pro"});
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  std::signal(SIGXFSZ, SIG_DFL);
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_EQ(failed.error().code, Errc::kUnavailable);
+  EXPECT_EQ(tenants->find("k2"), nullptr);
+  EXPECT_EQ(text().size(), size);  // the partial line was cut away
+  ASSERT_TRUE(tenants->put("k3", {.plan = "free"}).has_value());
+  tenants.reset();
+  auto again = open();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->size(), 2u);
+  EXPECT_NE(again->find("k3"), nullptr);
+  EXPECT_EQ(again->find("k2"), nullptr);
 }
 
 TEST_F(TenantFile, ASecondDirectoryOnTheSameFileIsRefused) {
