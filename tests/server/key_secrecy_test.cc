@@ -18,6 +18,7 @@
 #include "tests/support/poll.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
+#include "tests/support/text_lines.h"
 
 namespace spillway {
 namespace {
@@ -36,14 +37,7 @@ std::string fresh_api_key() {
   return out.str();
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  return lines;
-}
+using testing::lines_of;
 
 // The value after "  <label> " on each line of inspect's output that has it.
 std::vector<std::string> field_lines(const std::string& out, const std::string& label) {

@@ -31,6 +31,7 @@
 #include "tests/support/process.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
+#include "tests/support/text_lines.h"
 
 namespace spillway {
 namespace {
@@ -140,14 +141,7 @@ std::string trimmed(std::string text) {
   return text;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  return lines;
-}
+using testing::lines_of;
 
 std::size_t count_of(const std::string& text, const std::string& what) {
   std::size_t count = 0;
