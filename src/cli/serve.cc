@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -22,6 +23,18 @@
 #include "src/server/service.h"
 
 namespace spillway::cli {
+namespace {
+
+// A sink that writes each line after `prefix` on stderr in one write(2): safe from any thread (the
+// tenant follower's, the rules watcher's, the admin listener's), never interleaved.
+std::function<void(const std::string&)> stderr_lines(std::string prefix) {
+  return [prefix = std::move(prefix)](const std::string& line) {
+    const std::string text = prefix + line + "\n";
+    (void)!::write(2, text.data(), text.size());
+  };
+}
+
+}  // namespace
 
 int run_serve(int argc, char** argv, int first, std::ostream& err) {
   auto args =
@@ -100,12 +113,9 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   // the first request (or said, once, that they are not yet).
   std::shared_ptr<TenantDirectory> tenants;
   if (checked.tenants) {
-    auto opened =
-        open_tenants(config->backend.url, backend_options,
-                     {.file = config->backend.tenants_file, .log = [](const std::string& line) {
-                        const std::string text = "spillway serve: " + line + "\n";
-                        (void)!::write(2, text.data(), text.size());
-                      }});
+    auto opened = open_tenants(
+        config->backend.url, backend_options,
+        {.file = config->backend.tenants_file, .log = stderr_lines("spillway serve: ")});
     if (!opened) {
       err << "spillway serve: tenant records: " << opened.error().message << "\n";
       return 1;
@@ -153,11 +163,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   if (checked.admin_listen) {
     admin = std::make_unique<server::AdminService>(
         tenants, (*service)->store(), std::move(checked.admin_tokens),
-        [handler] { return handler->current_policy(); },
-        [](const std::string& line) {
-          const std::string text = "spillway audit: " + line + "\n";
-          (void)!::write(2, text.data(), text.size());
-        });
+        [handler] { return handler->current_policy(); }, stderr_lines("spillway audit: "));
     server::HttpServerOptions options;
     options.host = checked.admin_listen->host;
     options.port = checked.admin_listen->port;
@@ -194,14 +200,9 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         rls::RlsOptions{.charge_on_deny = config->rls.charge_on_deny,
                         .response_headers = config->rls.response_headers});
     Store* shared_store = &(*service)->store();
-    watcher = std::make_unique<rls::RlsWatcher>(
-        *engine, config->rls.config, rules_fingerprint, config->rls.watch,
-        [](const std::string& line) {
-          // From the watcher's thread too: one write(2) per line, never interleaved.
-          const std::string text = "spillway serve: " + line + "\n";
-          (void)!::write(2, text.data(), text.size());
-        },
-        [shared_store] { shared_store->clear_caches(); });
+    watcher = std::make_unique<rls::RlsWatcher>(*engine, config->rls.config, rules_fingerprint,
+                                                config->rls.watch, stderr_lines("spillway serve: "),
+                                                [shared_store] { shared_store->clear_caches(); });
     auto started = grpc_server::RlsGrpcServer::start(
         {.host = grpc_address->host,
          .port = grpc_address->port,

@@ -43,6 +43,17 @@ Error with_field(Error error, const std::string& attribute) {
   return error;
 }
 
+// A tenant record's own rate for `layer`, as a Limit of the layer's algorithm; null when the
+// record has none for it (or one the algorithm refuses: the admin API checks them, a record
+// written before a policy change may not fit). Built per request: custom contracts are few, and
+// a Limit is a few numbers.
+std::shared_ptr<const Limit> custom_limit(const LayerSpec& layer, const TenantRecord& record) {
+  auto own = record.limits.find(layer.name);
+  if (own == record.limits.end()) return nullptr;
+  auto made = Limit::make(layer.algorithm, own->second.limit, own->second.period);
+  return made ? std::make_shared<const Limit>(*made) : nullptr;
+}
+
 }  // namespace
 
 // "endpoint" always (it is the request's path, whatever reads it), and the attribute of every
@@ -194,15 +205,10 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
         if (std::shared_ptr<const TenantRecord> record = tenants_->find(*value)) {
           if (record->blocked && !shadow) {
             blocked = true;
-          } else if (auto own = record->limits.find(layer.name); own != record->limits.end()) {
-            // Built per request: custom contracts are few, and a Limit is a few numbers.
-            auto made = Limit::make(layer.algorithm, own->second.limit, own->second.period);
-            if (made) {
-              custom = std::make_shared<const Limit>(*made);
-              limit = custom.get();
-              static const std::string kCustom = kCustomPlan;
-              plan_name = &kCustom;
-            }
+          } else if ((custom = custom_limit(layer, *record))) {
+            limit = custom.get();
+            static const std::string kCustom = kCustomPlan;
+            plan_name = &kCustom;
           }
           if (!custom && !record->plan.empty()) {
             // A plan this layer does not have leaves the file's choice in force.
@@ -308,12 +314,9 @@ Result<std::vector<Policy::Check>> Policy::keys_of_caller(std::string_view layer
     for (const auto& [plan, limit] : built.by_plan) out.push_back({index, key, &limit, &plan});
     if (tenants_ != nullptr && layer.by_plan->source == PlanSource::kStore) {
       if (auto record = tenants_->find(value)) {
-        if (auto own = record->limits.find(layer.name); own != record->limits.end()) {
-          if (auto made = Limit::make(layer.algorithm, own->second.limit, own->second.period)) {
-            auto custom = std::make_shared<const Limit>(*made);
-            const Limit* raw = custom.get();
-            out.push_back({index, key, raw, nullptr, std::move(custom)});
-          }
+        if (std::shared_ptr<const Limit> custom = custom_limit(layer, *record)) {
+          const Limit* raw = custom.get();
+          out.push_back({index, key, raw, nullptr, std::move(custom)});
         }
       }
     }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "src/core/text.h"
+#include "src/policy/names.h"
 #include "src/server/ascii.h"
 #include "src/server/decision_response.h"
 #include "src/server/json_text.h"
@@ -19,10 +20,13 @@ namespace {
 constexpr std::string_view kTenantsPath = "/v1/tenants";
 constexpr std::size_t kMaxPage = 1000;
 
-bool is_token_name(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-  });
+// Bodies larger than kMaxRecordBodyBytes are only for the import: the 413 every other path gets.
+std::optional<HttpResponse> too_large(std::string_view path, std::size_t bytes) {
+  if (path == "/v1/tenants/import" || bytes <= AdminService::kMaxRecordBodyBytes) {
+    return std::nullopt;
+  }
+  return error_response(413, "a body over " + std::to_string(AdminService::kMaxRecordBodyBytes) +
+                                 " bytes is only taken by /v1/tenants/import");
 }
 
 // Equal bytes, in time that depends on the length only (both are digests of one length).
@@ -209,7 +213,7 @@ Result<std::vector<AdminToken>> read_admin_tokens(const std::string& path) {
       token = {"admin", std::string(text)};
     } else {
       token = {std::string(text.substr(0, space)), std::string(trim(text.substr(space + 1)))};
-      if (!is_token_name(token.name)) {
+      if (!policy::is_name(token.name)) {
         return invalid_argument(where + ": the name must be letters, digits, '_' or '-'");
       }
     }
@@ -290,13 +294,11 @@ std::optional<HttpResponse> AdminService::check_headers(const HttpRequest& reque
       std::string_view(request.target).substr(0, request.target.find('?'));
   const std::string* length = request.header("content-length");
   std::size_t bytes = 0;
-  if (length != nullptr && path != "/v1/tenants/import" &&
-      std::from_chars(length->data(), length->data() + length->size(), bytes).ec == std::errc() &&
-      bytes > kMaxRecordBodyBytes) {
-    return error_response(413, "a body over " + std::to_string(kMaxRecordBodyBytes) +
-                                   " bytes is only taken by /v1/tenants/import");
+  if (length == nullptr ||
+      std::from_chars(length->data(), length->data() + length->size(), bytes).ec != std::errc()) {
+    return std::nullopt;  // the HTTP parser answers a malformed length itself
   }
-  return std::nullopt;
+  return too_large(path, bytes);
 }
 
 void AdminService::handle(HttpRequest request, Responder respond) {
@@ -307,9 +309,8 @@ void AdminService::handle(HttpRequest request, Responder respond) {
   const std::string_view path = target.substr(0, question);
   const std::string_view query =
       question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
-  if (request.body.size() > kMaxRecordBodyBytes && path != "/v1/tenants/import") {
-    return respond(error_response(413, "a body over " + std::to_string(kMaxRecordBodyBytes) +
-                                           " bytes is only taken by /v1/tenants/import"));
+  if (auto refused_body = too_large(path, request.body.size())) {
+    return respond(std::move(*refused_body));
   }
   if (path == kTenantsPath) {
     if (request.method != "GET") {
