@@ -23,10 +23,17 @@ after(async () => {
   if (server) await server.stop();
 });
 
+// A deadline only so that a hang fails: under ThreadSanitizer, on a loaded 2-core machine, a
+// new channel's first calls can take several seconds (this test counts answers, it never times
+// them). Each channel is connected first (a health check), so the 200 calls race each other,
+// not the connection setup.
+const kDeadlineMs = 60000;
+
 async function hammer(clients, key) {
+  await Promise.all(clients.map((c) => c.healthCheck('', { deadlineMs: kDeadlineMs })));
   const v = unique(key);
   const calls = Array.from({ length: 200 }, (_, i) =>
-    clients[i % clients.length].check('conc', [[key, v]], { deadlineMs: 10000 }),
+    clients[i % clients.length].check('conc', [[key, v]], { deadlineMs: kDeadlineMs }),
   );
   const results = await Promise.all(calls);
   return {

@@ -67,8 +67,9 @@ function healthService() {
 }
 
 // Promise wrapper: resolves with the response, rejects with the grpc-js ServiceError
-// (err.code, err.details). Every call has a deadline so a hang fails instead of blocking.
-function unary(client, method, request, { deadlineMs = 5000 } = {}) {
+// (err.code, err.details). Every call has a deadline so a hang fails instead of blocking; the
+// default is long enough for a sanitized server on a loaded machine (tests never time calls).
+function unary(client, method, request, { deadlineMs = 20000 } = {}) {
   return new Promise((resolve, reject) => {
     const deadline = new Date(Date.now() + deadlineMs);
     client[method](request, { deadline }, (err, response) => {

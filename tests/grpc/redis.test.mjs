@@ -65,7 +65,7 @@ describe('redis backend', () => {
 
   it('200 concurrent calls with a limit of 50 → exactly 50 OK', async () => {
     const v = unique('conc');
-    const calls = Array.from({ length: 200 }, () => server.rls.check('redis', [['conc', v]], { deadlineMs: 10000 }));
+    const calls = Array.from({ length: 200 }, () => server.rls.check('redis', [['conc', v]], { deadlineMs: 60000 }));
     const results = await Promise.all(calls);
     const ok = results.filter((r) => r.overall_code === 'OK').length;
     const over = results.filter((r) => r.overall_code === 'OVER_LIMIT').length;

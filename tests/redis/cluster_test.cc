@@ -441,7 +441,7 @@ TEST(ClusterUnderLoad, ScriptFlushOnEveryNodeCostsNoError) {
 }
 
 TEST(ClusterUnderLoad, ManualFailoverIsInvisibleAndAKilledPrimaryRecovers) {
-  RedisCluster cluster;
+  RedisCluster cluster(3, "", /*replicas=*/1);
   auto store = open_on(cluster.url(), unique_prefix(), 1000ms);
   const Limit limit = *Limit::make(Algorithm::kTokenBucket, 1'000'000, kMicrosPerDay);
   std::vector<std::string> keys;

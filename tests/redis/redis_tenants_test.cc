@@ -212,7 +212,7 @@ TEST_F(RedisTenants, WhileRedisIsDownTheCopyKeepsServingAndWritesFail) {
 }
 
 TEST(RedisTenantsCluster, AWriteThroughOneIsInTheOthersCopyOnACluster) {
-  testing::RedisCluster cluster;
+  testing::RedisCluster& cluster = testing::shared_cluster();
   auto a = open_on(cluster.url(), "cl");
   auto b = open_on(cluster.url(), "cl");
   ASSERT_NE(a, nullptr);

@@ -53,7 +53,7 @@ TEST(RedisReset, DeletesTheKeysAndSaysWhichHeldState) {
 }
 
 TEST(RedisResetCluster, DeletesKeysOfEverySlot) {
-  testing::RedisCluster cluster;
+  testing::RedisCluster& cluster = testing::shared_cluster();
   auto store = open_on(cluster.url(), "reset");
   expect_reset_forgets(*store, 12);  // digests of 12 callers: several slots, several nodes
 }

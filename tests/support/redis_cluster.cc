@@ -56,7 +56,7 @@ std::string trimmed(std::string text) {
 
 }  // namespace
 
-RedisCluster::RedisCluster(int primaries, const std::string& extra_config) {
+RedisCluster::RedisCluster(int primaries, const std::string& extra_config, int replicas_each) {
   require_label("cluster", "a Redis Cluster");
   // repl-diskless-sync-delay 0: a primary starts a replica's (diskless) sync at once, instead of
   // waiting Redis's default 5 s for more replicas to join it: the cluster is ready in ~2 s, not
@@ -66,22 +66,24 @@ RedisCluster::RedisCluster(int primaries, const std::string& extra_config) {
       "cluster-replica-validity-factor 0\nrepl-diskless-sync-delay 0\n" +
       extra_config;
   std::string addresses;
-  for (int i = 0; i < primaries * 2; ++i) {
+  for (int i = 0; i < primaries * (1 + replicas_each); ++i) {
     nodes_.push_back(std::make_unique<RedisServer>(config, cluster_port()));
     addresses += " 127.0.0.1:" + std::to_string(nodes_.back()->port());
   }
-  const CommandResult created = run_command("redis-cli --cluster create" + addresses +
-                                            " --cluster-replicas 1 --cluster-yes 2>&1");
+  const CommandResult created =
+      run_command("redis-cli --cluster create" + addresses + " --cluster-replicas " +
+                  std::to_string(replicas_each) + " --cluster-yes 2>&1");
   if (created.status != 0 ||
       created.out.find("[OK] All 16384 slots covered") == std::string::npos) {
     throw std::runtime_error("RedisCluster: redis-cli --cluster create failed:\n" + created.out);
   }
   if (!wait_ok(30)) throw std::runtime_error("RedisCluster: cluster_state never became ok");
+  if (replicas_each == 0) return;
   // Every replica has its primary's data stream up (a failover needs it).
   const bool synced = wait_until(
       [&] {
         const std::vector<RedisServer*> all = replicas();
-        return static_cast<int>(all.size()) == primaries &&
+        return static_cast<int>(all.size()) == primaries * replicas_each &&
                std::all_of(all.begin(), all.end(), [](RedisServer* replica) {
                  return replica->cli("INFO replication").find("master_link_status:up") !=
                         std::string::npos;

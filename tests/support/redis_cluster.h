@@ -1,8 +1,10 @@
-// Starts a real Redis Cluster for a test: `primaries` primaries with one replica each, on free
-// loopback ports below 55536 (the cluster bus listens on port + 10000), created with
-// `redis-cli --cluster create`, and waits until every node says cluster_state:ok. Stops them all
-// when destroyed. If the cluster cannot start, construction throws: the test fails, nothing is
-// skipped.
+// Starts a real Redis Cluster for a test: `primaries` primaries, with `replicas_each` replicas
+// each, on free loopback ports below 55536 (the cluster bus listens on port + 10000), created with
+// `redis-cli --cluster create`, and waits until every node says cluster_state:ok (and every
+// replica has its primary's stream up). Stops them all when destroyed. If the cluster cannot
+// start, construction throws: the test fails, nothing is skipped.
+// Replicas only for the tests that fail a primary over: a replica costs a start and a sync, and
+// slots, redirections and scripts are the primaries' alone.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +18,8 @@ namespace spillway::testing {
 
 class RedisCluster {
  public:
-  explicit RedisCluster(int primaries = 3, const std::string& extra_config = "");
+  explicit RedisCluster(int primaries = 3, const std::string& extra_config = "",
+                        int replicas_each = 0);
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;
 
@@ -48,8 +51,9 @@ class RedisCluster {
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
 
-// One cluster for the whole test process (each ctest test is its own process), started on
-// first use and never stopped early: tests that kill or move nodes start their own.
+// One cluster for the whole test process (each ctest test is its own process), three primaries
+// and no replica, started on first use and never stopped early: tests that kill or move nodes
+// start their own.
 RedisCluster& shared_cluster();
 
 // A free loopback port whose cluster bus port (+10000) is free too, for a cluster node a test
