@@ -7,6 +7,7 @@
 #include "spillway/decision.h"
 #include "spillway/limit.h"
 #include "src/core/algorithm_state.h"
+#include "src/core/charge_mark.h"
 
 namespace spillway::core {
 
@@ -24,5 +25,13 @@ Decision decide(FixedWindowState& state, const Limit& limit, Micros now, std::in
 
 // When the key is back to idle (µs, absolute).
 Micros idle_at(const FixedWindowState& state, const Limit& limit);
+
+// Usage-based limits (docs/SPEC.md §2.6). mark(): the mark of the charge decide() just made.
+// settle(): `delta` > 0 charges delta more without a check (debt: the count may pass the limit,
+// by at most kDebtLimits limits); `delta` < 0 gives back up to -delta units of the marked charge,
+// only while its window is the key's window. Returns the units charged or given back (>= 0).
+ChargeMark mark(const FixedWindowState& state, const Limit& limit);
+std::int64_t settle(FixedWindowState& state, const Limit& limit, Micros now, std::int64_t delta,
+                    const ChargeMark& mark);
 
 }  // namespace spillway::core

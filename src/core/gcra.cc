@@ -51,4 +51,38 @@ Micros idle_at(const GcraState& state, const Limit&) {
   return state.tat_us + (state.tat_rem > 0 ? 1 : 0);
 }
 
+ChargeMark mark(const GcraState& state, const Limit& limit) {
+  return {.at = state.last,
+          .debt = (state.tat_us - state.last) * limit.limit_units() + state.tat_rem};
+}
+
+std::int64_t settle(GcraState& state, const Limit& limit, Micros now, std::int64_t delta,
+                    const ChargeMark& mark) {
+  const std::int64_t scale = limit.limit_units();
+  const std::int64_t interval = limit.period_units();
+  const std::int64_t tolerance = limit.burst() * interval;
+  const bool active = state.last != kNoTime;
+  const Micros at = active ? std::max(now, state.last) : now;
+  // The debt now: (max(tat, at) - at), scaled.
+  const std::int64_t debt =
+      active && state.tat_us >= at ? (state.tat_us - at) * scale + state.tat_rem : 0;
+  std::int64_t next = debt;
+  Micros last = state.last;
+  if (delta > 0) {
+    next += std::min(delta, ((1 + kDebtLimits) * tolerance - debt) / interval) * interval;
+    last = at;
+  } else {
+    // Only a key that nothing touched since the mark: then the key charged A from the start
+    // would hold max(tat - r*T, now) exactly. After other charges and refunds, what the idle
+    // time gave the key cannot be told from its state (docs/SPEC.md §2.1), so nothing is given.
+    const bool untouched =
+        state.last == mark.at && (state.tat_us - mark.at) * scale + state.tat_rem == mark.debt;
+    if (debt == 0 || !untouched) return 0;
+    next = std::max<std::int64_t>(0, debt - std::min(-delta, debt / interval + 1) * interval);
+  }
+  if (next == debt) return 0;
+  state = {.tat_us = at + next / scale, .tat_rem = next % scale, .last = last};
+  return (next > debt ? next - debt : debt - next) / interval;
+}
+
 }  // namespace spillway::core

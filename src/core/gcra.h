@@ -11,6 +11,7 @@
 #include "spillway/decision.h"
 #include "spillway/limit.h"
 #include "src/core/algorithm_state.h"
+#include "src/core/charge_mark.h"
 #include "src/core/token_bucket.h"  // kNoTime
 
 namespace spillway::core {
@@ -26,5 +27,15 @@ GcraState state_of(AlgorithmTag<Algorithm::kGcra>);  // the memory store's table
 Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t cost);
 
 Micros idle_at(const GcraState& state, const Limit& limit);
+
+// Usage-based limits (docs/SPEC.md §2.6). mark(): the mark of the charge decide() just made: its
+// time and the key's debt (tat - now, scaled) right after it. settle(): `delta` > 0 moves tat on
+// by delta*T without a check (debt: tat - now may pass B*T, by at most kDebtLimits*B*T);
+// `delta` < 0 moves it back by up to -delta*T, never below now, and only when nothing touched the
+// key since the mark (otherwise what its idle time already gave cannot be told from its state:
+// nothing is given back). Returns the units charged or given back.
+ChargeMark mark(const GcraState& state, const Limit& limit);
+std::int64_t settle(GcraState& state, const Limit& limit, Micros now, std::int64_t delta,
+                    const ChargeMark& mark);
 
 }  // namespace spillway::core

@@ -9,6 +9,7 @@
 #include "spillway/decision.h"
 #include "spillway/limit.h"
 #include "src/core/algorithm_state.h"
+#include "src/core/charge_mark.h"
 
 namespace spillway::core {
 
@@ -29,5 +30,13 @@ SlidingLogState state_of(
 Decision decide(SlidingLogState& state, const Limit& limit, Micros now, std::int64_t cost);
 
 Micros idle_at(const SlidingLogState& state, const Limit& limit);
+
+// Usage-based limits (docs/SPEC.md §2.6). mark(): the mark of the charge decide() just made (its
+// entry's time). settle(): `delta` > 0 adds an entry of delta without a check (debt: the live
+// total may pass the limit, by at most kDebtLimits limits); `delta` < 0 takes up to -delta units
+// off the marked entry while it is live. Returns the units charged or given back (>= 0).
+ChargeMark mark(const SlidingLogState& state, const Limit& limit);
+std::int64_t settle(SlidingLogState& state, const Limit& limit, Micros now, std::int64_t delta,
+                    const ChargeMark& mark);
 
 }  // namespace spillway::core

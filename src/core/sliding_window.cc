@@ -72,4 +72,36 @@ Micros idle_at(const SlidingWindowState& state, const Limit& limit) {
   return 0;
 }
 
+ChargeMark mark(const SlidingWindowState& state, const Limit&) { return {.at = state.last}; }
+
+std::int64_t settle(SlidingWindowState& state, const Limit& limit, Micros now, std::int64_t delta,
+                    const ChargeMark& mark) {
+  const Micros period = limit.period();
+  const bool active = state.previous > 0 || state.current > 0;
+  const Micros at = active ? std::max(now, state.last) : now;
+  const std::int64_t window = at / period;
+  std::int64_t previous = 0;
+  std::int64_t current = 0;
+  const std::int64_t state_window = state.last / period;
+  if (active && state_window == window) {
+    previous = state.previous;
+    current = state.current;
+  } else if (active && state_window == window - 1) {
+    previous = state.current;
+  }
+  std::int64_t done = 0;
+  if (delta > 0) {
+    done = std::max<std::int64_t>(0, std::min(delta, (1 + kDebtLimits) * limit.limit() - current));
+    current += done;
+  } else if (mark.at / period == window) {
+    done = std::min(-delta, current);
+    current -= done;
+  } else if (mark.at / period == window - 1) {
+    done = std::min(-delta, previous);
+    previous -= done;
+  }
+  if (done > 0) state = {.last = at, .previous = previous, .current = current};
+  return done;
+}
+
 }  // namespace spillway::core

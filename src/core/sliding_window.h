@@ -7,6 +7,7 @@
 #include "spillway/decision.h"
 #include "spillway/limit.h"
 #include "src/core/algorithm_state.h"
+#include "src/core/charge_mark.h"
 
 namespace spillway::core {
 
@@ -24,5 +25,14 @@ SlidingWindowState state_of(
 Decision decide(SlidingWindowState& state, const Limit& limit, Micros now, std::int64_t cost);
 
 Micros idle_at(const SlidingWindowState& state, const Limit& limit);
+
+// Usage-based limits (docs/SPEC.md §2.6). mark(): the mark of the charge decide() just made.
+// settle(): `delta` > 0 adds delta to the current window's count without a check (debt: the count
+// may pass the limit, by at most kDebtLimits limits); `delta` < 0 takes up to -delta units off the
+// count of the marked charge's window while it still counts (current or previous window).
+// Returns the units charged or given back (>= 0).
+ChargeMark mark(const SlidingWindowState& state, const Limit& limit);
+std::int64_t settle(SlidingWindowState& state, const Limit& limit, Micros now, std::int64_t delta,
+                    const ChargeMark& mark);
 
 }  // namespace spillway::core

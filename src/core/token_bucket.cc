@@ -30,7 +30,7 @@ Decision decide(TokenBucketState& state, const Limit& limit, Micros now, std::in
   } else {
     d.retry_after = at + ceil_div(cost * per_token - units, per_micro) - now;
   }
-  d.remaining = units / per_token;
+  d.remaining = std::max<std::int64_t>(0, units / per_token);  // a key in debt has none
   d.reset_after = at + ceil_div(capacity - units, per_micro) - now;
   return d;
 }
@@ -39,6 +39,40 @@ Micros idle_at(const TokenBucketState& state, const Limit& limit) {
   if (state.last == kNoTime) return 0;
   const std::int64_t capacity = limit.burst() * limit.period_units();
   return state.last + ceil_div(capacity - state.units, limit.limit_units());
+}
+
+ChargeMark mark(const TokenBucketState& state, const Limit& limit) {
+  return {.at = state.last, .debt = limit.burst() * limit.period_units() - state.units};
+}
+
+std::int64_t settle(TokenBucketState& state, const Limit& limit, Micros now, std::int64_t delta,
+                    const ChargeMark& mark) {
+  const std::int64_t per_token = limit.period_units();
+  const std::int64_t per_micro = limit.limit_units();
+  const std::int64_t capacity = limit.burst() * per_token;
+  const bool active = state.last != kNoTime;
+  Micros at = now;
+  std::int64_t units = capacity;
+  if (active) {
+    at = std::max(now, state.last);
+    const Micros elapsed = at - state.last;
+    const std::int64_t missing = capacity - state.units;
+    units = elapsed >= ceil_div(missing, per_micro) ? capacity : state.units + elapsed * per_micro;
+  }
+  // The shortfall now, as in GCRA's debt: (capacity - units) with the same scale.
+  const std::int64_t debt = capacity - units;
+  std::int64_t next = debt;
+  if (delta > 0) {
+    next += std::min(delta, ((1 + kDebtLimits) * capacity - debt) / per_token) * per_token;
+  } else {
+    // As in gcra.cc: only a bucket that nothing touched since the mark.
+    const bool untouched = state.last == mark.at && capacity - state.units == mark.debt;
+    if (debt == 0 || !untouched) return 0;
+    next = std::max<std::int64_t>(0, debt - std::min(-delta, debt / per_token + 1) * per_token);
+  }
+  if (next == debt) return 0;
+  state = {.units = capacity - next, .last = at};
+  return (next > debt ? next - debt : debt - next) / per_token;
 }
 
 }  // namespace spillway::core

@@ -11,6 +11,7 @@
 #include "spillway/decision.h"
 #include "spillway/limit.h"
 #include "src/core/algorithm_state.h"
+#include "src/core/charge_mark.h"
 
 namespace spillway::core {
 
@@ -27,5 +28,14 @@ TokenBucketState state_of(
 Decision decide(TokenBucketState& state, const Limit& limit, Micros now, std::int64_t cost);
 
 Micros idle_at(const TokenBucketState& state, const Limit& limit);
+
+// Usage-based limits (docs/SPEC.md §2.6). mark(): the mark of the charge decide() just made: its
+// time and the bucket's shortfall (capacity - tokens, in units) right after it. settle(): `delta`
+// > 0 takes delta tokens without a check (debt: the bucket may go below empty, by at most
+// kDebtLimits*B tokens); `delta` < 0 puts back up to -delta tokens, never above full, and only
+// when nothing touched the bucket since the mark (as gcra). Returns the tokens taken or put back.
+ChargeMark mark(const TokenBucketState& state, const Limit& limit);
+std::int64_t settle(TokenBucketState& state, const Limit& limit, Micros now, std::int64_t delta,
+                    const ChargeMark& mark);
 
 }  // namespace spillway::core
