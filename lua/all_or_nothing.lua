@@ -3,9 +3,10 @@
 -- algorithm's number (its position in include/spillway/algorithm_list.h) to its decide function.
 --
 -- KEYS[i]  the state of layer i
--- ARGV     now (µs or ''), ttl_floor (ms), cost, mode (0 decide, 1 reserve, 2 dry), then six
+-- ARGV     now (µs or ''), ttl_floor (ms), mode (0 decide, 1 reserve, 2 dry), then seven
 --          values per layer i:
---          algorithm number, limit, period, burst, limit_units, period_units
+--          algorithm number, limit, period, burst, limit_units, period_units, cost (what this
+--          layer is charged: layers may count different things, e.g. requests and tokens)
 -- Returns  five integers per layer, as the single-algorithm scripts do. Every layer is first
 --          decided without writing; only if all admit are they decided again and written. When
 --          any layer denies, nothing is written and the layers that would have admitted report
@@ -17,13 +18,13 @@
 --          (DUMP, '' when absent), its expiry then (PEXPIRETIME, ms) and the value written (DUMP).
 -- Dry      (mode 2: Redis Cluster, before reserving) nothing is written: when every layer would
 --          admit, each reports a peek (its state as it stands); otherwise as in mode 0.
-local cost = tonumber(ARGV[3])
-local reserve, dry = ARGV[4] == '1', ARGV[4] == '2'
+local reserve, dry = ARGV[3] == '1', ARGV[3] == '2'
 local layers = {}
 for i = 1, #KEYS do
-  local a = 4 + (i - 1) * 6
+  local a = 3 + (i - 1) * 7
   layers[i] = {decide_by_id[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
-               tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])}
+               tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]),
+               tonumber(ARGV[a + 7])}
 end
 
 local function run(i, c, commit)
@@ -42,7 +43,7 @@ end
 
 local results, all_admit = {}, true
 for i = 1, #KEYS do
-  results[i] = {run(i, cost, false)}
+  results[i] = {run(i, layers[i][7], false)}
   if not results[i][1] then all_admit = false end
 end
 local undo = {}
@@ -54,7 +55,7 @@ if all_admit and reserve then
 end
 for i = 1, #KEYS do
   if all_admit and not dry then
-    results[i] = {run(i, cost, true)}
+    results[i] = {run(i, layers[i][7], true)}
   elseif results[i][1] then
     results[i] = {run(i, 0, false)}
   end

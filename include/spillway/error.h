@@ -14,6 +14,8 @@ enum class Errc {
   kUnavailable,      // the backend could not be reached or answered with an error
   kTimeout,          // the backend did not answer in time
   kInternal,         // a bug: an invariant did not hold
+  kNotFound,         // no such thing (a reservation never made, or expired); nothing was changed
+  kConflict,         // it was already done (a reservation already settled); nothing was changed
 };
 
 struct Error {

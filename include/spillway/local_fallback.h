@@ -33,6 +33,9 @@ class LocalFallbackStore final : public Store {
   ~LocalFallbackStore() override;
 
   void decide(const StoreRequest& request, AllCallback done) override;
+  // The primary settles; when it fails (unavailable, timeout), the local store (which holds
+  // the reservations made while falling back).
+  void settle(const Settlement& settlement, SettleCallback done) override;
 
   // It can always decide: ready while the local store is (a load balancer keeps the instance).
   bool ready() const override { return local_->ready(); }

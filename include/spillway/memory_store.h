@@ -26,6 +26,7 @@ namespace spillway {
 struct MemoryStoreOptions {
   std::size_t shards = 64;                      // rounded up to a power of two
   std::size_t max_keys = 10'000'000;            // across all algorithms and shards
+  std::size_t max_reservations = 1'000'000;     // held at once (open, or settled within its ttl)
   std::shared_ptr<const Clock> clock;           // default: SystemClock
   std::chrono::milliseconds sweep_interval{0};  // background sweep period; 0 = no thread
 };
@@ -48,9 +49,17 @@ class MemoryStore final : public Store {
   Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
                               std::optional<Micros> now = std::nullopt);
 
+  // Reservations (Operation::kReserve) are kept in this process, until their ttl; settled in
+  // place, answered before it returns.
+  void settle(const Settlement& settlement, SettleCallback done) override;
+
   bool decides_inline() const override { return true; }
 
-  // Drops every key that is idle at `now` and returns how many were dropped.
+  // Reservations open and expired (Prometheus lines), once one was made.
+  void append_metrics(std::string& out) const override;
+
+  // Drops every key that is idle at `now` and returns how many were dropped (and the
+  // reservations that expired by then).
   std::size_t sweep(Micros now);
   std::size_t sweep() { return sweep(clock_->now()); }
 

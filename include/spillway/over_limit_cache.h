@@ -40,6 +40,8 @@ class OverLimitCache final : public Store {
 
   // A request that some key's cached denial answers is answered at once, without the backend.
   void decide(const StoreRequest& request, AllCallback done) override;
+  // Passes a settlement on (a debt may make a key deny: the cache learns it from later checks).
+  void settle(const Settlement& settlement, SettleCallback done) override;
 
   bool ready() const override { return inner_->ready(); }
   Result<void> wait_ready(std::chrono::milliseconds timeout) override {

@@ -45,6 +45,8 @@ struct PolicyDecision {
   bool shadow_checked = false;             // shadow layers applied and were checked
   std::vector<std::string> shadow_denied;  // shadow layers that would have denied
   std::optional<Error> shadow_error;       // the first error of a shadow layer's check
+  // Policy::reserve, admitted: the reservation's id (Store::settle settles it); else empty.
+  std::string reservation;
 };
 
 // The plan name a layer answer carries when a tenant record gave the caller its own rate.
@@ -58,7 +60,8 @@ class Policy {
       PolicySpec spec, std::shared_ptr<const TenantDirectory> tenants = nullptr);
 
   // The checks a request makes: one per layer that applies (an endpoint layer whose endpoint is
-  // not listed does not apply). Errors name the missing or empty attribute and its layer.
+  // not listed does not apply). Errors name the missing or empty attribute and its layer, or a
+  // cost attribute that is not a whole number 0..2^52.
   struct Check {
     std::size_t layer;
     std::string key;  // "<layer>:<len>:<value>[:<len>:<value>...]": no two requests collide
@@ -68,6 +71,8 @@ class Policy {
     std::shared_ptr<const Limit> custom;
     // A tenant record blocks this caller: the request is denied by this layer, nothing charged.
     bool blocked = false;
+    // What this layer is charged: its cost attribute's value, or kRequestCost (the request's).
+    std::int64_t cost = kRequestCost;
   };
   Result<std::vector<Check>> resolve(const Attributes& attributes) const;
 
@@ -80,6 +85,18 @@ class Policy {
   // decide_async, waiting for its answer (src/core/wait_for_answer.h).
   Result<PolicyDecision> decide(Store& store, const Attributes& attributes, std::int64_t cost,
                                 std::optional<Micros> now = std::nullopt) const;
+
+  // Usage-based limits (docs/SPEC.md §5.3): decide_async, charging each enforced layer its
+  // estimate (its cost attribute, or `cost`) as a reservation that lives `ttl`. When admitted,
+  // the answer's `reservation` names it; settle it with Store::settle (a commit with the actual
+  // costs, or a cancel), by layer name. Shadow layers are checked as by decide_async and keep
+  // their charge. The store must keep reservations (kInvalidArgument otherwise).
+  void reserve_async(Store& store, const Attributes& attributes, std::int64_t cost,
+                     std::optional<Micros> now, std::chrono::milliseconds ttl,
+                     std::function<void(Result<PolicyDecision>)> done) const;
+  Result<PolicyDecision> reserve(Store& store, const Attributes& attributes, std::int64_t cost,
+                                 std::chrono::milliseconds ttl,
+                                 std::optional<Micros> now = std::nullopt) const;
 
   // Every (key, limit) that layer `layer` may keep for the caller whose value of the layer's one
   // caller attribute (its key's attribute other than the route) is `value`: a by_plan layer, one
@@ -95,6 +112,9 @@ class Policy {
   // The path attributes that an enforced endpoint layer matches routes on ("endpoint" for the
   // usual policy): a request without one skips those limits, so HTTP front ends require it.
   const std::vector<std::string>& route_attributes() const { return route_attributes_; }
+  // The attributes that layers take their cost from (`cost:`), sorted: a JSON body may give them
+  // as numbers.
+  const std::vector<std::string>& cost_attributes() const { return cost_attributes_; }
 
   const PolicySpec& spec() const { return spec_; }
   const std::shared_ptr<const TenantDirectory>& tenants() const { return tenants_; }
@@ -122,12 +142,17 @@ class Policy {
   // Moves the checks of shadow layers out of `checks` (which keeps the enforced ones, in order).
   std::vector<Check> take_shadow(std::vector<Check>& checks) const;
   static std::vector<KeyedLimit> keyed_limits(const std::vector<Check>& checks);
+  // decide_async and reserve_async: one path; `ttl` set means a reservation.
+  void run_async(Store& store, const Attributes& attributes, std::int64_t cost,
+                 std::optional<Micros> now, std::optional<std::chrono::milliseconds> ttl,
+                 std::function<void(Result<PolicyDecision>)> done) const;
 
   PolicySpec spec_;
   std::shared_ptr<const TenantDirectory> tenants_;
   std::vector<BuiltLayer> built_;
   std::vector<std::string> attributes_used_;
   std::vector<std::string> route_attributes_;
+  std::vector<std::string> cost_attributes_;
 };
 
 }  // namespace spillway::policy

@@ -74,6 +74,10 @@ struct LayerSpec {
   std::vector<std::string> key;  // attribute names forming the key, in order (e.g. {"ip"})
   Algorithm algorithm = Algorithm::kGcra;
   LayerMode mode = LayerMode::kEnforce;
+  // The attribute whose value is this layer's cost (`cost: tokens`: a whole number 0..2^52, e.g.
+  // the tokens a request will use), so that one request charges each layer what it counts
+  // (requests here, tokens there), all-or-nothing as ever. Empty: the request's cost.
+  std::string cost;
   // Exactly one of these three is set.
   std::optional<RateSpec> limit;
   std::optional<PlanSelector> by_plan;

@@ -22,27 +22,96 @@ namespace spillway {
 
 inline constexpr std::size_t kMaxKeyBytes = 1024;
 
-// One layer of an all-or-nothing check: a key under a limit.
+// A KeyedLimit's cost when it has none of its own: the request's.
+inline constexpr std::int64_t kRequestCost = -1;
+
+// One layer of an all-or-nothing check: a key under a limit, charged the request's cost or its
+// own (`cost` >= 0: a layer that counts something else, e.g. tokens where another counts
+// requests; still all-or-nothing with the others).
 struct KeyedLimit {
   std::string_view key;
   const Limit* limit;
+  std::int64_t cost = kRequestCost;
 };
+
+// What `check` is charged in a request whose cost is `request_cost`.
+constexpr std::int64_t cost_of(const KeyedLimit& check, std::int64_t request_cost) {
+  return check.cost == kRequestCost ? request_cost : check.cost;
+}
 
 using Decisions = std::vector<Decision>;
 
-// What a request asks of a store; reserve, commit, refund and lease are the operations planned
-// next, each one more value here, not one more method.
+// What a request asks of a store (a lease is planned next, one more value here).
 //   kCheck  the checks below (all-or-nothing, cost charged when all admit).
+//   kReserve a check that, when admitted, keeps its charges as a reservation (reserve(): its
+//           id, lifetime and each key's label), to be settled once by settle(). A store that
+//           keeps no reservations answers kInvalidArgument.
 //   kReset  every key forgets its state under its limit, so that its next check finds it fresh
 //           (an operator undoing a limit that was hit by mistake). The cost is not used. Each
 //           key's decision says whether there was state to forget (`allowed` true) or not
 //           (false); `limit` is its limit. Every wrapper passes it to the backend (a cache of
 //           denials forgets what it remembers).
-enum class Operation : std::uint8_t { kCheck, kReset };
+enum class Operation : std::uint8_t { kCheck, kReset, kReserve };
+
+// Usage-based limits (docs/SPEC.md §2.1, §5.3): a cost known only after the work (LLM tokens) is
+// charged as an estimate by a reservation, then settled with the actual cost.
+//
+// One key of a reservation: the name of its layer, and whether its cost is a measured quantity
+// (a layer with a cost attribute, such as tokens) that a settlement's single `cost` applies to.
+struct ReservedLayer {
+  std::string_view label;
+  bool metered = false;
+};
+
+// What a kReserve request keeps. A view, as StoreRequest's keys are.
+struct ReserveSpec {
+  std::string_view id;                    // 1..kMaxReservationIdBytes bytes, unguessable
+  std::chrono::milliseconds ttl;          // > 0: unsettled by then, it expires, charges kept
+  std::span<const ReservedLayer> layers;  // one per key, in the keys' order
+};
+inline constexpr std::size_t kMaxReservationIdBytes = 64;
+
+// A new reservation id: 128 random bits (the operating system's CSPRNG), base64url, 22 bytes.
+std::string new_reservation_id();
+
+// The actual cost of one layer of a reservation, by its label.
+struct LayerCost {
+  std::string_view label;
+  std::int64_t cost;
+};
+
+// What settles a reservation, once. The actual cost of each key is, in order of precedence: 0
+// when `cancel`; its entry in `costs`; `cost` when the key is metered, or when no key of the
+// reservation is; else its estimate (no change). Below the estimate the difference is given back
+// (docs/SPEC.md §2.1: never more than had the actual cost been charged from the start); above it,
+// the difference is charged without a check (debt).
+struct Settlement {
+  std::string_view id;
+  bool cancel = false;
+  std::optional<std::int64_t> cost;
+  std::span<const LayerCost> costs;
+  std::optional<Micros> now;  // overrides the store's clock, as StoreRequest's does
+};
+
+// How one key of a reservation was settled.
+struct SettledLayer {
+  std::string label;
+  std::int64_t estimate = 0;
+  std::int64_t actual = 0;
+  std::int64_t refunded = 0;  // given back (actual below the estimate; at most the difference)
+  std::int64_t charged = 0;   // charged as debt (actual above; less when the debt bound stopped it)
+  Decision after;             // the key as it stands after (a peek of cost 0)
+};
+using Settled = std::vector<SettledLayer>;
+
+// What is wrong with a settlement before any store looks at it (kInvalidArgument, naming the
+// field): an empty or too long id, a cost below 0 or above 2^52, a label given twice or empty.
+std::optional<Error> settlement_problem(const Settlement& settlement);
 
 // One request to a store, validated once where it enters (make()): every store and wrapper takes
 // it as it is. All-or-nothing over its keys (the layers of one request), as one atomic step:
-// `cost` is charged to every key if every key admits it, and to none otherwise. The answer has
+// each key's cost (cost_of(i): its own, else `cost`) is charged to it if every key admits its
+// cost, and nothing to any otherwise. The answer has
 // one decision per key, in order; when the request is denied, the keys that denied report their
 // denial and the others their state as it stands (allowed, remaining uncharged).
 // cost 0 is a peek (reports, changes nothing). `now` (µs) overrides the store's clock; for replay
@@ -53,7 +122,8 @@ enum class Operation : std::uint8_t { kCheck, kReset };
 class StoreRequest {
  public:
   // Errors (kInvalidArgument, nothing decided): no key, an empty key, a key over kMaxKeyBytes, the
-  // same key under the same limit twice, a negative cost, `now` outside 0..2^52 µs.
+  // same key under the same limit twice, a negative cost (a key's own: other than kRequestCost),
+  // `now` outside 0..2^52 µs.
   static Result<StoreRequest> make(std::span<const KeyedLimit> checks, std::int64_t cost = 1,
                                    std::optional<Micros> now = std::nullopt,
                                    Operation operation = Operation::kCheck);
@@ -65,8 +135,17 @@ class StoreRequest {
 
   std::span<const KeyedLimit> checks() const { return checks_; }
   std::int64_t cost() const { return cost_; }
+  // What key i is charged: its own cost, or the request's.
+  std::int64_t cost_of(std::size_t i) const { return spillway::cost_of(checks_[i], cost_); }
   std::optional<Micros> now() const { return now_; }
   Operation operation() const { return operation_; }
+  // kReserve: what to keep (nullptr for the other operations).
+  const ReserveSpec* reserve() const { return reserve_; }
+
+  // A kReserve request. Errors as make()'s, and: an empty or too long id, a ttl not above 0,
+  // not one label per key.
+  static Result<StoreRequest> make_reserve(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                           std::optional<Micros> now, const ReserveSpec& spec);
 
  private:
   StoreRequest(std::span<const KeyedLimit> checks, std::int64_t cost, std::optional<Micros> now,
@@ -80,6 +159,7 @@ class StoreRequest {
   std::int64_t cost_;
   std::optional<Micros> now_;
   Operation operation_;
+  const ReserveSpec* reserve_ = nullptr;
 };
 
 class Store {
@@ -112,6 +192,16 @@ class Store {
                        std::optional<Micros> now, AllCallback done);
   // decide(), waiting for its answer. Safe from inside an inline answer's callback.
   Result<Decisions> decide_and_wait(const StoreRequest& request);
+
+  // Settles a reservation made by a kReserve request (Settlement says how), exactly once: the
+  // answer has one SettledLayer per key of the reservation. Errors, each changing nothing:
+  // kNotFound (no such id, or it expired), kConflict (already settled or cancelled),
+  // kInvalidArgument (a cost below 0, a label in `costs` that the reservation does not have).
+  // The answer goes to `done` as decide()'s does. Default: kInvalidArgument (the store keeps no
+  // reservations); a wrapper passes it on to the store it wraps.
+  using SettleCallback = std::function<void(Result<Settled>)>;
+  virtual void settle(const Settlement& settlement, SettleCallback done);
+  Result<Settled> settle_and_wait(const Settlement& settlement);
 
   // Whether the backend can decide now (a network backend: it has a connection). For readiness
   // probes; a check may still fail right after true, and succeed right after false.

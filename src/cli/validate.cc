@@ -52,6 +52,9 @@ std::vector<std::string> auth_warnings(const policy::Config& config) {
       const bool route = layer.by_endpoint && layer.by_endpoint->attribute == attribute;
       if (!route && !provided(attribute)) warn(path + ".key", attribute, layer.name, kRefused);
     }
+    if (!layer.cost.empty() && !provided(layer.cost)) {
+      warn(path + ".cost", layer.cost, layer.name, kRefused);
+    }
     if (layer.by_plan && !provided(layer.by_plan->attribute)) {
       warn(path + ".by_plan.attribute", layer.by_plan->attribute, layer.name, kRefused);
     }

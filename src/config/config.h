@@ -95,6 +95,9 @@ struct ServerConfig {
   // admin_token_file: lines "<name> <token>" (or a lone token, named "admin").
   std::string admin_listen;
   std::string admin_token_file;
+  // Usage-based limits: how long a reservation ("reserve": true) waits for its commit or cancel
+  // before it expires with its estimate charged.
+  std::chrono::milliseconds reservation_ttl{10 * 60 * 1000};
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 

@@ -1,6 +1,6 @@
-// The config file's layers section: each layer's name, key, algorithm, mode and its one
-// selector (limit, by_plan or by_endpoint), checked so that a config that validates can always be
-// built into a Policy.
+// The config file's layers section: each layer's name, key, algorithm, mode, cost attribute and
+// its one selector (limit, by_plan or by_endpoint), checked so that a config that validates can
+// always be built into a Policy.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -159,8 +159,9 @@ void parse_selector(const YAML::Node& node, const std::string& path, const Field
 LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
                       const std::vector<LayerSpec>& earlier) {
   expect_map(node, path, "a mapping with name, key and a limit");
-  Fields fields(node, path,
-                {"name", "key", "algorithm", "limit", "burst", "by_plan", "by_endpoint", "mode"});
+  Fields fields(
+      node, path,
+      {"name", "key", "algorithm", "limit", "burst", "by_plan", "by_endpoint", "mode", "cost"});
   LayerSpec layer;
   collect([&] {
     const Entry& name = fields.require("name");
@@ -199,6 +200,15 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
         fail(mode->value, fields.path("mode"),
              quote_for_error(text) + " must be enforce or shadow");
       }
+    });
+  if (const Entry* cost = fields.find("cost"))
+    collect([&] {
+      const std::string text = scalar(cost->value, fields.path("cost"), "an attribute name");
+      if (!is_name(text)) {
+        fail(cost->value, fields.path("cost"),
+             "cost attribute " + quote_for_error(text) + " must be letters, digits, '_' or '-'");
+      }
+      layer.cost = text;
     });
   if (!algorithm_read) return layer;
   if (const Entry* burst = fields.find("burst"))

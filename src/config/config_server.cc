@@ -18,7 +18,7 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   Fields fields(node, "server",
                 {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
                  "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header",
-                 "admin_listen", "admin_token_file"});
+                 "admin_listen", "admin_token_file", "reservation_ttl"});
   // A listen address: host:port, checked as --listen is.
   const auto read_address = [&](const char* name, std::string& out) {
     const Entry* entry = fields.find(name);
@@ -57,6 +57,15 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
         fail(unknown->value, path, quote_for_error(text) + " must be reject or ignore");
       }
       server.reject_unknown_attributes = text == "reject";
+    });
+  if (const Entry* ttl = fields.find("reservation_ttl"))
+    collect([&] {
+      const std::string path = fields.path("reservation_ttl");
+      server.reservation_ttl = millis(*ttl, path);
+      if (server.reservation_ttl.count() <= 0 ||
+          server.reservation_ttl > std::chrono::hours(24 * 7)) {
+        fail(ttl->value, path, "must be above 0 and at most 7d");
+      }
     });
   if (const Entry* dashboard = fields.find("dashboard"))
     collect([&] { server.dashboard = boolean(dashboard->value, fields.path("dashboard")); });

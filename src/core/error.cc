@@ -14,6 +14,10 @@ std::string_view errc_name(Errc code) {
       return "timeout";
     case Errc::kInternal:
       return "internal";
+    case Errc::kNotFound:
+      return "not_found";
+    case Errc::kConflict:
+      return "conflict";
   }
   return "unknown";
 }

@@ -2,6 +2,7 @@
 // all-or-nothing checks, synchronous and asynchronous.
 #include "spillway/store.h"
 
+#include <random>
 #include <string>
 
 #include "src/core/inline_completion.h"
@@ -33,6 +34,11 @@ std::optional<Error> StoreRequest::problem(std::span<const KeyedLimit> checks, s
         return valid.error();
       }
     }
+    if (checks[i].cost < 0 && checks[i].cost != kRequestCost) {
+      return invalid_argument("the cost of key \"" + std::string(checks[i].key) +
+                              "\" must be 0 or more, got " + std::to_string(checks[i].cost))
+          .error();
+    }
     for (std::size_t j = 0; j < i; ++j) {
       if (checks[j].key == checks[i].key && *checks[j].limit == *checks[i].limit) {
         return invalid_argument("check_all got the same key twice: \"" +
@@ -48,6 +54,91 @@ Result<StoreRequest> StoreRequest::make(std::span<const KeyedLimit> checks, std:
                                         std::optional<Micros> now, Operation operation) {
   if (std::optional<Error> wrong = problem(checks, cost, now)) return std::unexpected(*wrong);
   return StoreRequest(checks, cost, now, operation);
+}
+
+Result<StoreRequest> StoreRequest::make_reserve(std::span<const KeyedLimit> checks,
+                                                std::int64_t cost, std::optional<Micros> now,
+                                                const ReserveSpec& spec) {
+  if (std::optional<Error> wrong = problem(checks, cost, now)) return std::unexpected(*wrong);
+  if (spec.id.empty() || spec.id.size() > kMaxReservationIdBytes) {
+    return invalid_argument("a reservation id is 1 to " + std::to_string(kMaxReservationIdBytes) +
+                            " bytes, got " + std::to_string(spec.id.size()));
+  }
+  if (spec.ttl.count() <= 0) return invalid_argument("a reservation's ttl must be above 0");
+  if (spec.layers.size() != checks.size()) {
+    return invalid_argument(
+        "a reservation needs one label per key: " + std::to_string(spec.layers.size()) +
+        " labels for " + std::to_string(checks.size()) + " keys");
+  }
+  StoreRequest request(checks, cost, now, Operation::kReserve);
+  request.reserve_ = &spec;
+  return request;
+}
+
+std::string new_reservation_id() {
+  static constexpr char kDigits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  // std::random_device reads the operating system's CSPRNG (getrandom) on Linux with libstdc++.
+  thread_local std::random_device device;
+  std::uint64_t bits[2] = {(std::uint64_t{device()} << 32) | device(),
+                           (std::uint64_t{device()} << 32) | device()};
+  std::string id;
+  id.reserve(22);
+  for (int i = 0; i < 22; ++i) {
+    const int word = i < 11 ? 0 : 1;
+    id.push_back(kDigits[bits[word] & 63]);
+    bits[word] >>= 6;
+  }
+  return id;
+}
+
+std::optional<Error> settlement_problem(const Settlement& settlement) {
+  const auto wrong = [](std::string message, std::string field) {
+    return Error{Errc::kInvalidArgument, std::move(message), std::move(field)};
+  };
+  if (settlement.id.empty() || settlement.id.size() > kMaxReservationIdBytes) {
+    return wrong("\"reservation\" must be a reservation id (1 to " +
+                     std::to_string(kMaxReservationIdBytes) + " bytes)",
+                 "reservation");
+  }
+  const auto bad_cost = [](std::int64_t cost) { return cost < 0 || cost > kMaxExact; };
+  if (settlement.cost && bad_cost(*settlement.cost)) {
+    return wrong(
+        "\"cost\" must be a whole number from 0 to 2^52, got " + std::to_string(*settlement.cost),
+        "cost");
+  }
+  for (std::size_t i = 0; i < settlement.costs.size(); ++i) {
+    const LayerCost& c = settlement.costs[i];
+    if (c.label.empty()) return wrong("\"costs\" names a layer with an empty name", "costs");
+    if (bad_cost(c.cost)) {
+      return wrong("\"costs\": the cost of " + std::string(c.label) +
+                       " must be a whole number from 0 to 2^52, got " + std::to_string(c.cost),
+                   "costs");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (settlement.costs[j].label == c.label) {
+        return wrong("\"costs\" names " + std::string(c.label) + " twice", "costs");
+      }
+    }
+  }
+  if (settlement.now && (*settlement.now < 0 || *settlement.now > kMaxNow)) {
+    return wrong("now must be between 0 and 2^52 µs", "now");
+  }
+  return std::nullopt;
+}
+
+void Store::settle(const Settlement&, SettleCallback done) {
+  complete_inline(done, Result<Settled>(std::unexpected(
+                            Error{Errc::kInvalidArgument, "this backend keeps no reservations"})));
+}
+
+Result<Settled> Store::settle_and_wait(const Settlement& settlement) {
+  auto start = [&](auto answer) { settle(settlement, std::move(answer)); };
+  if (decides_inline()) {
+    return take_inline_answer<Result<Settled>>(
+        start, std::unexpected(Error{Errc::kInternal, "the store did not answer inline"}));
+  }
+  return wait_for_answer<Result<Settled>>(start);
 }
 
 bool all_allowed(const Decisions& decisions) {

@@ -1,6 +1,8 @@
 #include "spillway/memory_store.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <bit>
 #include <boost/container/small_vector.hpp>
 #include <condition_variable>
@@ -8,10 +10,13 @@
 #include <thread>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 #include "src/core/all_algorithms.h"
 #include "src/core/inline_completion.h"
+#include "src/core/metrics_text.h"
+#include "src/core/text.h"
 #include "src/memory/key_budget.h"
 #include "src/memory/sharded_table.h"
 
@@ -28,12 +33,19 @@ struct TablesOf<std::index_sequence<I...>> {
 };
 using Tables = TablesOf<std::make_index_sequence<kAlgorithmCount>>::type;
 
+// Reservation ids looked up by string_view without a copy.
+struct IdHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+};
+
 }  // namespace
 
 class MemoryStore::Impl {
  public:
   explicit Impl(const MemoryStoreOptions& options)
-      : budget_(options.max_keys),
+      : max_reservations_(options.max_reservations),
+        budget_(options.max_keys),
         tables_(make_tables(shards(options), random_seed(),
                             std::make_index_sequence<kAlgorithmCount>{})) {}
 
@@ -43,21 +55,25 @@ class MemoryStore::Impl {
     });
   }
 
-  // All-or-nothing over several keys: every shard involved is locked (in address order, so two
+  // All-or-nothing over several keys, each charged its cost (its own, or `cost`): every shard
+  // involved is locked (in address order, so two
   // requests can never wait on each other), every key is decided dry, and only if all admit are
   // they decided for real. New keys' places are taken from the budget first: a full store changes
   // nothing (after sweeping these shards once to make room, as a single check does).
-  Result<Decisions> check_all(std::span<const KeyedLimit> checks, Micros now, std::int64_t cost) {
+  // With `marks`: an admitted request also leaves there each key's charge mark (a reservation).
+  Result<Decisions> check_all(std::span<const KeyedLimit> checks, Micros now, std::int64_t cost,
+                              std::vector<core::ChargeMark>* marks = nullptr) {
     struct Item {
       memory::TableKey key;
       const Limit* limit;
+      std::int64_t cost;
     };
     // A policy checks a handful of keys: no allocation below eight.
     boost::container::small_vector<Item, 8> items;
     boost::container::small_vector<memory::SpinLock*, 8> shard_locks;
     for (const KeyedLimit& c : checks) {
       with_table(c.limit->algorithm(), [&](auto& table) {
-        items.push_back({table.key_of(c.key, *c.limit), c.limit});
+        items.push_back({table.key_of(c.key, *c.limit), c.limit, cost_of(c, cost)});
         shard_locks.push_back(&table.lock_for(items.back().key));
         return 0;
       });
@@ -84,8 +100,8 @@ class MemoryStore::Impl {
       for (const Item& item : items) {
         with_table(item.limit->algorithm(), [&](auto& table) {
           bool tracked = false;
-          decisions.push_back(table.peek_locked(item.key, *item.limit, now, cost, &tracked));
-          if (decisions.back().allowed && cost > 0 && !tracked) ++new_keys;
+          decisions.push_back(table.peek_locked(item.key, *item.limit, now, item.cost, &tracked));
+          if (decisions.back().allowed && item.cost > 0 && !tracked) ++new_keys;
           return 0;
         });
       }
@@ -111,10 +127,106 @@ class MemoryStore::Impl {
     }
     for (std::size_t i = 0; i < items.size(); ++i) {
       decisions[i] = with_table(items[i].limit->algorithm(), [&](auto& table) {
-        return table.commit_locked(items[i].key, *items[i].limit, now, cost);
+        const Decision d = table.commit_locked(items[i].key, *items[i].limit, now, items[i].cost);
+        if (marks != nullptr) marks->push_back(table.mark_locked(items[i].key, *items[i].limit));
+        return d;
       });
     }
     return decisions;
+  }
+
+  // Operation::kReserve: a check whose charges, when admitted, are kept under the spec's id.
+  Result<Decisions> reserve(std::span<const KeyedLimit> checks, Micros now, std::int64_t cost,
+                            const ReserveSpec& spec) {
+    // Bounded like the keys: reservations live until their ttl, settled ones too (to answer a
+    // second settlement with a conflict).
+    if (held_reservations_.load(std::memory_order_relaxed) >= max_reservations_) {
+      return std::unexpected(Error{
+          Errc::kStoreFull, "the store holds its maximum of " + std::to_string(max_reservations_) +
+                                " reservations (open or settled within their ttl)"});
+    }
+    std::vector<core::ChargeMark> marks;
+    marks.reserve(checks.size());
+    Result<Decisions> decisions = check_all(checks, now, cost, &marks);
+    if (!decisions || !all_allowed(*decisions)) return decisions;
+    Reservation kept;
+    kept.expires_at = now + std::chrono::duration_cast<std::chrono::microseconds>(spec.ttl).count();
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      kept.keys.push_back({.key = std::string(checks[i].key),
+                           .limit = *checks[i].limit,
+                           .estimate = cost_of(checks[i], cost),
+                           .mark = marks[i],
+                           .label = std::string(spec.layers[i].label),
+                           .metered = spec.layers[i].metered});
+    }
+    ReservationShard& shard = reservation_shard(spec.id);
+    std::lock_guard hold(shard.mutex);
+    if (!shard.kept.try_emplace(std::string(spec.id), std::move(kept)).second) {
+      return std::unexpected(Error{Errc::kInternal, "a reservation id was used twice"});
+    }
+    open_reservations_.fetch_add(1, std::memory_order_relaxed);
+    held_reservations_.fetch_add(1, std::memory_order_relaxed);
+    return decisions;
+  }
+
+  // Settles a reservation once (Store::settle); its shard's lock is held throughout, so that two
+  // settlements of one id cannot both find it open.
+  Result<Settled> settle(const Settlement& settlement, Micros now) {
+    ReservationShard& shard = reservation_shard(settlement.id);
+    std::lock_guard hold(shard.mutex);
+    auto found = shard.kept.find(settlement.id);
+    if (found == shard.kept.end() || found->second.expires_at <= now) {
+      return std::unexpected(
+          Error{Errc::kNotFound,
+                "no reservation " + quote_for_error(settlement.id, 64) + ": never made, or expired",
+                "reservation"});
+    }
+    Reservation& kept = found->second;
+    if (kept.settled) {
+      return std::unexpected(
+          Error{Errc::kConflict,
+                "reservation " + quote_for_error(settlement.id, 64) + " is already settled",
+                "reservation"});
+    }
+    std::vector<std::int64_t> actual;
+    if (Result<void> resolved = actual_costs(kept, settlement, actual); !resolved) {
+      return std::unexpected(resolved.error());
+    }
+    Settled settled;
+    settled.reserve(kept.keys.size());
+    for (std::size_t i = 0; i < kept.keys.size(); ++i) {
+      const Reservation::Key& k = kept.keys[i];
+      SettledLayer out{.label = k.label, .estimate = k.estimate, .actual = actual[i]};
+      const std::int64_t delta = actual[i] - k.estimate;
+      with_table(k.limit.algorithm(), [&](auto& table) {
+        const std::int64_t done = table.settle_key(k.key, k.limit, now, delta, k.mark, out.after);
+        (delta > 0 ? out.charged : out.refunded) = done;
+        return 0;
+      });
+      settled.push_back(std::move(out));
+    }
+    // Kept, without its keys, until it would have expired: a second settlement is a conflict.
+    kept.settled = true;
+    kept.keys = {};
+    open_reservations_.fetch_sub(1, std::memory_order_relaxed);
+    return settled;
+  }
+
+  std::size_t sweep_reservations(Micros now) {
+    std::size_t dropped = 0;
+    for (ReservationShard& shard : reservation_shards_) {
+      std::lock_guard hold(shard.mutex);
+      dropped += std::erase_if(shard.kept, [&](const auto& entry) {
+        if (entry.second.expires_at > now) return false;
+        held_reservations_.fetch_sub(1, std::memory_order_relaxed);
+        if (!entry.second.settled) {
+          open_reservations_.fetch_sub(1, std::memory_order_relaxed);
+          expired_reservations_.fetch_add(1, std::memory_order_relaxed);
+        }
+        return true;
+      });
+    }
+    return dropped;
   }
 
   // Operation::kReset: each key's state forgotten; a decision per key says whether it had one.
@@ -134,6 +246,10 @@ class MemoryStore::Impl {
   }
 
   std::size_t size() const { return budget_.used(); }
+
+  // Reservations made and neither settled nor swept as expired; swept unsettled.
+  std::uint64_t open_reservations() const { return open_reservations_.load(); }
+  std::uint64_t expired_reservations() const { return expired_reservations_.load(); }
 
  private:
   static std::size_t shards(const MemoryStoreOptions& options) {
@@ -164,8 +280,71 @@ class MemoryStore::Impl {
     }
   }
 
+  // A reservation: what each of its keys was charged, and how to settle it.
+  struct Reservation {
+    struct Key {
+      std::string key;
+      Limit limit;
+      std::int64_t estimate;
+      core::ChargeMark mark;
+      std::string label;
+      bool metered;
+    };
+    std::vector<Key> keys;
+    Micros expires_at = 0;
+    bool settled = false;
+  };
+  struct ReservationShard {
+    std::mutex mutex;
+    std::unordered_map<std::string, Reservation, IdHash, std::equal_to<>> kept;
+  };
+  static constexpr std::size_t kReservationShards = 16;
+
+  ReservationShard& reservation_shard(std::string_view id) {
+    return reservation_shards_[IdHash{}(id) % kReservationShards];
+  }
+
+  // Each key's actual cost under `settlement` (Store's Settlement says how).
+  static Result<void> actual_costs(const Reservation& kept, const Settlement& settlement,
+                                   std::vector<std::int64_t>& actual) {
+    const bool any_metered = std::any_of(kept.keys.begin(), kept.keys.end(),
+                                         [](const Reservation::Key& k) { return k.metered; });
+    actual.clear();
+    for (const Reservation::Key& k : kept.keys) {
+      std::int64_t cost = k.estimate;
+      if (settlement.cancel) {
+        cost = 0;
+      } else if (settlement.cost && (k.metered || !any_metered)) {
+        cost = *settlement.cost;
+      }
+      actual.push_back(cost);
+    }
+    for (const LayerCost& named : settlement.costs) {
+      const auto at =
+          std::find_if(kept.keys.begin(), kept.keys.end(),
+                       [&](const Reservation::Key& k) { return k.label == named.label; });
+      if (at == kept.keys.end()) {
+        std::string labels;
+        for (const Reservation::Key& k : kept.keys)
+          labels += (labels.empty() ? "" : ", ") + k.label;
+        return std::unexpected(Error{Errc::kInvalidArgument,
+                                     "the reservation has no layer " +
+                                         quote_for_error(named.label, 64) + " (it has " + labels +
+                                         ")",
+                                     "costs"});
+      }
+      if (!settlement.cancel) actual[static_cast<std::size_t>(at - kept.keys.begin())] = named.cost;
+    }
+    return {};
+  }
+
+  const std::size_t max_reservations_;
   memory::KeyBudget budget_;  // declared before the tables, which keep a reference to it
   Tables tables_;
+  std::array<ReservationShard, kReservationShards> reservation_shards_;
+  std::atomic<std::size_t> held_reservations_{0};  // in the map: open or settled tombstones
+  std::atomic<std::uint64_t> open_reservations_{0};
+  std::atomic<std::uint64_t> expired_reservations_{0};
 };
 
 MemoryStore::MemoryStore(MemoryStoreOptions options)
@@ -193,8 +372,12 @@ void MemoryStore::decide(const StoreRequest& request, AllCallback done) {
     return complete_inline(done, Result<Decisions>(impl_->reset(checks)));
   }
   const Micros now = request.now() ? *request.now() : clock_->now();
+  if (request.operation() == Operation::kReserve) {
+    return complete_inline(done, impl_->reserve(checks, now, request.cost(), *request.reserve()));
+  }
   if (checks.size() == 1) {  // one key: no shard set to lock in order
-    Result<Decision> decision = impl_->check(checks[0].key, *checks[0].limit, now, request.cost());
+    Result<Decision> decision =
+        impl_->check(checks[0].key, *checks[0].limit, now, request.cost_of(0));
     if (!decision)
       return complete_inline(done, Result<Decisions>(std::unexpected(decision.error())));
     return complete_inline(done, Result<Decisions>(Decisions{*decision}));
@@ -219,8 +402,33 @@ Result<Decisions> MemoryStore::check_all(std::span<const KeyedLimit> checks, std
   return impl_->check_all(checks, now ? *now : clock_->now(), cost);
 }
 
-std::size_t MemoryStore::sweep(Micros now) { return impl_->sweep(now); }
+void MemoryStore::settle(const Settlement& settlement, SettleCallback done) {
+  if (std::optional<Error> wrong = settlement_problem(settlement)) {
+    return complete_inline(done, Result<Settled>(std::unexpected(std::move(*wrong))));
+  }
+  complete_inline(done,
+                  impl_->settle(settlement, settlement.now ? *settlement.now : clock_->now()));
+}
+
+std::size_t MemoryStore::sweep(Micros now) {
+  impl_->sweep_reservations(now);
+  return impl_->sweep(now);
+}
 
 std::size_t MemoryStore::size() const { return impl_->size(); }
+
+void MemoryStore::append_metrics(std::string& out) const {
+  const std::uint64_t open = impl_->open_reservations();
+  const std::uint64_t expired = impl_->expired_reservations();
+  if (open == 0 && expired == 0) return;  // no reservation made yet: nothing to say
+  append_metric_family(out, "spillway_reservations_open", MetricType::kGauge,
+                       "Usage-based limits: reservations neither committed, cancelled nor expired "
+                       "(an expired one counts until the store's sweep drops it).");
+  append_metric_sample(out, "spillway_reservations_open", {}, open);
+  append_metric_family(out, "spillway_reservations_expired_total", MetricType::kCounter,
+                       "Usage-based limits: reservations never settled, dropped by the sweep; "
+                       "their estimates stayed charged.");
+  append_metric_sample(out, "spillway_reservations_expired_total", {}, expired);
+}
 
 }  // namespace spillway

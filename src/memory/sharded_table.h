@@ -19,6 +19,7 @@
 #include "spillway/decision.h"
 #include "spillway/error.h"
 #include "spillway/limit.h"
+#include "src/core/charge_mark.h"
 #include "src/memory/flat_table.h"
 #include "src/memory/key_budget.h"
 #include "src/memory/spin_lock.h"
@@ -74,7 +75,41 @@ class ShardedTable {
     return true;
   }
 
+  // Settles a charge of the key (usage-based limits: the algorithm's settle(), with the mark the
+  // charge left): `delta` > 0 charges without a check, < 0 gives back. A key gone idle since has
+  // nothing to give back; one not tracked takes a place for a debt (none left: the debt is
+  // dropped). Returns the units settled; `after` is the key's state as a peek.
+  std::int64_t settle_key(std::string_view user_key, const Limit& limit, Micros now,
+                          std::int64_t delta, const core::ChargeMark& charged, Decision& after) {
+    const TableKey key = key_of(user_key, limit);
+    Shard& shard = shard_for(key);
+    std::lock_guard hold(shard.lock);
+    Slot* slot = shard.table.find(key);
+    std::int64_t done = 0;
+    State state = slot == nullptr ? State{} : slot->state;
+    if (slot != nullptr) {
+      done = settle(slot->state, limit, now, delta, charged);
+      state = slot->state;
+    } else if (delta > 0) {
+      done = settle(state, limit, now, delta, charged);
+      if (done > 0 && reserve_key(shard, now)) {
+        shard.table.insert(key, State(state));
+      } else {
+        done = 0;
+        state = State{};
+      }
+    }
+    after = decide(state, limit, now, 0);
+    return done;
+  }
+
   // ---- For MemoryStore::check_all, which locks several shards (in address order) first. ----
+
+  // Under the key's shard lock: the mark of the charge just committed (usage-based limits).
+  core::ChargeMark mark_locked(const TableKey& key, const Limit& limit) {
+    const Slot* slot = shard_for(key).table.find(key);
+    return slot == nullptr ? core::ChargeMark{} : mark(slot->state, limit);
+  }
 
   SpinLock& lock_for(const TableKey& key) { return shard_for(key).lock; }
 

@@ -66,6 +66,18 @@ void CircuitBreakerStore::decide(const StoreRequest& request, AllCallback done) 
   });
 }
 
+void CircuitBreakerStore::settle(const Settlement& settlement, SettleCallback done) {
+  const Call call = admit_call();
+  if (call == Call::kRefused) {
+    return complete_inline(done,
+                           Result<Settled>(std::unexpected(circuit_open_error(options_.failures))));
+  }
+  inner_->settle(settlement, [this, call, done = std::move(done)](Result<Settled> settled) {
+    record(settled ? nullptr : &settled.error(), call);
+    done(std::move(settled));
+  });
+}
+
 bool CircuitBreakerStore::ready() const { return !open() && inner_->ready(); }
 
 std::string_view CircuitBreakerStore::status() const {

@@ -43,6 +43,30 @@ void LocalFallbackStore::decide(const StoreRequest& request, AllCallback done) {
                    });
 }
 
+void LocalFallbackStore::settle(const Settlement& settlement, SettleCallback done) {
+  // Copies: the caller's settlement may be gone when the primary answers.
+  struct Owned {
+    std::string id;
+    std::vector<std::string> labels;
+    std::vector<LayerCost> costs;
+    Settlement settlement;
+  };
+  auto owned = std::make_shared<Owned>();
+  owned->id = std::string(settlement.id);
+  for (const LayerCost& c : settlement.costs) owned->labels.emplace_back(c.label);
+  for (std::size_t i = 0; i < owned->labels.size(); ++i) {
+    owned->costs.push_back({owned->labels[i], settlement.costs[i].cost});
+  }
+  owned->settlement = settlement;
+  owned->settlement.id = owned->id;
+  owned->settlement.costs = owned->costs;
+  primary_->settle(owned->settlement,
+                   [this, owned, done = std::move(done)](Result<Settled> settled) mutable {
+                     if (settled || !falls_back(settled.error())) return done(std::move(settled));
+                     local_->settle(owned->settlement, std::move(done));
+                   });
+}
+
 std::string_view LocalFallbackStore::status() const {
   return on_local_.load(std::memory_order_relaxed) ? "local_fallback" : primary_->status();
 }

@@ -139,7 +139,7 @@ void OverLimitCache::remember_all(std::span<const KeyedLimit> checks, std::int64
                                   Micros sent, const Decisions& decisions) {
   if (decisions.size() != checks.size()) return;
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    remember(checks[i].key, *checks[i].limit, cost, sent, decisions[i]);
+    remember(checks[i].key, *checks[i].limit, cost_of(checks[i], cost), sent, decisions[i]);
   }
 }
 
@@ -148,7 +148,7 @@ std::optional<Decisions> OverLimitCache::cached_all(std::span<const KeyedLimit> 
   std::vector<std::optional<Decision>> cached(checks.size());
   bool any = false;
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    cached[i] = lookup(checks[i].key, *checks[i].limit, cost, at);
+    cached[i] = lookup(checks[i].key, *checks[i].limit, cost_of(checks[i], cost), at);
     any = any || cached[i].has_value();
   }
   if (!any) return std::nullopt;
@@ -178,6 +178,10 @@ void OverLimitCache::decide(const StoreRequest& request, AllCallback done) {
     if (decisions) remember_all(owned->checks, owned->request.cost(), sent, *decisions);
     done(std::move(decisions));
   });
+}
+
+void OverLimitCache::settle(const Settlement& settlement, SettleCallback done) {
+  inner_->settle(settlement, std::move(done));
 }
 
 void OverLimitCache::append_metrics(std::string& out) const {

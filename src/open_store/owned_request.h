@@ -22,8 +22,20 @@ struct OwnedRequest {
       limits.push_back(*c.limit);
     }
     checks.reserve(original.size());
-    for (std::size_t i = 0; i < original.size(); ++i) checks.push_back({keys[i], &limits[i]});
+    for (std::size_t i = 0; i < original.size(); ++i) {
+      checks.push_back({keys[i], &limits[i], original[i].cost});
+    }
     request.checks_ = checks;  // the same, valid, request over the copies
+    if (const ReserveSpec* spec = from.reserve()) {
+      reserve_id = std::string(spec->id);
+      labels.reserve(spec->layers.size());
+      for (const ReservedLayer& layer : spec->layers) labels.emplace_back(layer.label);
+      for (std::size_t i = 0; i < labels.size(); ++i) {
+        layers.push_back({labels[i], spec->layers[i].metered});
+      }
+      reserve = {.id = reserve_id, .ttl = spec->ttl, .layers = layers};
+      request.reserve_ = &reserve;
+    }
   }
   OwnedRequest(const OwnedRequest&) = delete;
   OwnedRequest& operator=(const OwnedRequest&) = delete;
@@ -31,7 +43,12 @@ struct OwnedRequest {
   std::vector<std::string> keys;
   std::vector<Limit> limits;
   std::vector<KeyedLimit> checks;  // keys[i] under limits[i]
-  StoreRequest request;            // as the original, over `checks`
+  // A kReserve request's spec, over copies of its id and labels.
+  std::string reserve_id;
+  std::vector<std::string> labels;
+  std::vector<ReservedLayer> layers;
+  ReserveSpec reserve{};
+  StoreRequest request;  // as the original, over `checks` (and `reserve`)
 };
 
 }  // namespace spillway

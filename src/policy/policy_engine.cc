@@ -1,6 +1,7 @@
 #include "spillway/policy_engine.h"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -29,6 +30,22 @@ std::unexpected<Error> missing_attribute(const std::string& attribute, const std
   return std::unexpected(Error{Errc::kInvalidArgument,
                                "attribute \"" + attribute + "\" is required (layer " + layer + ")",
                                attribute});
+}
+
+// A layer's cost attribute's value: a whole number 0..2^52, digits only.
+Result<std::int64_t> cost_value(const std::string& text, const std::string& attribute,
+                                const std::string& layer) {
+  std::int64_t value = 0;
+  const auto [end, failed] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || text.front() == '-' || failed != std::errc() ||
+      end != text.data() + text.size() || value > kMaxExact) {
+    return std::unexpected(Error{Errc::kInvalidArgument,
+                                 "attribute \"" + attribute + "\" (the cost of layer " + layer +
+                                     ") must be a whole number from 0 to 2^52, got " +
+                                     quote_for_error(text, 40),
+                                 attribute});
+  }
+  return value;
 }
 
 const std::string* find_attribute(const Attributes& attributes, const std::string& name) {
@@ -96,7 +113,7 @@ Result<std::optional<std::size_t>> Policy::match_route(const LayerSpec& layer,
 std::vector<KeyedLimit> Policy::keyed_limits(const std::vector<Check>& checks) {
   std::vector<KeyedLimit> keyed;
   keyed.reserve(checks.size());
-  for (const Check& c : checks) keyed.push_back({c.key, c.limit});
+  for (const Check& c : checks) keyed.push_back({c.key, c.limit, c.cost});
   return keyed;
 }
 
@@ -116,6 +133,10 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
                               "\" must be letters, digits, '_' or '-'");
     }
     if (layer.key.empty()) return invalid_argument("layer \"" + layer.name + "\" has no key");
+    if (!layer.cost.empty() && !is_name(layer.cost)) {
+      return invalid_argument("layer \"" + layer.name + "\": cost attribute \"" + layer.cost +
+                              "\" must be letters, digits, '_' or '-'");
+    }
     const int selectors =
         layer.limit.has_value() + layer.by_plan.has_value() + layer.by_endpoint.has_value();
     if (selectors != 1) {
@@ -160,10 +181,14 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
     }
     policy->built_.push_back(std::move(built));
   }
-  std::set<std::string> used, routed;
+  std::set<std::string> used, routed, costs;
   for (std::size_t i = 0; i < policy->spec_.layers.size(); ++i) {
     const LayerSpec& layer = policy->spec_.layers[i];
     used.insert(layer.key.begin(), layer.key.end());
+    if (!layer.cost.empty()) {
+      used.insert(layer.cost);
+      costs.insert(layer.cost);
+    }
     if (layer.by_plan) used.insert(layer.by_plan->attribute);
     if (layer.by_endpoint) {
       used.insert(layer.by_endpoint->attribute);
@@ -173,6 +198,7 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
   }
   policy->attributes_used_.assign(used.begin(), used.end());
   policy->route_attributes_.assign(routed.begin(), routed.end());
+  policy->cost_attributes_.assign(costs.begin(), costs.end());
   return std::shared_ptr<const Policy>(std::move(policy));
 }
 
@@ -264,7 +290,21 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
       if (shadow) continue;
       return std::unexpected(fits.error());
     }
-    checks.push_back({i, std::move(key), limit, plan_name, std::move(custom), blocked});
+    std::int64_t cost = kRequestCost;
+    if (!layer.cost.empty()) {
+      const std::string* value = find_attribute(attributes, layer.cost);
+      if (value == nullptr || value->empty()) {
+        if (shadow) continue;
+        return missing_attribute(layer.cost, layer.name);
+      }
+      Result<std::int64_t> parsed = cost_value(*value, layer.cost, layer.name);
+      if (!parsed) {
+        if (shadow) continue;
+        return std::unexpected(parsed.error());
+      }
+      cost = *parsed;
+    }
+    checks.push_back({i, std::move(key), limit, plan_name, std::move(custom), blocked, cost});
   }
   return checks;
 }
@@ -423,6 +463,25 @@ PolicyDecision Policy::blocked_answer(const Check& blocked) const {
 void Policy::decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
                           std::optional<Micros> now,
                           std::function<void(Result<PolicyDecision>)> done) const {
+  run_async(store, attributes, cost, now, std::nullopt, std::move(done));
+}
+
+void Policy::reserve_async(Store& store, const Attributes& attributes, std::int64_t cost,
+                           std::optional<Micros> now, std::chrono::milliseconds ttl,
+                           std::function<void(Result<PolicyDecision>)> done) const {
+  run_async(store, attributes, cost, now, ttl, std::move(done));
+}
+
+Result<PolicyDecision> Policy::reserve(Store& store, const Attributes& attributes,
+                                       std::int64_t cost, std::chrono::milliseconds ttl,
+                                       std::optional<Micros> now) const {
+  return wait_for_answer<Result<PolicyDecision>>(
+      [&](auto answer) { reserve_async(store, attributes, cost, now, ttl, std::move(answer)); });
+}
+
+void Policy::run_async(Store& store, const Attributes& attributes, std::int64_t cost,
+                       std::optional<Micros> now, std::optional<std::chrono::milliseconds> ttl,
+                       std::function<void(Result<PolicyDecision>)> done) const {
   auto checks = resolve(attributes);
   if (!checks) {
     // Inline: a caller that chains requests from `done` must not grow its stack.
@@ -451,7 +510,8 @@ void Policy::decide_async(Store& store, const Attributes& attributes, std::int64
     pending->left = shadow->size();
     for (std::size_t i = 0; i < shadow->size(); ++i) {
       const Check& check = (*shadow)[i];
-      store.check_async(check.key, *check.limit, cost, now,
+      store.check_async(check.key, *check.limit,
+                        cost_of({check.key, check.limit, check.cost}, cost), now,
                         [this, shadow, pending, i](Result<Decision> would) {
                           {
                             std::lock_guard lock(pending->mutex);
@@ -466,12 +526,35 @@ void Policy::decide_async(Store& store, const Attributes& attributes, std::int64
   if (checks->empty()) return then_shadow(combine(*checks, {}), std::move(done));
   auto owned = std::make_shared<std::vector<Check>>(std::move(*checks));
   // The caller keeps this Policy and the store alive until `done` runs (the server holds them).
-  store.check_all_async(
-      keyed_limits(*owned), cost, now,
-      [this, owned, then_shadow, done = std::move(done)](Result<Decisions> decisions) mutable {
-        if (!decisions) return done(std::unexpected(decisions.error()));
-        then_shadow(combine(*owned, *decisions), std::move(done));
-      });
+  if (!ttl) {
+    return store.check_all_async(
+        keyed_limits(*owned), cost, now,
+        [this, owned, then_shadow, done = std::move(done)](Result<Decisions> decisions) mutable {
+          if (!decisions) return done(std::unexpected(decisions.error()));
+          then_shadow(combine(*owned, *decisions), std::move(done));
+        });
+  }
+  // A reservation: each key labelled with its layer's name, metered when the layer has a cost
+  // attribute (a settlement's single `cost` is the actual value of that attribute).
+  const std::string id = new_reservation_id();
+  std::vector<ReservedLayer> layers;
+  layers.reserve(owned->size());
+  for (const Check& c : *owned) {
+    layers.push_back({layer_name(c.layer), !spec_.layers[c.layer].cost.empty()});
+  }
+  const std::vector<KeyedLimit> keyed = keyed_limits(*owned);
+  const ReserveSpec spec{.id = id, .ttl = *ttl, .layers = layers};
+  Result<StoreRequest> request = StoreRequest::make_reserve(keyed, cost, now, spec);
+  if (!request) {
+    return complete_inline(done, Result<PolicyDecision>(std::unexpected(request.error())));
+  }
+  store.decide(*request, [this, owned, then_shadow, id,
+                          done = std::move(done)](Result<Decisions> decisions) mutable {
+    if (!decisions) return done(std::unexpected(decisions.error()));
+    PolicyDecision out = combine(*owned, *decisions);
+    if (out.allowed) out.reservation = id;
+    then_shadow(std::move(out), std::move(done));
+  });
 }
 
 }  // namespace spillway::policy

@@ -1,5 +1,6 @@
 #include "src/redis/cross_slot.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -28,19 +29,17 @@ struct Group {
 };
 
 struct Request {
-  Request(ScriptTarget& target_, std::vector<SlotKey> keys_, std::int64_t cost_, std::string now_,
+  Request(ScriptTarget& target_, std::vector<SlotKey> keys_, std::string now_,
           std::chrono::milliseconds ttl_floor_, ScriptTarget::Deadline deadline_,
           Store::AllCallback done_)
       : target(target_),
         keys(std::move(keys_)),
-        cost(cost_),
         now(std::move(now_)),
         ttl_floor(ttl_floor_),
         deadline(deadline_),
         done(std::move(done_)) {}
   ScriptTarget& target;
   const std::vector<SlotKey> keys;
-  const std::int64_t cost;
   const std::string now;  // "" for the server's TIME
   const std::chrono::milliseconds ttl_floor;
   const ScriptTarget::Deadline deadline;
@@ -111,7 +110,11 @@ void answer(Request& request) {
 void refund(const std::shared_ptr<Request>& request) {
   std::vector<std::size_t> charged;
   for (std::size_t g = 0; g < request->groups.size(); ++g) {
-    if (request->groups[g].charged && request->cost > 0) charged.push_back(g);
+    const Group& group = request->groups[g];
+    const bool wrote = std::any_of(group.layers.begin(), group.layers.end(), [&](std::size_t i) {
+      return request->keys[i].numbers.back() > 0;  // the layer's cost
+    });
+    if (group.charged && wrote) charged.push_back(g);
   }
   if (charged.empty()) return answer(*request);
   request->left = charged.size();
@@ -142,11 +145,10 @@ void call_every_slot(const std::shared_ptr<Request>& request, const char* mode,
   for (std::size_t g = 0; g < request->groups.size(); ++g) {
     const Group& group = request->groups[g];
     auto args = std::make_shared<std::vector<std::string>>();
-    args->reserve(7 + group.layers.size() * 7);
+    args->reserve(6 + group.layers.size() * 8);
     args->insert(args->end(), {"", "", std::to_string(group.layers.size())});
     for (std::size_t layer : group.layers) args->push_back(request->keys[layer].key);
-    args->insert(args->end(), {request->now, std::to_string(request->ttl_floor.count()),
-                               std::to_string(request->cost), mode});
+    args->insert(args->end(), {request->now, std::to_string(request->ttl_floor.count()), mode});
     for (std::size_t layer : group.layers) {
       for (std::int64_t n : request->keys[layer].numbers) args->push_back(std::to_string(n));
     }
@@ -188,11 +190,10 @@ void after_dry_run(const std::shared_ptr<Request>& request) {
 
 }  // namespace
 
-void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::int64_t cost,
-                            std::string now, std::chrono::milliseconds ttl_floor,
-                            bool dry_run_first, ScriptTarget::Deadline deadline,
-                            Store::AllCallback done) {
-  auto request = std::make_shared<Request>(target, std::move(keys), cost, std::move(now), ttl_floor,
+void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::string now,
+                            std::chrono::milliseconds ttl_floor, bool dry_run_first,
+                            ScriptTarget::Deadline deadline, Store::AllCallback done) {
+  auto request = std::make_shared<Request>(target, std::move(keys), std::move(now), ttl_floor,
                                            deadline, std::move(done));
   std::map<std::uint16_t, std::size_t> by_slot;
   for (std::size_t i = 0; i < request->keys.size(); ++i) {

@@ -29,12 +29,12 @@
 
 namespace spillway::redis {
 
-// One layer: its Redis key, its slot, and the six numbers the script takes (algorithm number,
-// limit, period, burst, limit_units, period_units).
+// One layer: its Redis key, its slot, and the seven numbers the script takes (algorithm number,
+// limit, period, burst, limit_units, period_units, and the layer's cost).
 struct SlotKey {
   std::string key;
   std::uint16_t slot;
-  std::array<std::int64_t, 6> numbers;
+  std::array<std::int64_t, 7> numbers;
 };
 
 // `done` runs once, on one of the target's threads. `now` is "" for the server's TIME.
@@ -42,9 +42,8 @@ struct SlotKey {
 // deny, that is the answer and nothing needs a refund. Cheaper when most requests are denied,
 // one more round trip when they are admitted.
 // Every call of the request (dry run, reservations, refunds) ends by `deadline`.
-void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::int64_t cost,
-                            std::string now, std::chrono::milliseconds ttl_floor,
-                            bool dry_run_first, ScriptTarget::Deadline deadline,
-                            Store::AllCallback done);
+void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::string now,
+                            std::chrono::milliseconds ttl_floor, bool dry_run_first,
+                            ScriptTarget::Deadline deadline, Store::AllCallback done);
 
 }  // namespace spillway::redis

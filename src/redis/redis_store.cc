@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "src/core/backend_schemes.h"
+#include "src/core/inline_completion.h"
 #include "src/redis/batcher.h"
 #include "src/redis/cluster_router.h"
 #include "src/redis/cross_slot.h"
@@ -171,8 +172,14 @@ std::uint16_t RedisStore::slot_of(std::string_view redis_key) const {
 
 void RedisStore::decide(const StoreRequest& request, AllCallback done) {
   if (request.operation() == Operation::kReset) return reset(request, std::move(done));
+  if (request.operation() == Operation::kReserve) {
+    return complete_inline(
+        done, Result<Decisions>(std::unexpected(Error{
+                  Errc::kInvalidArgument,
+                  "reservations (usage-based limits) are kept by the memory backend only, not "
+                  "yet by Redis"})));
+  }
   const std::span<const KeyedLimit> checks = request.checks();
-  const std::int64_t cost = request.cost();
   const std::optional<Micros> now = request.now();
   if (checks.size() == 1) {
     const Limit& limit = *checks[0].limit;
@@ -183,39 +190,38 @@ void RedisStore::decide(const StoreRequest& request, AllCallback done) {
          .slot = slot,
          .now = now ? std::to_string(*now) : std::string(),
          .numbers = {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
-                     limit.period_units(), cost},
+                     limit.period_units(), request.cost_of(0)},
          .deadline = std::chrono::steady_clock::now() + options_.timeout,
          .done = std::move(done)});
   }
   std::vector<redis::SlotKey> keys;
   keys.reserve(checks.size());
   bool one_slot = true;
-  for (const KeyedLimit& c : checks) {
-    const Limit& l = *c.limit;
-    std::string redis_key = storage_key(c.key, l);
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const Limit& l = *checks[i].limit;
+    std::string redis_key = storage_key(checks[i].key, l);
     const std::uint16_t slot = slot_of(redis_key);
     one_slot = one_slot && (keys.empty() || slot == keys.front().slot);
     // The algorithm by its number: the script's decide_by_id is built from the same list.
-    keys.push_back({std::move(redis_key),
-                    slot,
-                    {static_cast<std::int64_t>(algorithm_index(l.algorithm())), l.limit(),
-                     l.period(), l.burst(), l.limit_units(), l.period_units()}});
+    keys.push_back(
+        {std::move(redis_key),
+         slot,
+         {static_cast<std::int64_t>(algorithm_index(l.algorithm())), l.limit(), l.period(),
+          l.burst(), l.limit_units(), l.period_units(), request.cost_of(i)}});
   }
   const std::string now_arg = now ? std::to_string(*now) : std::string();
   const redis::ScriptTarget::Deadline deadline =
       std::chrono::steady_clock::now() + options_.timeout;
   if (!one_slot) {
-    return redis::check_all_across_slots(*target_, std::move(keys), cost, now_arg,
-                                         options_.ttl_floor, options_.cluster_dry_run_first,
-                                         deadline, std::move(done));
+    return redis::check_all_across_slots(*target_, std::move(keys), now_arg, options_.ttl_floor,
+                                         options_.cluster_dry_run_first, deadline, std::move(done));
   }
   // One call of the all-or-nothing script over every key.
   auto args = std::make_shared<std::vector<std::string>>();
-  args->reserve(7 + keys.size() * 7);
+  args->reserve(6 + keys.size() * 8);
   args->insert(args->end(), {"", "", std::to_string(keys.size())});
   for (const redis::SlotKey& k : keys) args->push_back(k.key);
-  args->insert(args->end(),
-               {now_arg, std::to_string(options_.ttl_floor.count()), std::to_string(cost), "0"});
+  args->insert(args->end(), {now_arg, std::to_string(options_.ttl_floor.count()), "0"});
   for (const redis::SlotKey& k : keys) {
     for (std::int64_t n : k.numbers) args->push_back(std::to_string(n));
   }

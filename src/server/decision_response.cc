@@ -172,4 +172,43 @@ HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Err
   return response;
 }
 
+void add_reservation(HttpResponse& response, std::string_view id, std::chrono::milliseconds ttl) {
+  std::string& body = response.body;
+  if (body.empty() || body.back() != '}') return;  // not a JSON object (nginx's answers)
+  body.pop_back();
+  body.append(",\"reservation\":");
+  append_json_string(body, id);
+  body.append(",\"reservation_expires_ms\":");
+  append_decimal(body, ttl.count());
+  body.push_back('}');
+}
+
+HttpResponse settled_response(std::string_view id, bool cancel, const Settled& settled) {
+  HttpResponse response;
+  std::string& body = response.body;
+  body.append("{\"reservation\":");
+  append_json_string(body, id);
+  body.append(cancel ? ",\"settled\":\"cancel\",\"layers\":["
+                     : ",\"settled\":\"commit\",\"layers\":[");
+  for (std::size_t i = 0; i < settled.size(); ++i) {
+    const SettledLayer& l = settled[i];
+    if (i > 0) body.push_back(',');
+    body.append("{\"name\":");
+    append_json_string(body, l.label);
+    body.append(",\"estimate\":");
+    append_decimal(body, l.estimate);
+    body.append(",\"actual\":");
+    append_decimal(body, l.actual);
+    body.append(",\"refunded\":");
+    append_decimal(body, l.refunded);
+    body.append(",\"charged\":");
+    append_decimal(body, l.charged);
+    body.push_back(',');
+    append_decision_fields(body, l.after);
+    body.push_back('}');
+  }
+  body.append("]}");
+  return response;
+}
+
 }  // namespace spillway::server

@@ -4,6 +4,7 @@
 // The Service decides which one applies and counts it in the metrics.
 #pragma once
 
+#include <chrono>
 #include <string_view>
 
 #include "spillway/decision.h"
@@ -27,5 +28,13 @@ HttpResponse limit_backend_error_response(const Limit& limit, bool allow, const 
 HttpResponse policy_decision_response(const policy::PolicyDecision& decision, bool for_nginx);
 // The same endpoints when the backend failed: on_error's answer (`allow`) with "backend_error".
 HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Error& error);
+
+// An admitted "reserve": true answer (POST /v1/check, /v1/limit): adds "reservation" (its id)
+// and "reservation_expires_ms" (how long it waits for its commit or cancel) to the JSON body.
+void add_reservation(HttpResponse& response, std::string_view id, std::chrono::milliseconds ttl);
+
+// POST /v1/commit and /v1/cancel, settled: 200 with the id, what settled it and each layer's
+// estimate, actual cost, units refunded and charged as debt, and its state after.
+HttpResponse settled_response(std::string_view id, bool cancel, const Settled& settled);
 
 }  // namespace spillway::server

@@ -72,6 +72,20 @@ void Metrics::backend_error(std::string_view kind, bool allowed) {
   ++shard.counters.backend_errors[{std::string(kind), allowed}];
 }
 
+void Metrics::reservation(std::string_view event) {
+  Shard& shard = local();
+  const std::lock_guard lock(shard.mutex);
+  ++entry(shard.counters.reservations, event);
+}
+
+void Metrics::settled_units(std::string_view layer, std::int64_t refunded, std::int64_t charged) {
+  Shard& shard = local();
+  const std::lock_guard lock(shard.mutex);
+  auto& units = entry(shard.counters.settled_units, layer);
+  units[0] += static_cast<std::uint64_t>(refunded);
+  units[1] += static_cast<std::uint64_t>(charged);
+}
+
 void Metrics::outcome(bool allowed) {
   Shard& shard = local();
   const std::lock_guard lock(shard.mutex);
@@ -89,6 +103,12 @@ void Metrics::Counters::add(const Counters& other) {
     for (const auto& [status, count] : by_status) total[status] += count;
   }
   for (const auto& [kind, count] : other.backend_errors) backend_errors[kind] += count;
+  for (const auto& [event, count] : other.reservations) entry(reservations, event) += count;
+  for (const auto& [layer, units] : other.settled_units) {
+    auto& total = entry(settled_units, layer);
+    total[0] += units[0];
+    total[1] += units[1];
+  }
   for (auto [mine, theirs] : {std::pair{&latency, &other.latency},
                               std::pair{&decision_latency, &other.decision_latency}}) {
     for (std::size_t i = 0; i < mine->buckets.size(); ++i) mine->buckets[i] += theirs->buckets[i];
@@ -146,6 +166,24 @@ std::string Metrics::render() const {
   for (const auto& [key, count] : sum.backend_errors) {
     append_metric_sample(out, "spillway_backend_errors_total",
                          {{"kind", key.first}, {"answer", key.second ? "allow" : "deny"}}, count);
+  }
+  // The usage-based limits' families appear once a reservation was made (most servers make none).
+  if (!sum.reservations.empty()) {
+    append_metric_family(out, "spillway_reservations_total", MetricType::kCounter,
+                         "Usage-based limits: reservations made (reserved), committed and "
+                         "cancelled; those never settled expire with their estimate charged.");
+    for (const auto& [event, count] : sum.reservations) {
+      append_metric_sample(out, "spillway_reservations_total", {{"event", event}}, count);
+    }
+    append_metric_family(out, "spillway_settled_units_total", MetricType::kCounter,
+                         "Usage-based limits: units given back by settlements (refunded: actual "
+                         "below the estimate) and charged without a check (debt: above it).");
+    for (const auto& [layer, units] : sum.settled_units) {
+      append_metric_sample(out, "spillway_settled_units_total",
+                           {{"layer", layer}, {"kind", "refunded"}}, units[0]);
+      append_metric_sample(out, "spillway_settled_units_total",
+                           {{"layer", layer}, {"kind", "debt"}}, units[1]);
+    }
   }
   append_metric_family(out, "spillway_request_duration_seconds", MetricType::kHistogram,
                        "Time to answer a request.");

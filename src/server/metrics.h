@@ -33,6 +33,10 @@ class Metrics {
   void request(std::string_view endpoint, int status, Micros latency);
   // A backend error (kind: errc_name) and what on_error answered for it.
   void backend_error(std::string_view kind, bool allowed);
+  // Usage-based limits: a reservation made ("reserved"), committed or cancelled.
+  void reservation(std::string_view event);
+  // A settled layer's units given back (actual below the estimate) and charged as debt (above).
+  void settled_units(std::string_view layer, std::int64_t refunded, std::int64_t charged);
   std::string render() const;
 
   // Upper bounds (µs) of the latency histogram's buckets; one more bucket holds the rest.
@@ -54,7 +58,10 @@ class Metrics {
     std::array<std::uint64_t, 2> outcomes{};  // [denied, allowed]
     std::map<std::string, std::map<int, std::uint64_t>, std::less<>> requests;  // endpoint, status
     std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;       // kind, allowed
-    Histogram latency;                                                          // every request
+    std::map<std::string, std::uint64_t, std::less<>> reservations;             // event -> count
+    std::map<std::string, std::array<std::uint64_t, 2>, std::less<>>
+        settled_units;  // layer -> [refunded, charged]
+    Histogram latency;  // every request
     double latency_sum_seconds = 0;
     Histogram decision_latency;  // the decision endpoints only (/v1/check, /v1/auth, /v1/limit)
     void add(const Counters& other);

@@ -44,6 +44,7 @@ Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& 
   settings->dashboard = config.server.dashboard;
   settings->mask_keys = config.server.dashboard_mask_keys;
   settings->reject_unknown_attributes = config.server.reject_unknown_attributes;
+  settings->reservation_ttl = config.server.reservation_ttl;
   const BackendScheme* scheme = find_backend_scheme(config.backend.url);
   settings->backend_kind = scheme != nullptr
                                ? std::string(scheme->name)
@@ -118,6 +119,8 @@ void Service::handle(HttpRequest request, Responder respond) {
       {"/v1/check", "POST", &Service::check},
       {"/v1/limit", "POST", &Service::limit},
       {"/v1/auth", "GET, HEAD", &Service::auth},
+      {"/v1/commit", "POST", &Service::commit},
+      {"/v1/cancel", "POST", &Service::cancel},
       {"/metrics", "GET, HEAD", &Service::metrics_text},
       {"/healthz", "GET, HEAD", &Service::healthz},
       {"/readyz", "GET, HEAD", &Service::readyz},

@@ -74,6 +74,7 @@ class Service {
     bool dashboard = true;
     bool mask_keys = true;
     bool reject_unknown_attributes = true;  // POST /v1/check: 400 for attributes no layer reads
+    std::chrono::milliseconds reservation_ttl{10 * 60 * 1000};  // "reserve": true
     std::string backend_kind;    // the backend URL's scheme, "memory" for the in-process store
     std::int64_t loaded_at = 0;  // when this config was loaded, Unix seconds
     std::uint64_t version = 0;   // 0 for the first config, +1 per reload
@@ -104,6 +105,10 @@ class Service {
   void limit(const HttpRequest& request, const Reply& reply);
   void check(const HttpRequest& request, const Reply& reply);
   void auth(const HttpRequest& request, const Reply& reply);
+  // Usage-based limits (service_reservations.cc): POST /v1/commit and /v1/cancel.
+  void commit(const HttpRequest& request, const Reply& reply);
+  void cancel(const HttpRequest& request, const Reply& reply);
+  void settle(const Settlement& settlement, const Reply& reply);
   // The operational endpoints (service_ops.cc).
   void metrics_text(const HttpRequest& request, const Reply& reply);
   void index(const HttpRequest& request, const Reply& reply);
@@ -112,9 +117,10 @@ class Service {
   void stats(const HttpRequest& request, const Reply& reply);
   void dashboard(const HttpRequest& request, const Reply& reply);
   // What the decision endpoints share (service_decisions.cc).
+  // `reserve`: POST /v1/check with "reserve": true (the answer names the reservation).
   void run_policy(const std::shared_ptr<const Settings>& settings,
                   const policy::Attributes& attributes, std::int64_t cost, bool for_nginx,
-                  const Reply& reply);
+                  const Reply& reply, bool reserve = false);
   // Counts a backend error and what on_error answered, and logs it (at most a line a second).
   void backend_failed(const Error& error, bool allowed);
   void warn_of_unread_client_header(const HttpRequest& request, const Settings& settings,

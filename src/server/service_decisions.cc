@@ -11,6 +11,7 @@
 #include "src/core/text.h"
 #include "src/policy/keys.h"
 #include "src/server/decision_response.h"
+#include "src/server/json_body.h"
 #include "src/server/service.h"
 
 namespace spillway::server {
@@ -20,38 +21,6 @@ using policy::LayerDecision;
 using policy::Policy;
 using policy::PolicyDecision;
 namespace {
-
-// Reads a JSON object body; the error names what is wrong and, for a syntax error, where: the
-// offset of the first byte that cannot be JSON there, from 0 ("body is not valid JSON at byte
-// 16: syntax error"; the body's length when it ends too soon). The value's memory comes from
-// `resource` (a stack buffer for the usual small body), so it must not outlive it.
-Result<json::object> parse_object(const std::string& body, json::monotonic_resource& resource) {
-  unsigned char scratch[512];  // the parser's own stack, for the usual nesting
-  json::parser parser(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
-  parser.reset(json::storage_ptr(&resource));
-  boost::system::error_code ec;
-  const std::size_t parsed = parser.write(body.data(), body.size(), ec);
-  if (ec) {
-    return invalid_argument("body is not valid JSON at byte " + std::to_string(parsed) + ": " +
-                            ec.message());
-  }
-  json::value value = parser.release();
-  if (!value.is_object()) return invalid_argument("body must be a JSON object");
-  return std::move(value.as_object());
-}
-
-Result<std::int64_t> whole_number(const json::value& v, std::string_view field) {
-  if (v.is_int64()) return v.as_int64();
-  if (v.is_uint64() && v.as_uint64() <= static_cast<std::uint64_t>(kMaxExact)) {
-    return static_cast<std::int64_t>(v.as_uint64());
-  }
-  return invalid_argument("\"" + std::string(field) + "\" must be a whole number");
-}
-
-Result<std::string> text(const json::value& v, std::string_view field) {
-  if (!v.is_string()) return invalid_argument("\"" + std::string(field) + "\" must be a string");
-  return std::string(v.as_string());
-}
 
 // The "ip" attribute as its edge key: IPv4 whole, IPv6 by prefix. Invalid -> error.
 Result<std::string> normalize_ip(std::string_view text_ip, int ipv6_prefix) {
@@ -71,7 +40,8 @@ std::string unknown_attribute_message(const Policy& policy, std::string_view nam
   for (std::size_t i = 0; i < used.size(); ++i) {
     message.append(i == 0 ? "" : ", ").append(used[i]);
   }
-  return message.append(" (and \"cost\"); server.unknown_attributes: ignore accepts others");
+  return message.append(
+      " (and \"cost\", \"reserve\"); server.unknown_attributes: ignore accepts others");
 }
 
 // How many lines of this (lower-case) header the request has.
@@ -126,8 +96,12 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   std::optional<Micros> period;
   Algorithm algorithm = Algorithm::kGcra;
   std::int64_t cost = 1;
+  bool reserve = false;
   for (const auto& [name, value] : *body) {
-    if (name == "key") {
+    if (name == "reserve") {
+      if (!value.is_bool()) return reply(error_response(400, "\"reserve\" must be true or false"));
+      reserve = value.as_bool();
+    } else if (name == "key") {
       auto v = text(value, name);
       if (!v) return reply(error_response(400, v.error().message));
       key = *v;
@@ -161,11 +135,32 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   auto made = Limit::make(algorithm, *limit_value, *period, burst);
   if (!made) return reply(error_response(400, made.error().message));
   const auto on_error = settings()->on_error;
-  store_->check_async(
-      *stored_key, *made, cost, std::nullopt,
-      [this, limit = *made, on_error, key = *stored_key, reply](Result<Decision> decision) {
-        reply(limit_response(limit, on_error, key, decision));
-      });
+  if (!reserve) {
+    return store_->check_async(
+        *stored_key, *made, cost, std::nullopt,
+        [this, limit = *made, on_error, key = *stored_key, reply](Result<Decision> decision) {
+          reply(limit_response(limit, on_error, key, decision));
+        });
+  }
+  // A reservation of this one key, labelled "limit".
+  static constexpr ReservedLayer kLayer[] = {{.label = "limit", .metered = false}};
+  const std::string id = new_reservation_id();
+  const std::chrono::milliseconds ttl = settings()->reservation_ttl;
+  const KeyedLimit one[] = {{*stored_key, &*made}};
+  Result<StoreRequest> reservation = StoreRequest::make_reserve(
+      one, cost, std::nullopt, ReserveSpec{.id = id, .ttl = ttl, .layers = kLayer});
+  if (!reservation) return reply(error_response(400, reservation.error().message));
+  store_->decide(*reservation, [this, limit = *made, on_error, key = *stored_key, id, ttl,
+                                reply](Result<Decisions> decisions) {
+    Result<Decision> decision = decisions ? Result<Decision>(decisions->front())
+                                          : Result<Decision>(std::unexpected(decisions.error()));
+    HttpResponse response = limit_response(limit, on_error, key, decision);
+    if (decision && decision->allowed) {
+      metrics_.reservation("reserved");
+      add_reservation(response, id, ttl);
+    }
+    reply(std::move(response));
+  });
 }
 
 HttpResponse Service::limit_response(const Limit& limit, policy::OnError on_error,
@@ -194,6 +189,7 @@ void Service::check(const HttpRequest& request, const Reply& reply) {
   const auto& current = settings();
   Attributes attributes;
   std::int64_t cost = 1;
+  bool reserve = false;
   for (const auto& [name, value] : *body) {
     if (name == "cost") {
       auto v = whole_number(value, name);
@@ -202,8 +198,22 @@ void Service::check(const HttpRequest& request, const Reply& reply) {
       cost = *v;
       continue;
     }
+    if (name == "reserve") {
+      if (!value.is_bool()) return reply(error_response(400, "\"reserve\" must be true or false"));
+      reserve = value.as_bool();
+      continue;
+    }
     if (current->reject_unknown_attributes && !uses_attribute(*current->policy, name)) {
       return reply(error_response(400, unknown_attribute_message(*current->policy, name)));
+    }
+    // A layer's cost attribute may be a JSON number ("tokens": 1200) or a string ("1200").
+    const std::vector<std::string>& costs = current->policy->cost_attributes();
+    if ((value.is_int64() || value.is_uint64() || value.is_double()) &&
+        std::binary_search(costs.begin(), costs.end(), name)) {
+      auto n = whole_number(value, name);
+      if (!n) return reply(error_response(400, n.error().message));
+      attributes.insert_or_assign(std::string(name), std::to_string(*n));
+      continue;
     }
     auto v = text(value, name);
     if (!v) return reply(error_response(400, v.error().message));
@@ -214,7 +224,7 @@ void Service::check(const HttpRequest& request, const Reply& reply) {
     if (!normalized) return reply(error_response(400, normalized.error().message));
     ip->second = std::move(*normalized);
   }
-  run_policy(current, attributes, cost, false, reply);
+  run_policy(current, attributes, cost, false, reply, reserve);
 }
 
 // A trusted proxy that sends a client-address header other than the one configured: every client
@@ -291,13 +301,25 @@ void Service::auth(const HttpRequest& request, const Reply& reply) {
 
 void Service::run_policy(const std::shared_ptr<const Settings>& settings,
                          const Attributes& attributes, std::int64_t cost, bool for_nginx,
-                         const Reply& reply) {
+                         const Reply& reply, bool reserve) {
   const Policy& policy = *settings->policy;
   // The lambda's copy of `settings` keeps the Policy alive until the store answers.
-  policy.decide_async(*store_, attributes, cost, std::nullopt,
-                      [this, settings, for_nginx, reply](Result<PolicyDecision> result) {
-                        reply(policy_response(*settings, for_nginx, result));
-                      });
+  if (!reserve) {
+    return policy.decide_async(*store_, attributes, cost, std::nullopt,
+                               [this, settings, for_nginx, reply](Result<PolicyDecision> result) {
+                                 reply(policy_response(*settings, for_nginx, result));
+                               });
+  }
+  policy.reserve_async(*store_, attributes, cost, std::nullopt, settings->reservation_ttl,
+                       [this, settings, reply](Result<PolicyDecision> result) {
+                         HttpResponse response = policy_response(*settings, false, result);
+                         if (result && !result->reservation.empty()) {
+                           metrics_.reservation("reserved");
+                           add_reservation(response, result->reservation,
+                                           settings->reservation_ttl);
+                         }
+                         reply(std::move(response));
+                       });
 }
 
 HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,

@@ -412,7 +412,7 @@ TEST(ConfigErrors, ExactMessages) {
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
             "line 4: layers[0].limt: unknown field (expected name, key, algorithm, limit, burst, "
-            "by_plan, by_endpoint, mode)");
+            "by_plan, by_endpoint, mode, cost)");
   config = parse_config("colour: blue\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
@@ -556,6 +556,24 @@ TEST(ConfigParse, LayerModeIsEnforceOrShadow) {
   EXPECT_NE(bad.error().message.find("line 5: layers[0].mode"), std::string::npos)
       << bad.error().message;
   EXPECT_NE(bad.error().message.find("enforce or shadow"), std::string::npos);
+}
+
+TEST(ConfigParse, ALayerTakesItsCostFromAnAttribute) {
+  const std::string layer = "layers:\n  - name: tpm\n    key: [api_key]\n    limit: 10000/min\n";
+  Result<Config> plain = parse_config(layer);
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->policy.layers[0].cost, "");
+  Result<Config> tokens = parse_config(layer + "    cost: tokens\n");
+  ASSERT_TRUE(tokens) << tokens.error().message;
+  EXPECT_EQ(tokens->policy.layers[0].cost, "tokens");
+  Result<Config> bad = parse_config(layer + "    cost: \"to kens\"\n");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("line 5: layers[0].cost"), std::string::npos)
+      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("letters, digits"), std::string::npos);
+  Result<Config> list = parse_config(layer + "    cost: [tokens]\n");
+  ASSERT_FALSE(list);
+  EXPECT_NE(list.error().message.find("layers[0].cost"), std::string::npos) << list.error().message;
 }
 
 }  // namespace

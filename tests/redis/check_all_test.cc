@@ -109,11 +109,46 @@ TEST_P(CheckAll, RejectsBadInputWithoutCharging) {
   EXPECT_EQ(store->check("a", kEdge, 0, 1'000)->remaining, 5);
 }
 
+// A layer that counts tokens next to one that counts requests: each is charged its own cost, and
+// still all or nothing.
+TEST_P(CheckAll, EachLayerIsChargedItsOwnCost) {
+  auto store = make();
+  const Limit requests = *Limit::make(Algorithm::kFixedWindow, 3, kMicrosPerMinute);
+  const Limit tokens = *Limit::make(Algorithm::kSlidingWindow, 1'000, kMicrosPerMinute);
+  const auto request = [&](std::int64_t used) {
+    const KeyedLimit layers[] = {{"rpm", &requests}, {"tpm", &tokens, used}};
+    return must(store->check_all(layers, 1, 1'000));
+  };
+  const Decisions first = request(600);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_TRUE(all_allowed(first));
+  EXPECT_EQ(first[0].remaining, 2);
+  EXPECT_EQ(first[1].remaining, 400);
+  // 600 more tokens do not fit: denied by the token layer, and the request layer is not charged.
+  const Decisions denied = request(600);
+  EXPECT_TRUE(denied[0].allowed);
+  EXPECT_FALSE(denied[1].allowed);
+  EXPECT_EQ(denied[0].remaining, 2);
+  EXPECT_EQ(denied[1].remaining, 400);
+  const Decisions fits = request(400);
+  EXPECT_TRUE(all_allowed(fits));
+  EXPECT_EQ(fits[0].remaining, 1);
+  EXPECT_EQ(fits[1].remaining, 0);
+  // A key's own cost below 0 (other than kRequestCost) is refused, naming the key.
+  const KeyedLimit bad[] = {{"rpm", &requests}, {"tpm", &tokens, -5}};
+  auto refused = store->check_all(bad, 1, 1'000);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("\"tpm\""), std::string::npos) << refused.error().message;
+  EXPECT_EQ(store->check("rpm", requests, 0, 1'000)->remaining, 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CheckAll,
                          ::testing::Values("memory", "redis", "cluster", "cluster-reserve"));
 
-// Random layered requests through the memory store and `redis`: the same decisions, layer by
-// layer (on a cluster the layers' keys fall on different slots: reserve, then refund).
+// Random layered requests through the memory store and `redis`, some layers with a cost of their
+// own: the same decisions, layer by layer (on a cluster the layers' keys fall on different slots:
+// reserve, then refund).
 void check_all_like_memory(Store& redis) {
   const std::vector<Limit> limits = {*Limit::make(Algorithm::kFixedWindow, 4, 1'000),
                                      *Limit::make(Algorithm::kSlidingLog, 3, 700),
@@ -134,7 +169,10 @@ void check_all_like_memory(Store& redis) {
     }
     if (names.empty()) names.push_back("k0-0");
     for (std::size_t i = 0; i < names.size(); ++i) {
-      layers.push_back({names[i], &limits[static_cast<std::size_t>(names[i][1] - '0')]});
+      // Some layers have a cost of their own (they count tokens where others count requests).
+      const std::int64_t own = *rc::gen::inRange<std::int64_t>(-3, 5);
+      layers.push_back({names[i], &limits[static_cast<std::size_t>(names[i][1] - '0')],
+                        own < 0 ? kRequestCost : own});
     }
     const std::int64_t cost = *rc::gen::inRange<std::int64_t>(0, 4);
     auto expected = memory.check_all(layers, cost, now);

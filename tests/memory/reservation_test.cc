@@ -1,0 +1,208 @@
+// The memory store's reservations (usage-based limits, docs/SPEC.md §5.3): a kReserve request
+// charges its estimates all-or-nothing and keeps them; Store::settle settles them exactly once,
+// even when threads race; bad settlements are refused and change nothing; reservations expire.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "spillway/clock.h"
+#include "spillway/memory_store.h"
+
+namespace spillway {
+namespace {
+
+const Limit kRequests = *Limit::make(Algorithm::kFixedWindow, 10, kMicrosPerHour);
+const Limit kTokens = *Limit::make(Algorithm::kSlidingLog, 1'000, kMicrosPerHour);
+constexpr Micros kNow = 5 * kMicrosPerHour;  // a window's start
+
+struct Fixture {
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(kNow);
+  MemoryStore store{{.clock = clock}};
+
+  // Reserves `tokens` on the two layers (rpm: 1, metered tpm: `tokens`); the id, or "" if denied.
+  std::string reserve(std::int64_t tokens,
+                      std::chrono::milliseconds ttl = std::chrono::minutes(1)) {
+    const std::string id = new_reservation_id();
+    const KeyedLimit keys[] = {{"rpm", &kRequests}, {"tpm", &kTokens, tokens}};
+    const ReservedLayer layers[] = {{"rpm", false}, {"tpm", true}};
+    auto request = StoreRequest::make_reserve(keys, 1, std::nullopt,
+                                              ReserveSpec{.id = id, .ttl = ttl, .layers = layers});
+    EXPECT_TRUE(request.has_value()) << request.error().message;
+    auto decisions = store.decide_and_wait(*request);
+    EXPECT_TRUE(decisions.has_value());
+    return decisions && all_allowed(*decisions) ? id : "";
+  }
+  std::int64_t left(const std::string& key, const Limit& limit) {
+    return store.check(key, limit, 0)->remaining;
+  }
+};
+
+TEST(MemoryReservation, ReserveChargesTheEstimatesAllOrNothing) {
+  Fixture f;
+  EXPECT_FALSE(f.reserve(600).empty());
+  EXPECT_EQ(f.left("rpm", kRequests), 9);
+  EXPECT_EQ(f.left("tpm", kTokens), 400);
+  EXPECT_TRUE(f.reserve(600).empty()) << "600 tokens do not fit in 400";
+  EXPECT_EQ(f.left("rpm", kRequests), 9) << "a denied reservation charged the request layer";
+}
+
+TEST(MemoryReservation, CommitGivesBackOrChargesTheDifferenceOnce) {
+  Fixture f;
+  const std::string id = f.reserve(600);
+  auto settled = f.store.settle_and_wait({.id = id, .cost = 250});
+  ASSERT_TRUE(settled.has_value()) << settled.error().message;
+  ASSERT_EQ(settled->size(), 2u);
+  EXPECT_EQ((*settled)[0].label, "rpm");
+  EXPECT_EQ((*settled)[0].actual, 1) << "the single cost is the metered layer's";
+  EXPECT_EQ((*settled)[1].label, "tpm");
+  EXPECT_EQ((*settled)[1].refunded, 350);
+  EXPECT_EQ((*settled)[1].after.remaining, 750);
+  EXPECT_EQ(f.left("tpm", kTokens), 750);
+  // Exactly once: the second is a conflict and changes nothing.
+  auto again = f.store.settle_and_wait({.id = id, .cost = 0});
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(again.error().code, Errc::kConflict);
+  EXPECT_EQ(f.left("tpm", kTokens), 750);
+  // Above the estimate: charged without a check, past the limit.
+  const std::string big = f.reserve(700);
+  auto debt = f.store.settle_and_wait({.id = big, .cost = 1'500});
+  ASSERT_TRUE(debt.has_value());
+  EXPECT_EQ((*debt)[1].charged, 800);
+  EXPECT_FALSE((*debt)[1].after.allowed) << "a key in debt denies even a peek";
+  EXPECT_EQ(f.left("tpm", kTokens), 0);
+}
+
+TEST(MemoryReservation, WithoutAMeteredLayerTheCostIsEveryLayers) {
+  Fixture f;
+  const std::string id = new_reservation_id();
+  const KeyedLimit keys[] = {{"a", &kRequests}, {"b", &kTokens}};
+  const ReservedLayer layers[] = {{"a", false}, {"b", false}};
+  auto request = StoreRequest::make_reserve(
+      keys, 5, std::nullopt,
+      ReserveSpec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers});
+  ASSERT_TRUE(request && all_allowed(*f.store.decide_and_wait(*request)));
+  auto settled = f.store.settle_and_wait({.id = id, .cost = 2});
+  ASSERT_TRUE(settled.has_value());
+  EXPECT_EQ((*settled)[0].refunded, 3);
+  EXPECT_EQ((*settled)[1].refunded, 3);
+}
+
+TEST(MemoryReservation, BadSettlementsAreRefusedAndChangeNothing) {
+  Fixture f;
+  const std::string id = f.reserve(600);
+  const LayerCost unknown[] = {{"tpm", 1}, {"edge", 1}};
+  auto refused = f.store.settle_and_wait({.id = id, .costs = unknown});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("edge"), std::string::npos) << refused.error().message;
+  const LayerCost twice[] = {{"tpm", 1}, {"tpm", 2}};
+  EXPECT_EQ(f.store.settle_and_wait({.id = id, .costs = twice}).error().code,
+            Errc::kInvalidArgument);
+  EXPECT_EQ(f.store.settle_and_wait({.id = id, .cost = -1}).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(f.store.settle_and_wait({.id = "", .cost = 1}).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(f.store.settle_and_wait({.id = "unknown", .cost = 1}).error().code, Errc::kNotFound);
+  EXPECT_EQ(f.left("tpm", kTokens), 400);
+  // Still open: it settles now.
+  EXPECT_TRUE(f.store.settle_and_wait({.id = id, .cost = 100}).has_value());
+  EXPECT_EQ(f.left("tpm", kTokens), 900);
+}
+
+TEST(MemoryReservation, AnUnsettledReservationExpiresWithItsEstimateCharged) {
+  Fixture f;
+  const std::string id = f.reserve(600, std::chrono::seconds(30));
+  f.clock->advance(30 * kMicrosPerSecond);
+  auto late = f.store.settle_and_wait({.id = id, .cost = 0});
+  ASSERT_FALSE(late.has_value());
+  EXPECT_EQ(late.error().code, Errc::kNotFound);
+  EXPECT_EQ(f.left("tpm", kTokens), 400);
+}
+
+TEST(MemoryReservation, HeldReservationsAreBoundedAndCounted) {
+  auto clock = std::make_shared<ManualClock>(kNow);
+  MemoryStore store({.max_reservations = 2, .clock = clock});
+  const auto reserve = [&](const std::string& id) {
+    const KeyedLimit keys[] = {{"tpm", &kTokens, 10}};
+    const ReservedLayer layers[] = {{"tpm", true}};
+    auto request = StoreRequest::make_reserve(
+        keys, 1, std::nullopt,
+        ReserveSpec{.id = id, .ttl = std::chrono::seconds(10), .layers = layers});
+    return store.decide_and_wait(*request);
+  };
+  ASSERT_TRUE(reserve("one").has_value());
+  ASSERT_TRUE(reserve("two").has_value());
+  ASSERT_TRUE(store.settle_and_wait({.id = "one", .cost = 5}).has_value());
+  // Two held (one settled, kept to answer a second settlement): a third is refused, uncharged.
+  auto full = reserve("three");
+  ASSERT_FALSE(full.has_value());
+  EXPECT_EQ(full.error().code, Errc::kStoreFull);
+  EXPECT_EQ(store.check("tpm", kTokens, 0)->remaining, 1'000 - 5 - 10);
+  std::string metrics;
+  store.append_metrics(metrics);
+  EXPECT_NE(metrics.find("spillway_reservations_open 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("spillway_reservations_expired_total 0"), std::string::npos) << metrics;
+  // Past their ttl the sweep drops both: "two" expired unsettled; room for new ones again.
+  clock->advance(10 * kMicrosPerSecond);
+  store.sweep();
+  metrics.clear();
+  store.append_metrics(metrics);
+  EXPECT_NE(metrics.find("spillway_reservations_open 0"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("spillway_reservations_expired_total 1"), std::string::npos) << metrics;
+  EXPECT_TRUE(reserve("three").has_value());
+}
+
+TEST(MemoryReservation, RacingSettlementsOfOneIdSettleItOnce) {
+  for (int round = 0; round < 20; ++round) {
+    Fixture f;
+    const std::string id = f.reserve(600);
+    std::atomic<int> settled{0}, conflicts{0};
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        auto r = f.store.settle_and_wait({.id = id, .cancel = t % 2 == 0, .cost = 100});
+        if (r) ++settled;
+        if (!r && r.error().code == Errc::kConflict) ++conflicts;
+      });
+    }
+    threads.clear();
+    EXPECT_EQ(settled.load(), 1);
+    EXPECT_EQ(conflicts.load(), 3);
+    const std::int64_t left = f.left("tpm", kTokens);
+    EXPECT_TRUE(left == 1'000 || left == 900) << left << ": settled more than once";
+  }
+}
+
+// 8 threads reserve estimates and commit actual costs at or below them, all in one window: the
+// actual costs admitted never add up to more than the limit, and every unit refunded is usable.
+TEST(MemoryReservation, ActualCostsAdmittedNeverExceedTheLimitUnderRaces) {
+  Fixture f;
+  std::atomic<std::int64_t> actual_total{0};
+  std::vector<std::jthread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 random(static_cast<unsigned>(t));
+      for (int i = 0; i < 300; ++i) {
+        const std::int64_t estimate = 1 + static_cast<std::int64_t>(random() % 60);
+        const std::string id = new_reservation_id();
+        const KeyedLimit keys[] = {{"shared", &kTokens, estimate}};
+        const ReservedLayer layers[] = {{"tpm", true}};
+        auto request = StoreRequest::make_reserve(
+            keys, 1, std::nullopt,
+            ReserveSpec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers});
+        auto d = f.store.decide_and_wait(*request);
+        if (!d || !all_allowed(*d)) continue;
+        const std::int64_t actual = static_cast<std::int64_t>(random() % (estimate + 1));
+        if (f.store.settle_and_wait({.id = id, .cost = actual})) actual_total += actual;
+      }
+    });
+  }
+  threads.clear();
+  EXPECT_LE(actual_total.load(), kTokens.limit());
+  // Everything not used came back: what is charged is exactly the actual costs.
+  EXPECT_EQ(f.left("shared", kTokens), kTokens.limit() - actual_total.load());
+}
+
+}  // namespace
+}  // namespace spillway

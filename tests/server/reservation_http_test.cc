@@ -1,0 +1,193 @@
+// Usage-based limits over HTTP on the memory backend (docs/SPEC.md §5.3), with the store's clock
+// held still (a ManualClock), so that every number below follows from the contract: a
+// tokens-per-minute policy (sliding_window, 10,000 a minute) where each request reserves its
+// estimate, then commits what it really used.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <memory>
+#include <string>
+
+#include "spillway/clock.h"
+#include "spillway/memory_store.h"
+#include "src/config/config.h"
+#include "tests/support/http_client.h"
+#include "tests/support/running_service.h"
+
+namespace spillway::server {
+namespace {
+
+using testing::http;
+using testing::HttpReply;
+
+constexpr Micros kStart = 1'000 * kMicrosPerMinute;  // a window's start: r = 0
+
+policy::Config llm_config() {
+  policy::Config config = policy::default_config();
+  policy::LayerSpec rpm;
+  rpm.name = "rpm";
+  rpm.key = {"api_key"};
+  rpm.algorithm = Algorithm::kFixedWindow;
+  rpm.limit = policy::RateSpec{.limit = 100, .period = kMicrosPerMinute};
+  policy::LayerSpec tpm;
+  tpm.name = "tpm";
+  tpm.key = {"api_key"};
+  tpm.algorithm = Algorithm::kSlidingWindow;
+  tpm.cost = "tokens";
+  tpm.limit = policy::RateSpec{.limit = 10'000, .period = kMicrosPerMinute};
+  config.policy.layers = {rpm, tpm};
+  return config;
+}
+
+struct Fixture {
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(kStart);
+  testing::RunningService service = testing::start_service(
+      llm_config(), std::make_unique<MemoryStore>(MemoryStoreOptions{.clock = clock}));
+
+  boost::json::object post(const std::string& path, const std::string& body, int status) {
+    HttpReply reply = http(service.port(), "POST", path, body);
+    EXPECT_EQ(reply.status, status) << path << " " << body << " -> " << reply.body;
+    boost::system::error_code ec;
+    boost::json::value value = boost::json::parse(reply.body, ec);
+    if (ec || !value.is_object()) {
+      ADD_FAILURE() << "not a JSON object: " << reply.body;
+      return {};
+    }
+    return value.as_object();
+  }
+  boost::json::object reserve(int tokens, int status) {
+    return post("/v1/check",
+                R"({"api_key":"k1","reserve":true,"tokens":)" + std::to_string(tokens) + "}",
+                status);
+  }
+};
+
+// The layer named `name` of an answer's "layers".
+boost::json::object layer(const boost::json::object& answer, std::string_view name) {
+  for (const auto& l : answer.at("layers").as_array()) {
+    if (l.as_object().at("name").as_string() == name) return l.as_object();
+  }
+  ADD_FAILURE() << "no layer " << name << " in " << boost::json::serialize(answer);
+  return {};
+}
+
+std::int64_t number(const boost::json::object& o, std::string_view field) {
+  return o.at(field).to_number<std::int64_t>();
+}
+
+TEST(ReservationHttp, TokensPerMinuteReserveThenCommitTheRealCost) {
+  Fixture f;
+  const boost::json::object a = f.reserve(4'000, 200);
+  ASSERT_TRUE(a.contains("reservation")) << boost::json::serialize(a);
+  EXPECT_EQ(number(a, "reservation_expires_ms"), 10 * 60 * 1000);
+  EXPECT_EQ(number(layer(a, "tpm"), "remaining"), 6'000);
+  const boost::json::object b = f.reserve(4'000, 200);
+  EXPECT_EQ(number(layer(b, "tpm"), "remaining"), 2'000);
+  // A third estimate of 4,000 does not fit in the 2,000 left.
+  const boost::json::object denied = f.reserve(4'000, 429);
+  EXPECT_EQ(denied.at("denied_by").as_string(), "tpm");
+  EXPECT_FALSE(denied.contains("reservation"));
+  // The first request used 1,000 tokens: 3,000 come back.
+  const boost::json::object committed = f.post(
+      "/v1/commit",
+      R"({"reservation":")" + std::string(a.at("reservation").as_string()) + R"(","cost":1000})",
+      200);
+  EXPECT_EQ(committed.at("settled").as_string(), "commit");
+  const boost::json::object tpm = layer(committed, "tpm");
+  EXPECT_EQ(number(tpm, "estimate"), 4'000);
+  EXPECT_EQ(number(tpm, "actual"), 1'000);
+  EXPECT_EQ(number(tpm, "refunded"), 3'000);
+  EXPECT_EQ(number(tpm, "remaining"), 5'000);
+  // "cost" is the tokens: the request layer keeps its 1.
+  const boost::json::object rpm = layer(committed, "rpm");
+  EXPECT_EQ(number(rpm, "estimate"), 1);
+  EXPECT_EQ(number(rpm, "actual"), 1);
+  EXPECT_EQ(number(rpm, "refunded"), 0);
+  // Now the third request fits.
+  const boost::json::object c = f.reserve(4'000, 200);
+  EXPECT_EQ(number(layer(c, "tpm"), "remaining"), 1'000);
+  // The second used 9,000, 5,000 above its estimate: charged without a check (debt). The key now
+  // counts 1,000 + 9,000 + 4,000 = 14,000 in this window.
+  const boost::json::object over = f.post(
+      "/v1/commit",
+      R"({"reservation":")" + std::string(b.at("reservation").as_string()) + R"(","cost":9000})",
+      200);
+  EXPECT_EQ(number(layer(over, "tpm"), "charged"), 5'000);
+  EXPECT_EQ(number(layer(over, "tpm"), "remaining"), 0);
+  // A request of 1 token is denied until the estimate fits (docs/SPEC.md §2, sliding_window): in
+  // the next window, prev = 14,000 weighs (P - r)/P, so 1 more fits once
+  // 14,000 * (P - r) <= (10,000 - 1) * P, i.e. r >= P - floor(9,999 * P / 14,000).
+  const boost::json::object next = f.post("/v1/check", R"({"api_key":"k1","tokens":1})", 429);
+  const Micros p = kMicrosPerMinute;
+  const Micros wait = p + (p - 9'999 * p / 14'000);
+  EXPECT_EQ(number(next, "retry_after_ms"), (wait + 999) / 1000);
+  // And it is admitted then, not a millisecond before.
+  f.clock->set(kStart + wait - 1'000);
+  f.post("/v1/check", R"({"api_key":"k1","tokens":1})", 429);
+  f.clock->set(kStart + wait);
+  f.post("/v1/check", R"({"api_key":"k1","tokens":1})", 200);
+}
+
+TEST(ReservationHttp, SettledOnceAndBadInputChangesNothing) {
+  Fixture f;
+  const boost::json::object a = f.reserve(500, 200);
+  const std::string id(a.at("reservation").as_string());
+  const std::string with_id = R"({"reservation":")" + id + R"(")";
+  // Bad input: 400 naming the field; the reservation stays open.
+  f.post("/v1/commit", with_id + "}", 400);
+  f.post("/v1/commit", with_id + R"(,"cost":-1})", 400);
+  f.post("/v1/commit", with_id + R"(,"cost":1.5})", 400);
+  f.post("/v1/commit", with_id + R"(,"costs":{"nope":3}})", 400);
+  f.post("/v1/commit", with_id + R"(,"costs":[1]})", 400);
+  f.post("/v1/commit", with_id + R"(,"cost":1,"colour":"red"})", 400);
+  f.post("/v1/commit", R"({"cost":1})", 400);
+  f.post("/v1/cancel", R"({"reservation":5})", 400);
+  f.post("/v1/commit", R"({"reservation":"no-such-id","cost":1})", 404);
+  // Cancelled once: the whole estimate comes back; a second cancel or a commit is a 409.
+  const boost::json::object cancelled = f.post("/v1/cancel", with_id + "}", 200);
+  EXPECT_EQ(cancelled.at("settled").as_string(), "cancel");
+  EXPECT_EQ(number(layer(cancelled, "tpm"), "refunded"), 500);
+  EXPECT_EQ(number(layer(cancelled, "tpm"), "remaining"), 10'000);
+  EXPECT_EQ(number(layer(cancelled, "rpm"), "remaining"), 100);
+  const boost::json::object again = f.post("/v1/cancel", with_id + "}", 409);
+  EXPECT_NE(std::string(again.at("error").as_string()).find("already settled"), std::string::npos);
+  f.post("/v1/commit", with_id + R"(,"cost":1})", 409);
+  // Per layer: "costs" names layers; one not in the reservation is a 400 naming it.
+  const boost::json::object b = f.reserve(800, 200);
+  const std::string b_id(b.at("reservation").as_string());
+  const boost::json::object bad = f.post(
+      "/v1/commit", R"({"reservation":")" + b_id + R"(","costs":{"tpm":100,"edge":1}})", 400);
+  EXPECT_NE(std::string(bad.at("error").as_string()).find("edge"), std::string::npos);
+  const boost::json::object ok =
+      f.post("/v1/commit", R"({"reservation":")" + b_id + R"(","costs":{"tpm":100,"rpm":0}})", 200);
+  EXPECT_EQ(number(layer(ok, "tpm"), "refunded"), 700);
+  EXPECT_EQ(number(layer(ok, "rpm"), "refunded"), 1);
+  // A reservation left alone expires (10 minutes): its estimate stays charged, and it is gone.
+  const boost::json::object c = f.reserve(300, 200);
+  f.clock->advance(10 * kMicrosPerMinute);
+  f.post("/v1/commit",
+         R"({"reservation":")" + std::string(c.at("reservation").as_string()) + R"(","cost":1})",
+         404);
+}
+
+TEST(ReservationHttp, MetricsCountReservationsAndUnits) {
+  Fixture f;
+  const boost::json::object a = f.reserve(1'000, 200);
+  f.post("/v1/commit",
+         R"({"reservation":")" + std::string(a.at("reservation").as_string()) + R"(","cost":400})",
+         200);
+  const boost::json::object b = f.reserve(100, 200);
+  f.post("/v1/commit",
+         R"({"reservation":")" + std::string(b.at("reservation").as_string()) + R"(","cost":150})",
+         200);
+  const HttpReply metrics = http(f.service.port(), "GET", "/metrics", "");
+  for (const char* line : {"spillway_reservations_total{event=\"reserved\"} 2",
+                           "spillway_reservations_total{event=\"committed\"} 2",
+                           "spillway_settled_units_total{layer=\"tpm\",kind=\"refunded\"} 600",
+                           "spillway_settled_units_total{layer=\"tpm\",kind=\"debt\"} 50"}) {
+    EXPECT_NE(metrics.body.find(line), std::string::npos) << line << "\n" << metrics.body;
+  }
+}
+
+}  // namespace
+}  // namespace spillway::server
