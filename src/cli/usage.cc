@@ -105,8 +105,9 @@ std::vector<Help> all_help() {
        "the HTTP server (and Envoy's rate limit service over gRPC)",
        "serve [--config FILE] [--listen HOST:PORT] [--backend URL]\n"
        "                      [--grpc-listen HOST:PORT --rls-config PATH] [--require-backend]",
-       "The HTTP server: /v1/check, /v1/auth (nginx auth_request), /v1/limit, /metrics, "
-       "/v1/stats and /dashboard. A flag overrides the config file's setting.",
+       "The HTTP server: /v1/check, /v1/auth (nginx auth_request), /v1/limit, /v1/commit and "
+       "/v1/cancel (usage-based limits), /metrics, /v1/stats and /dashboard. A flag overrides the "
+       "config file's setting.",
        {{"--config FILE", "the YAML config (docs/SPEC.md §7), reloaded on SIGHUP",
          "default: none: the built-in seed policy, every setting at its default"},
         {"--listen HOST:PORT", "where HTTP is served",

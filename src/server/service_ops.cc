@@ -38,6 +38,8 @@ void Service::index(const HttpRequest&, const Reply& reply) {
       "POST /v1/check     decide a request by the policy's layers (JSON attributes)\n"
       "POST /v1/limit     decide one key against a limit given in the request\n"
       "GET  /v1/auth      nginx auth_request: 204 admitted, 429/403 denied\n"
+      "POST /v1/commit    settle a reservation (\"reserve\": true) with the actual cost\n"
+      "POST /v1/cancel    give a reservation's whole estimate back\n"
       "GET  /metrics      Prometheus metrics\n"
       "GET  /healthz      liveness\n"
       "GET  /readyz       readiness (503 while the backend is unreachable)\n";

@@ -95,6 +95,8 @@ std::string check_body(const policy::Policy& policy) {
     std::string value = "examples-test";
     if (attribute == "ip") value = "203.0.113.7";
     if (attribute == policy::kMethodAttribute) value = method;
+    const auto& costs = policy.cost_attributes();
+    if (std::find(costs.begin(), costs.end(), attribute) != costs.end()) value = "1";
     const auto& routes = policy.route_attributes();
     if (std::find(routes.begin(), routes.end(), attribute) != routes.end()) value = path;
     if (body.size() > 1) body += ",";
@@ -134,8 +136,9 @@ std::unique_ptr<Store> store_for(const policy::Config& config,
 TEST(ConfigExamples, TheExpectedFilesAreThere) {
   std::vector<std::string> names;
   for (const fs::path& file : config_examples()) names.push_back(file.filename().string());
-  EXPECT_EQ(names, (std::vector<std::string>{"envoy-rls.yaml", "redis-cluster.yaml",
-                                             "saas-plans.yaml", "seed-redis.yaml"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"envoy-rls.yaml", "llm-tokens.yaml", "redis-cluster.yaml",
+                                      "saas-plans.yaml", "seed-redis.yaml"}));
 }
 
 TEST(ConfigExamples, EveryFileLoadsAndAnswersOneRequestOnTheStoreItNames) {
