@@ -32,7 +32,7 @@ class CircuitBreakerStore final : public Store {
 
   // A refused call (the circuit is open, and this is not the probe) is answered at once.
   void decide(const StoreRequest& request, AllCallback done) override;
-  // Passes a settlement on, counted as a call like decide()'s (refused while open).
+  // Passes a settlement on, outside the breaker (neither refused nor counted).
   void settle(const Settlement& settlement, SettleCallback done) override;
 
   // Not ready while the circuit is open.

@@ -33,8 +33,8 @@ class LocalFallbackStore final : public Store {
   ~LocalFallbackStore() override;
 
   void decide(const StoreRequest& request, AllCallback done) override;
-  // The primary settles; when it fails (unavailable, timeout), the local store (which holds
-  // the reservations made while falling back).
+  // Reservations are the primary's alone: a kReserve is never decided locally (its error is
+  // the answer), and settle() goes to the primary.
   void settle(const Settlement& settlement, SettleCallback done) override;
 
   // It can always decide: ready while the local store is (a load balancer keeps the instance).

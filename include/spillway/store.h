@@ -123,7 +123,7 @@ class StoreRequest {
  public:
   // Errors (kInvalidArgument, nothing decided): no key, an empty key, a key over kMaxKeyBytes, the
   // same key under the same limit twice, a negative cost (a key's own: other than kRequestCost),
-  // `now` outside 0..2^52 µs.
+  // `now` outside 0..2^52 µs, Operation::kReserve (make_reserve builds those).
   static Result<StoreRequest> make(std::span<const KeyedLimit> checks, std::int64_t cost = 1,
                                    std::optional<Micros> now = std::nullopt,
                                    Operation operation = Operation::kCheck);
@@ -144,8 +144,11 @@ class StoreRequest {
 
   // A kReserve request. Errors as make()'s, and: an empty or too long id, a ttl not above 0,
   // not one label per key.
+  // The request points at `spec`: it must outlive the request (a temporary cannot).
   static Result<StoreRequest> make_reserve(std::span<const KeyedLimit> checks, std::int64_t cost,
                                            std::optional<Micros> now, const ReserveSpec& spec);
+  static Result<StoreRequest> make_reserve(std::span<const KeyedLimit>, std::int64_t,
+                                           std::optional<Micros>, ReserveSpec&&) = delete;
 
  private:
   StoreRequest(std::span<const KeyedLimit> checks, std::int64_t cost, std::optional<Micros> now,

@@ -27,25 +27,37 @@ Micros first_fit(std::int64_t previous, std::int64_t current, std::int64_t windo
   return next + period;
 }
 
+// The key's counts as they stand at `now`: the time it is decided at (never before its last
+// admission), that time's window w, and the counts of windows w-1 and w.
+struct Counts {
+  Micros at;
+  std::int64_t window;
+  std::int64_t previous;
+  std::int64_t current;
+};
+Counts counts_at(const SlidingWindowState& state, const Limit& limit, Micros now) {
+  const Micros period = limit.period();
+  const bool active = state.previous > 0 || state.current > 0;
+  const Micros at = active ? std::max(now, state.last) : now;
+  Counts counts{.at = at, .window = at / period, .previous = 0, .current = 0};
+  const std::int64_t state_window = state.last / period;
+  if (active && state_window == counts.window) {
+    counts.previous = state.previous;
+    counts.current = state.current;
+  } else if (active && state_window == counts.window - 1) {
+    counts.previous = state.current;
+  }
+  return counts;
+}
+
 }  // namespace
 
 Decision decide(SlidingWindowState& state, const Limit& limit, Micros now, std::int64_t cost) {
   const std::int64_t cap = limit.limit();
   const Micros period = limit.period();
-  const bool active = state.previous > 0 || state.current > 0;
-  const Micros at = active ? std::max(now, state.last) : now;
-  const std::int64_t window = at / period;
+  const auto [at, window, previous, current_before] = counts_at(state, limit, now);
+  std::int64_t current = current_before;
   const Micros elapsed = at - window * period;  // r
-
-  std::int64_t previous = 0;
-  std::int64_t current = 0;
-  const std::int64_t state_window = state.last / period;
-  if (active && state_window == window) {
-    previous = state.previous;
-    current = state.current;
-  } else if (active && state_window == window - 1) {
-    previous = state.current;
-  }
 
   Decision d{.allowed = false, .limit = cap};
   if (cost <= cap && previous * (period - elapsed) + (current + cost) * period <= cap * period) {
@@ -77,18 +89,9 @@ ChargeMark mark(const SlidingWindowState& state, const Limit&) { return {.at = s
 std::int64_t settle(SlidingWindowState& state, const Limit& limit, Micros now, std::int64_t delta,
                     const ChargeMark& mark) {
   const Micros period = limit.period();
-  const bool active = state.previous > 0 || state.current > 0;
-  const Micros at = active ? std::max(now, state.last) : now;
-  const std::int64_t window = at / period;
-  std::int64_t previous = 0;
-  std::int64_t current = 0;
-  const std::int64_t state_window = state.last / period;
-  if (active && state_window == window) {
-    previous = state.previous;
-    current = state.current;
-  } else if (active && state_window == window - 1) {
-    previous = state.current;
-  }
+  const auto [at, window, previous_now, current_now] = counts_at(state, limit, now);
+  std::int64_t previous = previous_now;
+  std::int64_t current = current_now;
   std::int64_t done = 0;
   if (delta > 0) {
     done = std::max<std::int64_t>(0, std::min(delta, (1 + kDebtLimits) * limit.limit() - current));

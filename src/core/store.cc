@@ -53,6 +53,9 @@ std::optional<Error> StoreRequest::problem(std::span<const KeyedLimit> checks, s
 Result<StoreRequest> StoreRequest::make(std::span<const KeyedLimit> checks, std::int64_t cost,
                                         std::optional<Micros> now, Operation operation) {
   if (std::optional<Error> wrong = problem(checks, cost, now)) return std::unexpected(*wrong);
+  if (operation == Operation::kReserve) {
+    return invalid_argument("a reservation is built by StoreRequest::make_reserve");
+  }
   return StoreRequest(checks, cost, now, operation);
 }
 

@@ -140,6 +140,10 @@ class MemoryStore::Impl {
                             const ReserveSpec& spec) {
     // Bounded like the keys: reservations live until their ttl, settled ones too (to answer a
     // second settlement with a conflict).
+    // Full: drop what has expired everywhere first (a library store may have no sweeper).
+    if (held_reservations_.load(std::memory_order_relaxed) >= max_reservations_) {
+      sweep_reservations(now);
+    }
     if (held_reservations_.load(std::memory_order_relaxed) >= max_reservations_) {
       return std::unexpected(Error{
           Errc::kStoreFull, "the store holds its maximum of " + std::to_string(max_reservations_) +
@@ -161,6 +165,11 @@ class MemoryStore::Impl {
     }
     ReservationShard& shard = reservation_shard(spec.id);
     std::lock_guard hold(shard.mutex);
+    // A shard sweeps itself as it grows (as the key tables do): amortised O(1) per reservation.
+    if (shard.kept.size() >= shard.sweep_at) {
+      sweep_locked(shard, now);
+      shard.sweep_at = std::max<std::size_t>(1024, 2 * shard.kept.size());
+    }
     if (!shard.kept.try_emplace(std::string(spec.id), std::move(kept)).second) {
       return std::unexpected(Error{Errc::kInternal, "a reservation id was used twice"});
     }
@@ -216,15 +225,7 @@ class MemoryStore::Impl {
     std::size_t dropped = 0;
     for (ReservationShard& shard : reservation_shards_) {
       std::lock_guard hold(shard.mutex);
-      dropped += std::erase_if(shard.kept, [&](const auto& entry) {
-        if (entry.second.expires_at > now) return false;
-        held_reservations_.fetch_sub(1, std::memory_order_relaxed);
-        if (!entry.second.settled) {
-          open_reservations_.fetch_sub(1, std::memory_order_relaxed);
-          expired_reservations_.fetch_add(1, std::memory_order_relaxed);
-        }
-        return true;
-      });
+      dropped += sweep_locked(shard, now);
     }
     return dropped;
   }
@@ -297,8 +298,22 @@ class MemoryStore::Impl {
   struct ReservationShard {
     std::mutex mutex;
     std::unordered_map<std::string, Reservation, IdHash, std::equal_to<>> kept;
+    std::size_t sweep_at = 1024;  // sweep when it grows to this size
   };
   static constexpr std::size_t kReservationShards = 16;
+
+  // Drops the shard's reservations past their ttl (the caller holds its lock).
+  std::size_t sweep_locked(ReservationShard& shard, Micros now) {
+    return std::erase_if(shard.kept, [&](const auto& entry) {
+      if (entry.second.expires_at > now) return false;
+      held_reservations_.fetch_sub(1, std::memory_order_relaxed);
+      if (!entry.second.settled) {
+        open_reservations_.fetch_sub(1, std::memory_order_relaxed);
+        expired_reservations_.fetch_add(1, std::memory_order_relaxed);
+      }
+      return true;
+    });
+  }
 
   ReservationShard& reservation_shard(std::string_view id) {
     return reservation_shards_[IdHash{}(id) % kReservationShards];
@@ -328,7 +343,7 @@ class MemoryStore::Impl {
         for (const Reservation::Key& k : kept.keys)
           labels += (labels.empty() ? "" : ", ") + k.label;
         return std::unexpected(Error{Errc::kInvalidArgument,
-                                     "the reservation has no layer " +
+                                     "\"costs\": the reservation has no layer " +
                                          quote_for_error(named.label, 64) + " (it has " + labels +
                                          ")",
                                      "costs"});

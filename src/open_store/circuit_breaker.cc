@@ -43,6 +43,8 @@ CircuitBreakerStore::Call CircuitBreakerStore::admit_call() {
 void CircuitBreakerStore::record(const Error* error, Call call) {
   const bool was_probe = call == Call::kProbe;
   if (was_probe) probing_.store(false, std::memory_order_release);
+  // Refused input (e.g. a reservation a backend does not keep) says nothing of its health.
+  if (error != nullptr && error->code == Errc::kInvalidArgument) return;
   if (error == nullptr || !is_backend_failure(*error)) {
     consecutive_failures_.store(0, std::memory_order_release);
     open_.store(false, std::memory_order_release);
@@ -67,15 +69,8 @@ void CircuitBreakerStore::decide(const StoreRequest& request, AllCallback done) 
 }
 
 void CircuitBreakerStore::settle(const Settlement& settlement, SettleCallback done) {
-  const Call call = admit_call();
-  if (call == Call::kRefused) {
-    return complete_inline(done,
-                           Result<Settled>(std::unexpected(circuit_open_error(options_.failures))));
-  }
-  inner_->settle(settlement, [this, call, done = std::move(done)](Result<Settled> settled) {
-    record(settled ? nullptr : &settled.error(), call);
-    done(std::move(settled));
-  });
+  // Passed on as it is: a settlement is neither a probe nor a sign of the backend's health.
+  inner_->settle(settlement, std::move(done));
 }
 
 bool CircuitBreakerStore::ready() const { return !open() && inner_->ready(); }

@@ -28,43 +28,27 @@ bool LocalFallbackStore::falls_back(const Error& error) {
 void LocalFallbackStore::decide(const StoreRequest& request, AllCallback done) {
   // Copies of the keys and limits: the caller's may be gone when the primary answers.
   auto owned = std::make_shared<const OwnedRequest>(request);
-  primary_->decide(request,
-                   [this, owned, done = std::move(done)](Result<Decisions> decisions) mutable {
-                     if (decisions) {
-                       answered_by_primary();
-                       // A reset forgets what an outage left in the local store too.
-                       if (owned->request.operation() == Operation::kReset) {
-                         local_->decide(owned->request, [](Result<Decisions>) {});
-                       }
-                       return done(std::move(decisions));
-                     }
-                     if (!falls_back(decisions.error())) return done(std::move(decisions));
-                     local_->decide(owned->request, std::move(done));
-                   });
+  primary_->decide(
+      request, [this, owned, done = std::move(done)](Result<Decisions> decisions) mutable {
+        if (decisions) {
+          answered_by_primary();
+          // A reset forgets what an outage left in the local store too.
+          if (owned->request.operation() == Operation::kReset) {
+            local_->decide(owned->request, [](Result<Decisions>) {});
+          }
+          return done(std::move(decisions));
+        }
+        // No reservation is made in the process: one made during an outage could
+        // not be settled through the primary once it is back.
+        if (owned->request.operation() == Operation::kReserve || !falls_back(decisions.error())) {
+          return done(std::move(decisions));
+        }
+        local_->decide(owned->request, std::move(done));
+      });
 }
 
 void LocalFallbackStore::settle(const Settlement& settlement, SettleCallback done) {
-  // Copies: the caller's settlement may be gone when the primary answers.
-  struct Owned {
-    std::string id;
-    std::vector<std::string> labels;
-    std::vector<LayerCost> costs;
-    Settlement settlement;
-  };
-  auto owned = std::make_shared<Owned>();
-  owned->id = std::string(settlement.id);
-  for (const LayerCost& c : settlement.costs) owned->labels.emplace_back(c.label);
-  for (std::size_t i = 0; i < owned->labels.size(); ++i) {
-    owned->costs.push_back({owned->labels[i], settlement.costs[i].cost});
-  }
-  owned->settlement = settlement;
-  owned->settlement.id = owned->id;
-  owned->settlement.costs = owned->costs;
-  primary_->settle(owned->settlement,
-                   [this, owned, done = std::move(done)](Result<Settled> settled) mutable {
-                     if (settled || !falls_back(settled.error())) return done(std::move(settled));
-                     local_->settle(owned->settlement, std::move(done));
-                   });
+  primary_->settle(settlement, std::move(done));  // reservations are the primary's only
 }
 
 std::string_view LocalFallbackStore::status() const {

@@ -195,14 +195,12 @@ HttpResponse settled_response(std::string_view id, bool cancel, const Settled& s
     if (i > 0) body.push_back(',');
     body.append("{\"name\":");
     append_json_string(body, l.label);
-    body.append(",\"estimate\":");
-    append_decimal(body, l.estimate);
-    body.append(",\"actual\":");
-    append_decimal(body, l.actual);
-    body.append(",\"refunded\":");
-    append_decimal(body, l.refunded);
-    body.append(",\"charged\":");
-    append_decimal(body, l.charged);
+    for (const auto& [name, value] :
+         {std::pair{",\"estimate\":", l.estimate}, std::pair{",\"actual\":", l.actual},
+          std::pair{",\"refunded\":", l.refunded}, std::pair{",\"charged\":", l.charged}}) {
+      body.append(name);
+      append_decimal(body, value);
+    }
     body.push_back(',');
     append_decision_fields(body, l.after);
     body.push_back('}');

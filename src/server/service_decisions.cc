@@ -147,8 +147,8 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   const std::string id = new_reservation_id();
   const std::chrono::milliseconds ttl = settings()->reservation_ttl;
   const KeyedLimit one[] = {{*stored_key, &*made}};
-  Result<StoreRequest> reservation = StoreRequest::make_reserve(
-      one, cost, std::nullopt, ReserveSpec{.id = id, .ttl = ttl, .layers = kLayer});
+  const ReserveSpec spec{.id = id, .ttl = ttl, .layers = kLayer};  // outlives the request
+  Result<StoreRequest> reservation = StoreRequest::make_reserve(one, cost, std::nullopt, spec);
   if (!reservation) return reply(error_response(400, reservation.error().message));
   store_->decide(*reservation, [this, limit = *made, on_error, key = *stored_key, id, ttl,
                                 reply](Result<Decisions> decisions) {

@@ -75,6 +75,9 @@ void Service::commit(const HttpRequest& request, const Reply& reply) {
   if (!cost && !has_costs) {
     return reply(error_response(400, "\"cost\" or \"costs\" is required: the actual cost"));
   }
+  if (!cost && names.empty()) {
+    return reply(error_response(400, "\"costs\" names no layer: nothing would be settled"));
+  }
   std::vector<LayerCost> costs;
   for (std::size_t i = 0; i < names.size(); ++i) costs.push_back({names[i], values[i]});
   settle(Settlement{.id = id, .cancel = false, .cost = cost, .costs = costs}, reply);

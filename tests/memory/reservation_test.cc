@@ -28,8 +28,8 @@ struct Fixture {
     const std::string id = new_reservation_id();
     const KeyedLimit keys[] = {{"rpm", &kRequests}, {"tpm", &kTokens, tokens}};
     const ReservedLayer layers[] = {{"rpm", false}, {"tpm", true}};
-    auto request = StoreRequest::make_reserve(keys, 1, std::nullopt,
-                                              ReserveSpec{.id = id, .ttl = ttl, .layers = layers});
+    const ReserveSpec spec{.id = id, .ttl = ttl, .layers = layers};
+    auto request = StoreRequest::make_reserve(keys, 1, std::nullopt, spec);
     EXPECT_TRUE(request.has_value()) << request.error().message;
     auto decisions = store.decide_and_wait(*request);
     EXPECT_TRUE(decisions.has_value());
@@ -80,9 +80,8 @@ TEST(MemoryReservation, WithoutAMeteredLayerTheCostIsEveryLayers) {
   const std::string id = new_reservation_id();
   const KeyedLimit keys[] = {{"a", &kRequests}, {"b", &kTokens}};
   const ReservedLayer layers[] = {{"a", false}, {"b", false}};
-  auto request = StoreRequest::make_reserve(
-      keys, 5, std::nullopt,
-      ReserveSpec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers});
+  const ReserveSpec spec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers};
+  auto request = StoreRequest::make_reserve(keys, 5, std::nullopt, spec);
   ASSERT_TRUE(request && all_allowed(*f.store.decide_and_wait(*request)));
   auto settled = f.store.settle_and_wait({.id = id, .cost = 2});
   ASSERT_TRUE(settled.has_value());
@@ -126,9 +125,8 @@ TEST(MemoryReservation, HeldReservationsAreBoundedAndCounted) {
   const auto reserve = [&](const std::string& id) {
     const KeyedLimit keys[] = {{"tpm", &kTokens, 10}};
     const ReservedLayer layers[] = {{"tpm", true}};
-    auto request = StoreRequest::make_reserve(
-        keys, 1, std::nullopt,
-        ReserveSpec{.id = id, .ttl = std::chrono::seconds(10), .layers = layers});
+    const ReserveSpec spec{.id = id, .ttl = std::chrono::seconds(10), .layers = layers};
+    auto request = StoreRequest::make_reserve(keys, 1, std::nullopt, spec);
     return store.decide_and_wait(*request);
   };
   ASSERT_TRUE(reserve("one").has_value());
@@ -188,9 +186,8 @@ TEST(MemoryReservation, ActualCostsAdmittedNeverExceedTheLimitUnderRaces) {
         const std::string id = new_reservation_id();
         const KeyedLimit keys[] = {{"shared", &kTokens, estimate}};
         const ReservedLayer layers[] = {{"tpm", true}};
-        auto request = StoreRequest::make_reserve(
-            keys, 1, std::nullopt,
-            ReserveSpec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers});
+        const ReserveSpec spec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers};
+        auto request = StoreRequest::make_reserve(keys, 1, std::nullopt, spec);
         auto d = f.store.decide_and_wait(*request);
         if (!d || !all_allowed(*d)) continue;
         const std::int64_t actual = static_cast<std::int64_t>(random() % (estimate + 1));

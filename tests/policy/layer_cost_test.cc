@@ -8,6 +8,7 @@
 #include "spillway/memory_store.h"
 #include "spillway/policy_engine.h"
 #include "spillway/redis_store.h"
+#include "tests/support/llm_policy.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 
@@ -18,18 +19,7 @@ namespace {
 // `tokens` attribute.
 PolicySpec llm_spec() {
   PolicySpec spec;
-  LayerSpec rpm;
-  rpm.name = "rpm";
-  rpm.key = {"api_key"};
-  rpm.algorithm = Algorithm::kFixedWindow;
-  rpm.limit = RateSpec{.limit = 3, .period = kMicrosPerMinute};
-  LayerSpec tpm;
-  tpm.name = "tpm";
-  tpm.key = {"api_key"};
-  tpm.algorithm = Algorithm::kSlidingWindow;
-  tpm.cost = "tokens";
-  tpm.limit = RateSpec{.limit = 1'000, .period = kMicrosPerMinute};
-  spec.layers = {rpm, tpm};
+  spec.layers = testing::llm_layers(3, 1'000);
   return spec;
 }
 

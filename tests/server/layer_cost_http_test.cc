@@ -5,6 +5,7 @@
 #include "spillway/memory_store.h"
 #include "src/config/config.h"
 #include "tests/support/http_client.h"
+#include "tests/support/llm_policy.h"
 #include "tests/support/running_service.h"
 
 namespace spillway::server {
@@ -15,18 +16,7 @@ using testing::HttpReply;
 
 policy::Config llm_config() {
   policy::Config config = policy::default_config();
-  policy::LayerSpec rpm;
-  rpm.name = "rpm";
-  rpm.key = {"api_key"};
-  rpm.algorithm = Algorithm::kFixedWindow;
-  rpm.limit = policy::RateSpec{.limit = 100, .period = kMicrosPerMinute};
-  policy::LayerSpec tpm;
-  tpm.name = "tpm";
-  tpm.key = {"api_key"};
-  tpm.algorithm = Algorithm::kSlidingWindow;
-  tpm.cost = "tokens";
-  tpm.limit = policy::RateSpec{.limit = 10'000, .period = kMicrosPerMinute};
-  config.policy.layers = {rpm, tpm};
+  config.policy.layers = testing::llm_layers(100, 10'000);
   return config;
 }
 

@@ -12,6 +12,7 @@
 #include "spillway/memory_store.h"
 #include "src/config/config.h"
 #include "tests/support/http_client.h"
+#include "tests/support/llm_policy.h"
 #include "tests/support/running_service.h"
 
 namespace spillway::server {
@@ -24,18 +25,7 @@ constexpr Micros kStart = 1'000 * kMicrosPerMinute;  // a window's start: r = 0
 
 policy::Config llm_config() {
   policy::Config config = policy::default_config();
-  policy::LayerSpec rpm;
-  rpm.name = "rpm";
-  rpm.key = {"api_key"};
-  rpm.algorithm = Algorithm::kFixedWindow;
-  rpm.limit = policy::RateSpec{.limit = 100, .period = kMicrosPerMinute};
-  policy::LayerSpec tpm;
-  tpm.name = "tpm";
-  tpm.key = {"api_key"};
-  tpm.algorithm = Algorithm::kSlidingWindow;
-  tpm.cost = "tokens";
-  tpm.limit = policy::RateSpec{.limit = 10'000, .period = kMicrosPerMinute};
-  config.policy.layers = {rpm, tpm};
+  config.policy.layers = testing::llm_layers(100, 10'000);
   return config;
 }
 
@@ -168,6 +158,26 @@ TEST(ReservationHttp, SettledOnceAndBadInputChangesNothing) {
   f.post("/v1/commit",
          R"({"reservation":")" + std::string(c.at("reservation").as_string()) + R"(","cost":1})",
          404);
+}
+
+TEST(ReservationHttp, LimitReservesItsOneKeyAndAnEmptyCostsIsRefused) {
+  Fixture f;
+  const boost::json::object r =
+      f.post("/v1/limit",
+             R"({"key":"export-1","limit":100,"period":"1h","algorithm":"fixed_window","cost":40,)"
+             R"("reserve":true})",
+             200);
+  ASSERT_TRUE(r.contains("reservation")) << boost::json::serialize(r);
+  EXPECT_EQ(number(r, "remaining"), 60);
+  const std::string with_id =
+      R"({"reservation":")" + std::string(r.at("reservation").as_string()) + R"(")";
+  const boost::json::object empty = f.post("/v1/commit", with_id + R"(,"costs":{}})", 400);
+  EXPECT_NE(std::string(empty.at("error").as_string()).find("costs"), std::string::npos);
+  f.post("/v1/limit", R"({"key":"k","limit":1,"period":"1h","reserve":"yes"})", 400);
+  // Its one layer is "limit", and "cost" (no metered layer) is its actual cost.
+  const boost::json::object done = f.post("/v1/commit", with_id + R"(,"cost":25})", 200);
+  EXPECT_EQ(number(layer(done, "limit"), "refunded"), 15);
+  EXPECT_EQ(number(layer(done, "limit"), "remaining"), 75);
 }
 
 TEST(ReservationHttp, MetricsCountReservationsAndUnits) {
