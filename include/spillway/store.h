@@ -71,7 +71,8 @@ struct ReserveSpec {
 };
 inline constexpr std::size_t kMaxReservationIdBytes = 64;
 
-// A new reservation id: 128 random bits (the operating system's CSPRNG), base64url, 22 bytes.
+// A new reservation id: 128 random bits (getrandom, the operating system's CSPRNG), base64url,
+// 22 bytes.
 std::string new_reservation_id();
 
 // The actual cost of one layer of a reservation, by its label.

@@ -2,7 +2,8 @@
 // all-or-nothing checks, synchronous and asynchronous.
 #include "spillway/store.h"
 
-#include <random>
+#include <sys/random.h>
+
 #include <string>
 
 #include "src/core/inline_completion.h"
@@ -81,10 +82,15 @@ Result<StoreRequest> StoreRequest::make_reserve(std::span<const KeyedLimit> chec
 std::string new_reservation_id() {
   static constexpr char kDigits[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  // std::random_device reads the operating system's CSPRNG (getrandom) on Linux with libstdc++.
-  thread_local std::random_device device;
-  std::uint64_t bits[2] = {(std::uint64_t{device()} << 32) | device(),
-                           (std::uint64_t{device()} << 32) | device()};
+  // 16 bytes from the operating system's CSPRNG in one call (getrandom never returns short for
+  // up to 256 bytes once the pool is ready; a signal may interrupt it: then ask again).
+  std::uint64_t bits[2] = {0, 0};
+  auto* bytes = reinterpret_cast<unsigned char*>(bits);
+  std::size_t got = 0;
+  while (got < sizeof bits) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bits - got, 0);
+    if (n > 0) got += static_cast<std::size_t>(n);
+  }
   std::string id;
   id.reserve(22);
   for (int i = 0; i < 22; ++i) {
