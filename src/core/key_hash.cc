@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "src/core/text.h"
+
 namespace spillway {
 namespace {
 
@@ -52,24 +54,6 @@ void digest_once(std::string_view bytes, unsigned char* out) {
 // SHA-256 of "abc" (FIPS 180-2), its first 16 bytes.
 constexpr unsigned char kAbc[16] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea,
                                     0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22, 0x23};
-
-// The 22 base64url characters of 16 bytes (no padding).
-void append_base64url_128(std::string& out, const unsigned char* bytes16) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  // 16 bytes = 128 bits: 21 groups of 6 bits and 2 bits left over (the last character).
-  std::uint32_t bits = 0;
-  int held = 0;
-  for (int i = 0; i < 16; ++i) {
-    bits = (bits << 8) | bytes16[i];
-    held += 8;
-    while (held >= 6) {
-      held -= 6;
-      out.push_back(kAlphabet[(bits >> held) & 0x3f]);
-    }
-  }
-  out.push_back(kAlphabet[(bits << (6 - held)) & 0x3f]);
-}
 
 }  // namespace
 

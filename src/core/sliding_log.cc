@@ -4,31 +4,55 @@
 
 namespace spillway::core {
 
+namespace {
+
+// The log as it stands at `now`: the time it is decided at (never before its newest entry), the
+// first entry still live (those at or before at - P have left the window), and the live total.
+struct LiveLog {
+  Micros at;
+  std::size_t first_live;
+  std::int64_t used;
+};
+LiveLog live_at(const SlidingLogState& state, const Limit& limit, Micros now) {
+  const auto& entries = state.entries;
+  LiveLog live{
+      .at = entries.empty() ? now : std::max(now, entries.back().at), .first_live = 0, .used = 0};
+  std::int64_t expired = 0;
+  while (live.first_live < entries.size() &&
+         entries[live.first_live].at <= live.at - limit.period()) {
+    expired += entries[live.first_live++].cost;
+  }
+  live.used = state.total - expired;
+  return live;
+}
+
+// Adds `cost` > 0 at live.at (merged with an entry at that time) and drops the expired entries.
+void add_entry(SlidingLogState& state, const LiveLog& live, std::int64_t cost) {
+  auto& entries = state.entries;
+  entries.erase(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(live.first_live));
+  if (!entries.empty() && entries.back().at == live.at) {
+    entries.back().cost += cost;
+  } else {
+    entries.push_back({.at = live.at, .cost = cost});
+  }
+  state.total = live.used + cost;
+}
+
+}  // namespace
+
 Decision decide(SlidingLogState& state, const Limit& limit, Micros now, std::int64_t cost) {
   const std::int64_t cap = limit.limit();
   const Micros period = limit.period();
   auto& entries = state.entries;
-  const Micros at = entries.empty() ? now : std::max(now, entries.back().at);
-
-  // Entries at or before at - P have left the window.
-  std::size_t first_live = 0;
-  std::int64_t expired = 0;
-  while (first_live < entries.size() && entries[first_live].at <= at - period) {
-    expired += entries[first_live++].cost;
-  }
-  std::int64_t used = state.total - expired;
+  const LiveLog live = live_at(state, limit, now);
+  const std::size_t first_live = live.first_live;
+  std::int64_t used = live.used;
 
   Decision d{.allowed = false, .limit = cap};
   if (cost <= cap && used + cost <= cap) {
     d.allowed = true;
     if (cost > 0) {
-      entries.erase(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(first_live));
-      if (!entries.empty() && entries.back().at == at) {
-        entries.back().cost += cost;
-      } else {
-        entries.push_back({.at = at, .cost = cost});
-      }
-      state.total = used + cost;
+      add_entry(state, live, cost);
       used += cost;
     }
   } else if (cost > cap) {
@@ -56,26 +80,14 @@ ChargeMark mark(const SlidingLogState& state, const Limit&) {
 std::int64_t settle(SlidingLogState& state, const Limit& limit, Micros now, std::int64_t delta,
                     const ChargeMark& mark) {
   auto& entries = state.entries;
-  const Micros at = entries.empty() ? now : std::max(now, entries.back().at);
-  std::size_t first_live = 0;
-  std::int64_t expired = 0;
-  while (first_live < entries.size() && entries[first_live].at <= at - limit.period()) {
-    expired += entries[first_live++].cost;
-  }
-  const std::int64_t used = state.total - expired;
+  const LiveLog log = live_at(state, limit, now);
   if (delta > 0) {
-    const std::int64_t charged = std::min(delta, (1 + kDebtLimits) * limit.limit() - used);
+    const std::int64_t charged = std::min(delta, (1 + kDebtLimits) * limit.limit() - log.used);
     if (charged <= 0) return 0;
-    entries.erase(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(first_live));
-    if (!entries.empty() && entries.back().at == at) {
-      entries.back().cost += charged;
-    } else {
-      entries.push_back({.at = at, .cost = charged});
-    }
-    state.total = used + charged;
+    add_entry(state, log, charged);
     return charged;
   }
-  const auto live = entries.begin() + static_cast<std::ptrdiff_t>(first_live);
+  const auto live = entries.begin() + static_cast<std::ptrdiff_t>(log.first_live);
   const auto entry =
       std::lower_bound(live, entries.end(), mark.at,
                        [](const SlidingLogState::Entry& e, Micros t) { return e.at < t; });

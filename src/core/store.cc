@@ -7,6 +7,7 @@
 #include <string>
 
 #include "src/core/inline_completion.h"
+#include "src/core/text.h"
 #include "src/core/wait_for_answer.h"
 
 namespace spillway {
@@ -80,24 +81,17 @@ Result<StoreRequest> StoreRequest::make_reserve(std::span<const KeyedLimit> chec
 }
 
 std::string new_reservation_id() {
-  static constexpr char kDigits[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   // 16 bytes from the operating system's CSPRNG in one call (getrandom never returns short for
   // up to 256 bytes once the pool is ready; a signal may interrupt it: then ask again).
-  std::uint64_t bits[2] = {0, 0};
-  auto* bytes = reinterpret_cast<unsigned char*>(bits);
+  unsigned char bytes[16];
   std::size_t got = 0;
-  while (got < sizeof bits) {
-    const ssize_t n = ::getrandom(bytes + got, sizeof bits - got, 0);
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
     if (n > 0) got += static_cast<std::size_t>(n);
   }
   std::string id;
   id.reserve(22);
-  for (int i = 0; i < 22; ++i) {
-    const int word = i < 11 ? 0 : 1;
-    id.push_back(kDigits[bits[word] & 63]);
-    bits[word] >>= 6;
-  }
+  append_base64url_128(id, bytes);
   return id;
 }
 

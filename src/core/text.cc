@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 
 namespace spillway {
 
@@ -87,6 +88,23 @@ std::optional<std::string> percent_decoded(std::string_view text) {
     i += 2;
   }
   return out;
+}
+
+void append_base64url_128(std::string& out, const unsigned char* bytes16) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  // 16 bytes = 128 bits: 21 groups of 6 bits and 2 bits left over (the last character).
+  std::uint32_t bits = 0;
+  int held = 0;
+  for (int i = 0; i < 16; ++i) {
+    bits = (bits << 8) | bytes16[i];
+    held += 8;
+    while (held >= 6) {
+      held -= 6;
+      out.push_back(kAlphabet[(bits >> held) & 0x3f]);
+    }
+  }
+  out.push_back(kAlphabet[(bits << (6 - held)) & 0x3f]);
 }
 
 }  // namespace spillway

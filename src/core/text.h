@@ -40,4 +40,8 @@ std::optional<std::string> percent_decoded(std::string_view text);
 // point past U+10FFFF, or a sequence cut short by the end of `text`. `at` < text.size().
 std::size_t utf8_sequence_length(std::string_view text, std::size_t at);
 
+// Appends the 22 base64url characters ('A'-'Z', 'a'-'z', '0'-'9', '-', '_'; no padding) of 16
+// bytes: digested key names, reservation ids.
+void append_base64url_128(std::string& out, const unsigned char* bytes16);
+
 }  // namespace spillway

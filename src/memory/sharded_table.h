@@ -84,22 +84,21 @@ class ShardedTable {
     const TableKey key = key_of(user_key, limit);
     Shard& shard = shard_for(key);
     std::lock_guard hold(shard.lock);
-    Slot* slot = shard.table.find(key);
-    std::int64_t done = 0;
-    State state = slot == nullptr ? State{} : slot->state;
-    if (slot != nullptr) {
-      done = settle(slot->state, limit, now, delta, charged);
-      state = slot->state;
-    } else if (delta > 0) {
-      done = settle(state, limit, now, delta, charged);
-      if (done > 0 && reserve_key(shard, now)) {
-        shard.table.insert(key, State(state));
-      } else {
-        done = 0;
-        state = State{};
-      }
+    if (Slot* slot = shard.table.find(key)) {
+      const std::int64_t done = settle(slot->state, limit, now, delta, charged);
+      State peek = slot->state;
+      after = decide(peek, limit, now, 0);
+      return done;
     }
-    after = decide(state, limit, now, 0);
+    State fresh{};  // idle: nothing to give back; a debt takes a place, if one is left
+    std::int64_t done = delta > 0 ? settle(fresh, limit, now, delta, charged) : 0;
+    if (done > 0 && reserve_key(shard, now)) {
+      shard.table.insert(key, State(fresh));
+    } else {
+      done = 0;
+      fresh = State{};
+    }
+    after = decide(fresh, limit, now, 0);
     return done;
   }
 
