@@ -2,11 +2,14 @@
 -- The loader puts every algorithm's script before it and defines decide_by_id, which maps an
 -- algorithm's number (its position in include/spillway/algorithm_list.h) to its decide function.
 --
--- KEYS[i]  the state of layer i
--- ARGV     now (µs or ''), ttl_floor (ms), mode (0 decide, 1 reserve, 2 dry), then seven
---          values per layer i:
+-- KEYS[i]  the state of layer i; with a record (below), one more key last: the record's
+-- ARGV     now (µs or ''), ttl_floor (ms), mode (0 decide, 1 reserve, 2 dry), record ('' none,
+--          else the record's ttl in ms), then seven values per layer i:
 --          algorithm number, limit, period, burst, limit_units, period_units, cost (what this
 --          layer is charged: layers may count different things, e.g. requests and tokens)
+--          then, with a record: per layer its index in the reservation (1-based), then the
+--          reservation's layers m and m triples (label, metered 0/1, estimate), then the number
+--          of other records k and k slots (a Redis Cluster's home record: see below).
 -- Returns  five integers per layer, as the single-algorithm scripts do. Every layer is first
 --          decided without writing; only if all admit are they decided again and written. When
 --          any layer denies, nothing is written and the layers that would have admitted report
@@ -18,10 +21,19 @@
 --          (DUMP, '' when absent), its expiry then (PEXPIRETIME, ms) and the value written (DUMP).
 -- Dry      (mode 2: Redis Cluster, before reserving) nothing is written: when every layer would
 --          admit, each reports a peek (its state as it stands); otherwise as in mode 0.
+-- Record   (usage-based limits, docs/SPEC.md §5.3) when every layer admits and was charged, the
+--          record of the reservation is written in the same step (SET NX with the ttl): per key
+--          its name, index, algorithm and limit, its estimate and its charge's mark (mark_<name>
+--          after the charge), and the triples and slots given; cmsgpack keeps every number exact.
+--          lua/settle.lua consumes it. A call with no layer writes a record only (the home
+--          record of a reservation over several Cluster slots, written once they all charged).
 local reserve, dry = ARGV[3] == '1', ARGV[3] == '2'
+local record_ttl = ARGV[4]
+local n = #KEYS
+if record_ttl ~= '' then n = n - 1 end
 local layers = {}
-for i = 1, #KEYS do
-  local a = 3 + (i - 1) * 7
+for i = 1, n do
+  local a = 4 + (i - 1) * 7
   layers[i] = {decide_by_id[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
                tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]),
                tonumber(ARGV[a + 7])}
@@ -42,18 +54,18 @@ local function put(out, i, r)
 end
 
 local results, all_admit = {}, true
-for i = 1, #KEYS do
+for i = 1, n do
   results[i] = {run(i, layers[i][7], false)}
   if not results[i][1] then all_admit = false end
 end
 local undo = {}
 if all_admit and reserve then
-  for i = 1, #KEYS do
+  for i = 1, n do
     undo[i] = {{run(i, 0, false)}, redis.call('DUMP', KEYS[i]) or '',
                redis.call('PEXPIRETIME', KEYS[i])}
   end
 end
-for i = 1, #KEYS do
+for i = 1, n do
   if all_admit and not dry then
     results[i] = {run(i, layers[i][7], true)}
   elseif results[i][1] then
@@ -61,11 +73,29 @@ for i = 1, #KEYS do
   end
 end
 
+if all_admit and not dry and record_ttl ~= '' then
+  local record = {keys = {}, layers = {}, slots = {}}
+  for i = 1, n do
+    local l, algorithm = layers[i], tonumber(ARGV[5 + (i - 1) * 7])
+    local at, debt = mark_by_id[algorithm](KEYS[i], l[2], l[3], l[4], l[5], l[6])
+    record.keys[i] = {KEYS[i], tonumber(ARGV[4 + 7 * n + i]), algorithm, l[2], l[3], l[4], l[5],
+                      l[6], l[7], at, debt}
+  end
+  local a = 5 + 8 * n  -- m, then the triples
+  for j = 1, tonumber(ARGV[a]) do
+    local t = a + 3 * (j - 1)
+    record.layers[j] = {ARGV[t + 1], ARGV[t + 2] == '1', tonumber(ARGV[t + 3])}
+  end
+  a = a + 1 + 3 * #record.layers  -- k, then the slots
+  for j = 1, tonumber(ARGV[a]) do record.slots[j] = tonumber(ARGV[a + j]) end
+  redis.call('SET', KEYS[n + 1], cmsgpack.pack(record), 'PX', record_ttl, 'NX')
+end
+
 local out = {}
-for i = 1, #KEYS do put(out, i, results[i]) end
+for i = 1, n do put(out, i, results[i]) end
 if all_admit and reserve then
-  for i = 1, #KEYS do put(out, i, undo[i][1]) end
-  for i = 1, #KEYS do
+  for i = 1, n do put(out, i, undo[i][1]) end
+  for i = 1, n do
     local o = #out
     out[o + 1] = undo[i][2]
     out[o + 2] = undo[i][3]

@@ -45,3 +45,53 @@
     if remaining * interval > room then remaining = remaining - 1 end
     remaining = max(0, remaining)
   end
+  -- @mark
+  -- gcra's mark (src/core/gcra.cc, mark): the last admission and the debt (tat - last, scaled).
+  do
+    local v = redis.call('GET', key)
+    if v then
+      local tat_us, tat_rem, last = unpack('<ddd', v)
+      mark_at, mark_debt = last, (tat_us - last) * (limit_units + 0) + tat_rem
+    end
+  end
+  -- @settle
+  -- gcra's settle (src/core/gcra.cc, settle): debt moves tat on by delta*T, up to
+  -- (1 + kDebtLimits)*B*T past now; a refund moves it back, never below now, and only when nothing
+  -- touched the key since the mark.
+  do
+    local burst, delta, scale, interval = burst + 0, delta + 0, limit_units + 0, period_units + 0
+    local tolerance = burst * interval
+    local v = redis.call('GET', key)
+    local tat_us, tat_rem, last = 0, 0, nil
+    if v then tat_us, tat_rem, last = unpack('<ddd', v) end
+    local at = now
+    if v then at = max(now, last) end
+    local debt = 0
+    if v and tat_us >= at then debt = (tat_us - at) * scale + tat_rem end
+    local next, new_last, change = debt, last, true
+    if delta > 0 then
+      local room = floor((2 * tolerance - debt) / interval)
+      if room * interval > 2 * tolerance - debt then room = room - 1 end
+      next, new_last = debt + min(delta, room) * interval, at
+    else
+      local untouched = v and last == mark_at and (tat_us - mark_at) * scale + tat_rem == mark_debt
+      if debt == 0 or not untouched then
+        change = false
+      else
+        local whole = floor(debt / interval)
+        if whole * interval > debt then whole = whole - 1 end
+        next = max(0, debt - min(-delta, whole + 1) * interval)
+      end
+    end
+    if change and next ~= debt then
+      local carry = floor(next / scale)
+      if carry * scale > next then carry = carry - 1 end
+      local rem = next - carry * scale
+      state, idle_at = pack('<ddd', at + carry, rem, new_last), at + carry
+      if rem > 0 then idle_at = at + carry + 1 end
+      local moved = next - debt
+      if moved < 0 then moved = -moved end
+      done = floor(moved / interval)
+      if done * interval > moved then done = done - 1 end
+    end
+  end

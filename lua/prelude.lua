@@ -30,7 +30,7 @@
 -- pasted after it, writes them with the TTL. The numbers may arrive as ARGV
 -- strings: the block makes numbers of those it uses with `+ 0` (in Redis' Lua each conversion
 -- costs ~0.1 µs, and `+ 0` costs less than tonumber()).
-local floor, max = math.floor, math.max
+local floor, max, min = math.floor, math.max, math.min
 local pack, unpack = struct.pack, struct.unpack
 
 local NEVER = -1

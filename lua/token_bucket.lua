@@ -40,4 +40,60 @@
     end
     remaining = floor(units / per_token)
     if remaining * per_token > units then remaining = remaining - 1 end
+    remaining = max(0, remaining)  -- a key in debt has none
+  end
+  -- @mark
+  -- token_bucket's mark (src/core/token_bucket.cc, mark): the last update and the shortfall.
+  do
+    local v = redis.call('GET', key)
+    if v then
+      local s_units, last = unpack('<dd', v)
+      mark_at, mark_debt = last, (burst + 0) * (period_units + 0) - s_units
+    end
+  end
+  -- @settle
+  -- token_bucket's settle (src/core/token_bucket.cc, settle): as gcra's, in units: debt up to
+  -- (1 + kDebtLimits) buckets short; a refund only into a bucket untouched since the mark.
+  do
+    local burst, delta, per_token, per_micro = burst + 0, delta + 0, period_units + 0, limit_units + 0
+    local capacity = burst * per_token
+    local v = redis.call('GET', key)
+    local at, units, s_units, last = now, capacity, 0, nil
+    if v then
+      s_units, last = unpack('<dd', v)
+      at = max(now, last)
+      local missing = capacity - s_units
+      local refill = -floor(-missing / per_micro)
+      if refill * per_micro < missing then refill = refill + 1 end
+      if at - last >= refill then
+        units = capacity
+      else
+        units = s_units + (at - last) * per_micro
+      end
+    end
+    local debt = capacity - units
+    local next, change = debt, true
+    if delta > 0 then
+      local room = floor((2 * capacity - debt) / per_token)
+      if room * per_token > 2 * capacity - debt then room = room - 1 end
+      next = debt + min(delta, room) * per_token
+    else
+      local untouched = v and last == mark_at and capacity - s_units == mark_debt
+      if debt == 0 or not untouched then
+        change = false
+      else
+        local whole = floor(debt / per_token)
+        if whole * per_token > debt then whole = whole - 1 end
+        next = max(0, debt - min(-delta, whole + 1) * per_token)
+      end
+    end
+    if change and next ~= debt then
+      local full_in = -floor(-next / per_micro)
+      if full_in * per_micro < next then full_in = full_in + 1 end
+      state, idle_at = pack('<dd', capacity - next, at), at + full_in
+      local moved = next - debt
+      if moved < 0 then moved = -moved end
+      done = floor(moved / per_token)
+      if done * per_token > moved then done = done - 1 end
+    end
   end

@@ -40,7 +40,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "spillway/key_hash.h"
@@ -52,6 +54,7 @@ namespace spillway {
 namespace redis {
 class Batcher;
 class ScriptTarget;
+struct SlotKey;
 }  // namespace redis
 
 // TLS to Redis (rediss://, rediss+cluster://): spillway/tls_options.h, under its former name.
@@ -103,6 +106,16 @@ class RedisStore final : public Store {
   // with reserve-then-refund (see above).
   void decide(const StoreRequest& request, AllCallback done) override;
 
+  // Usage-based limits (docs/SPEC.md §5.3): a kReserve request is charged as a check is, and its
+  // record (each key's estimate and charge mark, its layers) is written in the same atomic step,
+  // with the reservation's ttl (Redis' own clock: a `now` does not move it). settle() consumes
+  // the record and settles its keys in one script (lua/settle.lua), so a reservation is settled
+  // once across every instance sharing the Redis. On a cluster, a reservation over several slots
+  // keeps one record per slot next to its keys and a home record found from the id; a settlement
+  // is then two round trips (the home record, then the other slots), and a failure in the second
+  // (a timeout) leaves those slots' estimates charged. src/redis/store_reservations.cc.
+  void settle(const Settlement& settlement, SettleCallback done) override;
+
   // The Redis key that holds `key`'s state under `limit`.
   std::string storage_key(std::string_view key, const Limit& limit) const;
 
@@ -129,6 +142,15 @@ class RedisStore final : public Store {
   std::uint16_t slot_of(std::string_view redis_key) const;
   // Operation::kReset: the keys deleted, one script call per hash slot (src/redis/store_reset.cc).
   void reset(const StoreRequest& request, AllCallback done);
+  // Operation::kReserve: the check and its record in one step (src/redis/store_reservations.cc).
+  void reserve(const StoreRequest& request, AllCallback done);
+  // Each key of the request: its Redis key, slot and the all-or-nothing script's numbers.
+  std::vector<redis::SlotKey> slot_keys(const StoreRequest& request) const;
+  // One call of the all-or-nothing script over keys of one slot; with a record key, also writes
+  // a reservation's record (record_args: its ttl, then the arguments after the layers' numbers).
+  void all_or_nothing_call(const std::vector<redis::SlotKey>& keys, const std::string& now_arg,
+                           std::string_view record_key, std::span<const std::string> record_args,
+                           AllCallback done);
 
   RedisStoreOptions options_;
   KeyDigest digest_;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "src/core/inline_completion.h"
+#include "src/core/reservation_errors.h"
 #include "src/core/text.h"
 #include "src/core/wait_for_answer.h"
 
@@ -190,6 +191,26 @@ void Store::check_async(std::string_view key, const Limit& limit, std::int64_t c
     if (!decisions) return done(std::unexpected(decisions.error()));
     done(decisions->front());
   });
+}
+
+Error reservation_not_found(std::string_view id) {
+  return Error{Errc::kNotFound,
+               "no reservation " + quote_for_error(id, 64) + ": never made, or expired",
+               "reservation"};
+}
+
+Error reservation_already_settled(std::string_view id) {
+  return Error{Errc::kConflict, "reservation " + quote_for_error(id, 64) + " is already settled",
+               "reservation"};
+}
+
+Error reservation_has_no_layer(std::string_view label, std::span<const std::string> labels) {
+  std::string names;
+  for (const std::string& l : labels) names += (names.empty() ? "" : ", ") + l;
+  return Error{Errc::kInvalidArgument,
+               "\"costs\": the reservation has no layer " + quote_for_error(label, 64) +
+                   " (it has " + names + ")",
+               "costs"};
 }
 
 }  // namespace spillway

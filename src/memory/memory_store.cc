@@ -16,7 +16,7 @@
 #include "src/core/all_algorithms.h"
 #include "src/core/inline_completion.h"
 #include "src/core/metrics_text.h"
-#include "src/core/text.h"
+#include "src/core/reservation_errors.h"
 #include "src/memory/key_budget.h"
 #include "src/memory/sharded_table.h"
 
@@ -185,17 +185,11 @@ class MemoryStore::Impl {
     std::lock_guard hold(shard.mutex);
     auto found = shard.kept.find(settlement.id);
     if (found == shard.kept.end() || found->second.expires_at <= now) {
-      return std::unexpected(
-          Error{Errc::kNotFound,
-                "no reservation " + quote_for_error(settlement.id, 64) + ": never made, or expired",
-                "reservation"});
+      return std::unexpected(reservation_not_found(settlement.id));
     }
     Reservation& kept = found->second;
     if (kept.settled) {
-      return std::unexpected(
-          Error{Errc::kConflict,
-                "reservation " + quote_for_error(settlement.id, 64) + " is already settled",
-                "reservation"});
+      return std::unexpected(reservation_already_settled(settlement.id));
     }
     std::vector<std::int64_t> actual;
     if (Result<void> resolved = actual_costs(kept, settlement, actual); !resolved) {
@@ -339,14 +333,9 @@ class MemoryStore::Impl {
           std::find_if(kept.keys.begin(), kept.keys.end(),
                        [&](const Reservation::Key& k) { return k.label == named.label; });
       if (at == kept.keys.end()) {
-        std::string labels;
-        for (const Reservation::Key& k : kept.keys)
-          labels += (labels.empty() ? "" : ", ") + k.label;
-        return std::unexpected(Error{Errc::kInvalidArgument,
-                                     "\"costs\": the reservation has no layer " +
-                                         quote_for_error(named.label, 64) + " (it has " + labels +
-                                         ")",
-                                     "costs"});
+        std::vector<std::string> labels;
+        for (const Reservation::Key& k : kept.keys) labels.push_back(k.label);
+        return std::unexpected(reservation_has_no_layer(named.label, labels));
       }
       if (!settlement.cancel) actual[static_cast<std::size_t>(at - kept.keys.begin())] = named.cost;
     }

@@ -6,6 +6,7 @@
 
 #include "src/redis/script_reply.h"
 #include "src/redis/scripts.h"
+#include "src/redis/storage_key.h"
 
 namespace spillway::redis {
 namespace {
@@ -31,13 +32,14 @@ struct Group {
 struct Request {
   Request(ScriptTarget& target_, std::vector<SlotKey> keys_, std::string now_,
           std::chrono::milliseconds ttl_floor_, ScriptTarget::Deadline deadline_,
-          Store::AllCallback done_)
+          Store::AllCallback done_, std::shared_ptr<const ReservationRecords> records_)
       : target(target_),
         keys(std::move(keys_)),
         now(std::move(now_)),
         ttl_floor(ttl_floor_),
         deadline(deadline_),
-        done(std::move(done_)) {}
+        done(std::move(done_)),
+        records(std::move(records_)) {}
   ScriptTarget& target;
   const std::vector<SlotKey> keys;
   const std::string now;  // "" for the server's TIME
@@ -45,6 +47,8 @@ struct Request {
   const ScriptTarget::Deadline deadline;
   std::vector<Group> groups;  // one per slot, in the order of their first key
   Store::AllCallback done;
+  const std::shared_ptr<const ReservationRecords> records;  // a reservation's, or null
+  std::optional<Error> home_error;                          // the home record could not be written
   std::mutex mutex;
   std::size_t left = 0;  // calls not yet answered
 };
@@ -91,6 +95,7 @@ void read_reply(Group& group, Result<Reply> reply, bool reserving) {
 
 // Every call has returned: the answer, in the order of the keys.
 void answer(Request& request) {
+  if (request.home_error) return request.done(std::unexpected(*request.home_error));
   bool admitted = true;
   for (const Group& g : request.groups) {
     if (g.error) return request.done(std::unexpected(*g.error));
@@ -114,15 +119,21 @@ void refund(const std::shared_ptr<Request>& request) {
     const bool wrote = std::any_of(group.layers.begin(), group.layers.end(), [&](std::size_t i) {
       return request->keys[i].numbers.back() > 0;  // the layer's cost
     });
-    if (group.charged && wrote) charged.push_back(g);
+    // A reservation's slot also wrote its part record, which the refund deletes.
+    if (group.charged && (wrote || request->records)) charged.push_back(g);
   }
   if (charged.empty()) return answer(*request);
   request->left = charged.size();
   for (std::size_t g : charged) {
     const Group& group = request->groups[g];
     auto args = std::make_shared<std::vector<std::string>>();
-    args->insert(args->end(), {"", "", std::to_string(group.layers.size())});
+    const std::size_t numkeys = group.layers.size() + (request->records ? 1 : 0);
+    args->insert(args->end(), {"", "", std::to_string(numkeys)});
     for (std::size_t layer : group.layers) args->push_back(request->keys[layer].key);
+    if (request->records) {
+      args->push_back(
+          reservation_part_key(request->records->prefix, request->records->id, group.slot));
+    }
     for (const Undo& u : group.undo) {
       args->insert(args->end(), {u.before, std::to_string(u.expires), u.written});
     }
@@ -145,12 +156,21 @@ void call_every_slot(const std::shared_ptr<Request>& request, const char* mode,
   for (std::size_t g = 0; g < request->groups.size(); ++g) {
     const Group& group = request->groups[g];
     auto args = std::make_shared<std::vector<std::string>>();
-    args->reserve(6 + group.layers.size() * 8);
-    args->insert(args->end(), {"", "", std::to_string(group.layers.size())});
+    const ReservationRecords* records = request->records.get();
+    args->reserve(10 + group.layers.size() * 9);
+    args->insert(args->end(), {"", "", std::to_string(group.layers.size() + (records ? 1 : 0))});
     for (std::size_t layer : group.layers) args->push_back(request->keys[layer].key);
-    args->insert(args->end(), {request->now, std::to_string(request->ttl_floor.count()), mode});
+    if (records) args->push_back(reservation_part_key(records->prefix, records->id, group.slot));
+    args->insert(args->end(), {request->now, std::to_string(request->ttl_floor.count()), mode,
+                               records ? std::to_string(records->ttl.count() + 1000) : ""});
     for (std::size_t layer : group.layers) {
       for (std::int64_t n : request->keys[layer].numbers) args->push_back(std::to_string(n));
+    }
+    if (records) {
+      // Each layer's index in the reservation (1-based); no layer list, no other slots: those
+      // are the home record's.
+      for (std::size_t layer : group.layers) args->push_back(std::to_string(layer + 1));
+      args->insert(args->end(), {"0", "0"});
     }
     // Mode "2" (dry) writes nothing: safe to send again if its connection is lost.
     const Script script{all_or_nothing_script_source(), &all_or_nothing_script_sha(),
@@ -166,10 +186,32 @@ void call_every_slot(const std::shared_ptr<Request>& request, const char* mode,
   }
 }
 
+// Every slot of a reservation charged: writes its home record (the layers, and the slots of its
+// part records), then answers; refunds every slot when that fails.
+void write_home_record(const std::shared_ptr<Request>& request) {
+  const ReservationRecords& records = *request->records;
+  auto args = std::make_shared<std::vector<std::string>>();
+  args->insert(args->end(), {"", "", "1", records.home_key, request->now,
+                             std::to_string(request->ttl_floor.count()), "0",
+                             std::to_string(records.ttl.count())});
+  args->insert(args->end(), records.layers.begin(), records.layers.end());
+  args->push_back(std::to_string(request->groups.size()));
+  for (const Group& g : request->groups) args->push_back(std::to_string(g.slot));
+  request->target.run(
+      records.home_slot, {all_or_nothing_script_source(), &all_or_nothing_script_sha()},
+      std::move(args), request->deadline, [request](Result<Reply> reply) {
+        if (reply && !reply->is_error()) return answer(*request);
+        request->home_error =
+            reply ? Error{Errc::kUnavailable, "redis replied: " + reply->text} : reply.error();
+        refund(request);
+      });
+}
+
 // After the reservations: admitted, or refund what was charged.
 void after_reserve(const std::shared_ptr<Request>& request) {
   bool admitted = true;
   for (const Group& each : request->groups) admitted = admitted && !each.error && each.charged;
+  if (admitted && request->records) return write_home_record(request);
   if (admitted) return answer(*request);
   refund(request);
 }
@@ -192,9 +234,10 @@ void after_dry_run(const std::shared_ptr<Request>& request) {
 
 void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::string now,
                             std::chrono::milliseconds ttl_floor, bool dry_run_first,
-                            ScriptTarget::Deadline deadline, Store::AllCallback done) {
+                            ScriptTarget::Deadline deadline, Store::AllCallback done,
+                            std::shared_ptr<const ReservationRecords> records) {
   auto request = std::make_shared<Request>(target, std::move(keys), std::move(now), ttl_floor,
-                                           deadline, std::move(done));
+                                           deadline, std::move(done), std::move(records));
   std::map<std::uint16_t, std::size_t> by_slot;
   for (std::size_t i = 0; i < request->keys.size(); ++i) {
     auto [it, fresh] = by_slot.try_emplace(request->keys[i].slot, request->groups.size());

@@ -21,6 +21,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,13 +38,31 @@ struct SlotKey {
   std::array<std::int64_t, 7> numbers;
 };
 
+// A reservation over several slots (usage-based limits, docs/SPEC.md §5.3): each slot's reserve
+// call also writes that slot's part record (reservation_part_key, with the ttl and a second more,
+// so that it outlives the home record), and once every slot charged, one more call writes the home
+// record (lua/all_or_nothing.lua with no layer), which names the slots. A slot that denies, or a
+// home record that could not be written, is refunded as above, and the refund deletes the slot's
+// part record.
+struct ReservationRecords {
+  std::string prefix;    // the store's key prefix
+  std::string id;        // the reservation's id
+  std::string home_key;  // reservation_home_key(prefix, id), on home_slot
+  std::uint16_t home_slot = 0;
+  std::chrono::milliseconds ttl{0};  // the home record's
+  // The reservation's layers: m, then m triples (label, metered "0"/"1", estimate).
+  std::vector<std::string> layers;
+};
+
 // `done` runs once, on one of the target's threads. `now` is "" for the server's TIME.
 // dry_run_first: before reserving, one dry call per slot (nothing written); when a slot would
 // deny, that is the answer and nothing needs a refund. Cheaper when most requests are denied,
 // one more round trip when they are admitted.
 // Every call of the request (dry run, reservations, refunds) ends by `deadline`.
+// `records`: a reservation's (nullptr for a check).
 void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std::string now,
                             std::chrono::milliseconds ttl_floor, bool dry_run_first,
-                            ScriptTarget::Deadline deadline, Store::AllCallback done);
+                            ScriptTarget::Deadline deadline, Store::AllCallback done,
+                            std::shared_ptr<const ReservationRecords> records = nullptr);
 
 }  // namespace spillway::redis

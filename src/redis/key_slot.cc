@@ -1,6 +1,8 @@
 #include "src/redis/key_slot.h"
 
 #include <array>
+#include <string>
+#include <vector>
 
 namespace spillway::redis {
 namespace {
@@ -37,5 +39,22 @@ std::string_view hash_tag(std::string_view key) {
 }
 
 std::uint16_t key_slot(std::string_view key) { return crc16(hash_tag(key)) % kClusterSlots; }
+
+std::string_view slot_tag(std::uint16_t slot) {
+  static const std::vector<std::string> tags = [] {
+    std::vector<std::string> out(kClusterSlots);
+    std::size_t left = kClusterSlots;
+    for (std::uint64_t n = 0; left > 0; ++n) {
+      std::string text = std::to_string(n);
+      std::string& tag = out[crc16(text) % kClusterSlots];
+      if (tag.empty()) {
+        tag = std::move(text);
+        --left;
+      }
+    }
+    return out;
+  }();
+  return tags[slot % kClusterSlots];
+}
 
 }  // namespace spillway::redis

@@ -18,4 +18,9 @@ std::string_view hash_tag(std::string_view key);
 
 std::uint16_t key_slot(std::string_view key);
 
+// A short text (decimal digits) whose slot is `slot`: a key holding "{<it>}" as its hash tag is
+// on that slot (a reservation's record next to the keys it settles). The table is built once, on
+// first use (~160,000 CRCs).
+std::string_view slot_tag(std::uint16_t slot);
+
 }  // namespace spillway::redis

@@ -1,5 +1,6 @@
 #include "spillway/redis_store.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "src/core/backend_schemes.h"
@@ -172,13 +173,7 @@ std::uint16_t RedisStore::slot_of(std::string_view redis_key) const {
 
 void RedisStore::decide(const StoreRequest& request, AllCallback done) {
   if (request.operation() == Operation::kReset) return reset(request, std::move(done));
-  if (request.operation() == Operation::kReserve) {
-    return complete_inline(
-        done, Result<Decisions>(std::unexpected(Error{
-                  Errc::kInvalidArgument,
-                  "reservations (usage-based limits) are kept by the memory backend only, not "
-                  "yet by Redis"})));
-  }
+  if (request.operation() == Operation::kReserve) return reserve(request, std::move(done));
   const std::span<const KeyedLimit> checks = request.checks();
   const std::optional<Micros> now = request.now();
   if (checks.size() == 1) {
@@ -194,14 +189,27 @@ void RedisStore::decide(const StoreRequest& request, AllCallback done) {
          .deadline = std::chrono::steady_clock::now() + options_.timeout,
          .done = std::move(done)});
   }
+  std::vector<redis::SlotKey> keys = slot_keys(request);
+  const bool one_slot = std::all_of(keys.begin(), keys.end(), [&](const redis::SlotKey& k) {
+    return k.slot == keys.front().slot;
+  });
+  const std::string now_arg = now ? std::to_string(*now) : std::string();
+  if (!one_slot) {
+    return redis::check_all_across_slots(
+        *target_, std::move(keys), now_arg, options_.ttl_floor, options_.cluster_dry_run_first,
+        std::chrono::steady_clock::now() + options_.timeout, std::move(done));
+  }
+  all_or_nothing_call(keys, now_arg, {}, {}, std::move(done));
+}
+
+std::vector<redis::SlotKey> RedisStore::slot_keys(const StoreRequest& request) const {
+  const std::span<const KeyedLimit> checks = request.checks();
   std::vector<redis::SlotKey> keys;
   keys.reserve(checks.size());
-  bool one_slot = true;
   for (std::size_t i = 0; i < checks.size(); ++i) {
     const Limit& l = *checks[i].limit;
     std::string redis_key = storage_key(checks[i].key, l);
     const std::uint16_t slot = slot_of(redis_key);
-    one_slot = one_slot && (keys.empty() || slot == keys.front().slot);
     // The algorithm by its number: the script's decide_by_id is built from the same list.
     keys.push_back(
         {std::move(redis_key),
@@ -209,26 +217,29 @@ void RedisStore::decide(const StoreRequest& request, AllCallback done) {
          {static_cast<std::int64_t>(algorithm_index(l.algorithm())), l.limit(), l.period(),
           l.burst(), l.limit_units(), l.period_units(), request.cost_of(i)}});
   }
-  const std::string now_arg = now ? std::to_string(*now) : std::string();
-  const redis::ScriptTarget::Deadline deadline =
-      std::chrono::steady_clock::now() + options_.timeout;
-  if (!one_slot) {
-    return redis::check_all_across_slots(*target_, std::move(keys), now_arg, options_.ttl_floor,
-                                         options_.cluster_dry_run_first, deadline, std::move(done));
-  }
-  // One call of the all-or-nothing script over every key.
+  return keys;
+}
+
+void RedisStore::all_or_nothing_call(const std::vector<redis::SlotKey>& keys,
+                                     const std::string& now_arg, std::string_view record_key,
+                                     std::span<const std::string> record_args, AllCallback done) {
   auto args = std::make_shared<std::vector<std::string>>();
-  args->reserve(6 + keys.size() * 8);
-  args->insert(args->end(), {"", "", std::to_string(keys.size())});
+  args->reserve(8 + keys.size() * 8 + record_args.size());
+  const bool record = !record_key.empty();
+  args->insert(args->end(), {"", "", std::to_string(keys.size() + (record ? 1 : 0))});
   for (const redis::SlotKey& k : keys) args->push_back(k.key);
-  args->insert(args->end(), {now_arg, std::to_string(options_.ttl_floor.count()), "0"});
+  if (record) args->emplace_back(record_key);
+  // record_args: the record's ttl first, then what follows the layers' numbers.
+  args->insert(args->end(), {now_arg, std::to_string(options_.ttl_floor.count()), "0",
+                             record ? record_args.front() : std::string()});
   for (const redis::SlotKey& k : keys) {
     for (std::int64_t n : k.numbers) args->push_back(std::to_string(n));
   }
+  if (record) args->insert(args->end(), record_args.begin() + 1, record_args.end());
   const std::size_t count = keys.size();
   target_->run(keys.front().slot,
                {redis::all_or_nothing_script_source(), &redis::all_or_nothing_script_sha()},
-               std::move(args), deadline,
+               std::move(args), std::chrono::steady_clock::now() + options_.timeout,
                [count, done = std::move(done)](Result<redis::Reply> reply) {
                  if (!reply) return done(std::unexpected(reply.error()));
                  Decisions decisions;

@@ -23,6 +23,11 @@ const std::string& all_or_nothing_script_sha();
 std::string_view refund_script_source();
 const std::string& refund_script_sha();
 
+// Settles a reservation's record (usage-based limits; lua/settle.lua, with every algorithm's
+// decide and settle functions).
+std::string_view settle_script_source();
+const std::string& settle_script_sha();
+
 // The tenant directory's scripts (lua/tenant_write.lua, tenant_read.lua, tenant_scan.lua;
 // src/redis/redis_tenants.h).
 std::string_view tenant_write_script_source();

@@ -1,6 +1,7 @@
 #include "src/redis/storage_key.h"
 
 #include "src/core/decimal.h"
+#include "src/redis/key_slot.h"
 
 namespace spillway::redis {
 
@@ -35,6 +36,21 @@ std::string storage_key(std::string_view prefix, const KeyDigest& digest, std::s
   out.push_back('{');
   digest.append(out, hashed);
   out.push_back('}');
+  return out;
+}
+
+std::string reservation_home_key(std::string_view prefix, std::string_view id) {
+  std::string out;
+  out.reserve(prefix.size() + id.size() + 7);
+  out.append(prefix).append(":rsv:{").append(id).push_back('}');
+  return out;
+}
+
+std::string reservation_part_key(std::string_view prefix, std::string_view id, std::uint16_t slot) {
+  const std::string_view tag = slot_tag(slot);
+  std::string out;
+  out.reserve(prefix.size() + id.size() + tag.size() + 9);
+  out.append(prefix).append(":rsv:").append(id).append(":{").append(tag).push_back('}');
   return out;
 }
 

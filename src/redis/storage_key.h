@@ -9,6 +9,7 @@
 // Pure; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -19,5 +20,12 @@ namespace spillway::redis {
 
 std::string storage_key(std::string_view prefix, const KeyDigest& digest, std::string_view key,
                         const Limit& limit);
+
+// A reservation's records (usage-based limits, lua/all_or_nothing.lua and lua/settle.lua), by its
+// id (base64url, so never a brace): the home record "<prefix>:rsv:{<id>}", found from the id
+// alone; on a Redis Cluster, one part record per other slot of its keys, on that slot:
+// "<prefix>:rsv:<id>:{<slot_tag(slot)>}". Neither can be a storage_key (no algorithm is "rsv").
+std::string reservation_home_key(std::string_view prefix, std::string_view id);
+std::string reservation_part_key(std::string_view prefix, std::string_view id, std::uint16_t slot);
 
 }  // namespace spillway::redis

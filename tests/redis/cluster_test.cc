@@ -235,7 +235,7 @@ RC_GTEST_PROP(ReserveRefund, RefundRestoresExactlyWhenUntouchedAndElseKeepsTheCh
       got = *redis::packed_decision_at(*reply, 0, limit.limit());
     } else {  // a reservation: the all-or-nothing script in reserve mode, one key
       std::vector<std::string> args = script_args(redis::all_or_nothing_script_source(), 1);
-      args.insert(args.end(), {prefix + key, std::to_string(now), "300000", "1"});
+      args.insert(args.end(), {prefix + key, std::to_string(now), "300000", "1", ""});
       for (std::int64_t n :
            {static_cast<std::int64_t>(algorithm_index(algorithm)), limit.limit(), limit.period(),
             limit.burst(), limit.limit_units(), limit.period_units(), op.cost}) {
