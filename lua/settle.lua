@@ -20,6 +20,29 @@
 --          pair names no layer of the reservation (text: its label; nothing changed).
 -- A settled record is replaced by 'settled' with the rest of its ttl, so that a second
 -- settlement finds it (2) until the reservation would have expired.
+--
+-- Debt     (Operation::kCharge: usage reported after the work, no reservation) ARGV[3] 'debt':
+--          KEYS[i] a key, ARGV[4..] seven values per key as lua/all_or_nothing.lua takes them
+--          (the last is its cost). Each key is charged its cost without a check (settle_<name>
+--          with no mark: debt, bounded); the reply is five integers per key, a peek after it
+--          with allowed 1 (charged).
+if ARGV[3] == 'debt' then
+  local out = {}
+  for i = 1, #KEYS do
+    local a = 3 + (i - 1) * 7
+    local algorithm, limit, period, burst = tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3],
+                                            ARGV[a + 4]
+    local limit_units, period_units, cost = ARGV[a + 5], ARGV[a + 6], ARGV[a + 7] + 0
+    settle_by_id[algorithm](KEYS[i], limit, period, burst, limit_units, period_units, cost, -1, 0)
+    local _, remaining, retry_after, reset_after =
+        decide_by_id[algorithm](KEYS[i], limit, period, burst, limit_units, period_units, 0, false)
+    local o = #out
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, limit + 0, remaining,
+                                                                 retry_after, reset_after
+  end
+  return out
+end
+
 local v = redis.call('GET', KEYS[1])
 if not v then return {1, ''} end
 if v == 'settled' then return {2, ''} end

@@ -144,6 +144,8 @@ class RedisStore final : public Store {
   void reset(const StoreRequest& request, AllCallback done);
   // Operation::kReserve: the check and its record in one step (src/redis/store_reservations.cc).
   void reserve(const StoreRequest& request, AllCallback done);
+  // Operation::kCharge: each slot's keys charged without a check, one call per slot.
+  void charge(const StoreRequest& request, AllCallback done);
   // Each key of the request: its Redis key, slot and the all-or-nothing script's numbers.
   std::vector<redis::SlotKey> slot_keys(const StoreRequest& request) const;
   // One call of the all-or-nothing script over keys of one slot; with a record key, also writes

@@ -51,7 +51,13 @@ using Decisions = std::vector<Decision>;
 //           key's decision says whether there was state to forget (`allowed` true) or not
 //           (false); `limit` is its limit. Every wrapper passes it to the backend (a cache of
 //           denials forgets what it remembers).
-enum class Operation : std::uint8_t { kCheck, kReset, kReserve };
+//   kCharge each key is charged its cost without a check: usage reported after the work ran
+//           (Envoy's descriptors sent when the stream is done, with the tokens used). A key goes
+//           into debt, bounded at one limit past empty as a settlement's is (docs/SPEC.md §2.1),
+//           and later checks wait until it is paid off. Nothing is refused, so it is not
+//           all-or-nothing; each decision is `allowed` (charged) with the key's state after it.
+//           No cache answers it.
+enum class Operation : std::uint8_t { kCheck, kReset, kReserve, kCharge };
 
 // Usage-based limits (docs/SPEC.md §2.1, §5.3): a cost known only after the work (LLM tokens) is
 // charged as an estimate by a reservation, then settled with the actual cost.

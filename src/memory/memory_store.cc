@@ -224,6 +224,24 @@ class MemoryStore::Impl {
     return dropped;
   }
 
+  // Operation::kCharge: each key charged its cost without a check (debt, bounded as a
+  // settlement's is); a decision per key: charged, and the key as it stands after.
+  Decisions charge(const StoreRequest& request, Micros now) {
+    const std::span<const KeyedLimit> checks = request.checks();
+    Decisions decisions;
+    decisions.reserve(checks.size());
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      Decision after;
+      with_table(checks[i].limit->algorithm(), [&](auto& table) {
+        return table.settle_key(checks[i].key, *checks[i].limit, now, request.cost_of(i),
+                                core::ChargeMark{}, after);
+      });
+      after.allowed = true;
+      decisions.push_back(after);
+    }
+    return decisions;
+  }
+
   // Operation::kReset: each key's state forgotten; a decision per key says whether it had one.
   Decisions reset(std::span<const KeyedLimit> checks) {
     Decisions decisions;
@@ -378,6 +396,9 @@ void MemoryStore::decide(const StoreRequest& request, AllCallback done) {
   const Micros now = request.now() ? *request.now() : clock_->now();
   if (request.operation() == Operation::kReserve) {
     return complete_inline(done, impl_->reserve(checks, now, request.cost(), *request.reserve()));
+  }
+  if (request.operation() == Operation::kCharge) {
+    return complete_inline(done, Result<Decisions>(impl_->charge(request, now)));
   }
   if (checks.size() == 1) {  // one key: no shard set to lock in order
     Result<Decision> decision =

@@ -168,6 +168,8 @@ void OverLimitCache::decide(const StoreRequest& request, AllCallback done) {
     table_->clear();
     return inner_->decide(request, std::move(done));
   }
+  // Usage charged after the work: never answered here, and its decisions deny nothing.
+  if (request.operation() == Operation::kCharge) return inner_->decide(request, std::move(done));
   const Micros sent = time(request.now());
   if (std::optional<Decisions> cached = cached_all(request.checks(), request.cost(), sent)) {
     return complete_inline(done, Result<Decisions>(std::move(*cached)));

@@ -174,6 +174,7 @@ std::uint16_t RedisStore::slot_of(std::string_view redis_key) const {
 void RedisStore::decide(const StoreRequest& request, AllCallback done) {
   if (request.operation() == Operation::kReset) return reset(request, std::move(done));
   if (request.operation() == Operation::kReserve) return reserve(request, std::move(done));
+  if (request.operation() == Operation::kCharge) return charge(request, std::move(done));
   const std::span<const KeyedLimit> checks = request.checks();
   const std::optional<Micros> now = request.now();
   if (checks.size() == 1) {

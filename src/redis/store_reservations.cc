@@ -1,6 +1,7 @@
 // RedisStore's reservations (usage-based limits, docs/SPEC.md §5.3): Operation::kReserve and
-// settle(). The record of a reservation lives in Redis, so any instance sharing the Redis settles
-// it, once.
+// settle(), and Operation::kCharge (usage charged after the work, without a reservation: one call
+// of the settle script in its debt mode per hash slot). The record of a reservation lives in Redis,
+// so any instance sharing the Redis settles it, once.
 //
 // One Redis (and Sentinel): the all-or-nothing script charges the keys and writes the record in
 // one call; the settle script (lua/settle.lua) consumes it and settles every key in one call.
@@ -19,8 +20,10 @@
 #include "src/core/reservation_errors.h"
 #include "src/redis/cross_slot.h"
 #include "src/redis/key_slot.h"
+#include "src/redis/script_reply.h"
 #include "src/redis/script_target.h"
 #include "src/redis/scripts.h"
+#include "src/redis/slot_calls.h"
 #include "src/redis/storage_key.h"
 
 namespace spillway {
@@ -284,6 +287,39 @@ void RedisStore::settle(const Settlement& settlement, SettleCallback done) {
                       });
         }
       });
+}
+
+void RedisStore::charge(const StoreRequest& request, AllCallback done) {
+  auto keys = std::make_shared<std::vector<redis::SlotKey>>(slot_keys(request));
+  std::vector<std::uint16_t> slots;
+  for (const redis::SlotKey& k : *keys) slots.push_back(k.slot);
+  const std::optional<Micros> now = request.now();
+  const auto args_of =
+      [keys, now = now ? std::to_string(*now) : std::string(),
+       ttl_floor = std::to_string(options_.ttl_floor.count())](const redis::SlotCall& call) {
+        auto args = std::make_shared<std::vector<std::string>>();
+        args->reserve(6 + call.keys.size() * 8);
+        *args = {"", "", std::to_string(call.keys.size())};
+        for (std::size_t i : call.keys) args->push_back((*keys)[i].key);
+        args->insert(args->end(), {now, ttl_floor, "debt"});
+        for (std::size_t i : call.keys) {
+          for (std::int64_t n : (*keys)[i].numbers) args->push_back(std::to_string(n));
+        }
+        return args;
+      };
+  const auto read = [](const redis::SlotCall& call, const redis::Reply& reply,
+                       Decisions& out) -> std::optional<Error> {
+    for (std::size_t j = 0; j < call.keys.size(); ++j) {
+      Result<Decision> d = redis::decision_at(reply, j);
+      if (!d) return d.error();
+      out[call.keys[j]] = *d;
+    }
+    return std::nullopt;
+  };
+  redis::run_per_slot(*target_, {redis::settle_script_source(), &redis::settle_script_sha()},
+                      redis::calls_by_slot(slots),
+                      std::chrono::steady_clock::now() + options_.timeout, args_of, read,
+                      Decisions(keys->size()), std::move(done));
 }
 
 }  // namespace spillway

@@ -63,7 +63,7 @@ RuleLimit parse_rate_limit(const YAML::Node& node, const std::string& path) {
   policy::expect_map(node, path, "a mapping of unit and requests_per_unit");
   const Fields fields(node, path,
                       {"unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm",
-                       "burst", "period"});
+                       "burst", "period", "charge"});
   RuleLimit rule;
   rule.name = text_field(fields, "name", "a name");
   if (const Entry* replaces = fields.find("replaces")) {
@@ -86,8 +86,18 @@ RuleLimit parse_rate_limit(const YAML::Node& node, const std::string& path) {
   if (const Entry* unlimited = fields.find("unlimited")) {
     rule.unlimited = boolean(unlimited->value, fields.path("unlimited"));
   }
+  if (const Entry* charge = fields.find("charge")) {
+    const std::string text = policy::scalar(charge->value, fields.path("charge"), "a charge mode");
+    if (text == "after_response") {
+      rule.charge_after_response = true;
+    } else if (text != "on_request") {
+      fail(charge->value, fields.path("charge"),
+           "unknown charge " + quote_for_error(text) + " (expected on_request or after_response)");
+    }
+  }
   if (rule.unlimited) {
-    for (const char* name : {"unit", "requests_per_unit", "period", "algorithm", "burst"}) {
+    for (const char* name :
+         {"unit", "requests_per_unit", "period", "algorithm", "burst", "charge"}) {
       if (const Entry* entry = fields.find(name)) {
         fail(entry->key, fields.path(name), "must not be given with unlimited: true");
       }
@@ -137,6 +147,9 @@ RuleLimit parse_rate_limit(const YAML::Node& node, const std::string& path) {
   }
   if (rule.requests_per_unit == 0) {
     if (burst) fail(fields.find("burst")->key, fields.path("burst"), "needs requests_per_unit > 0");
+    if (rule.charge_after_response) {
+      fail(fields.find("charge")->key, fields.path("charge"), "needs requests_per_unit > 0");
+    }
     return rule;  // every request over the limit, as envoyproxy/ratelimit
   }
   Result<Limit> limit = Limit::make(algorithm, rule.requests_per_unit, length, burst);

@@ -13,6 +13,11 @@
 //         algorithm: gcra            # spillway: any of the five (default fixed_window)
 //         burst: 100                 # spillway: token_bucket and gcra only
 //         period: 5m                 # spillway: instead of unit, any period
+//         charge: after_response     # spillway: a descriptor that carries its own hits_addend
+//                                    # (Envoy's apply_on_stream_done: the usage measured, e.g.
+//                                    # LLM tokens) is charged that many without a check, as debt
+//                                    # (always OK); without one it is checked as usual (default
+//                                    # on_request: every descriptor is checked)
 //       shadow_mode: false           # counted, never denies
 //       detailed_metric: false       # metrics labelled with the request's values
 //       descriptors: [...]           # the next entry of the request's descriptor
@@ -48,6 +53,8 @@ struct RuleLimit {
   std::string name;                   // optional; what `replaces` refers to
   std::vector<std::string> replaces;  // names of rules this one drops from the same request
   bool unlimited = false;             // matched, never limited (no counter)
+  // charge: after_response: a descriptor with its own hits_addend is charged without a check.
+  bool charge_after_response = false;
   std::uint32_t requests_per_unit = 0;
   Unit unit = Unit::kUnknown;  // kUnknown when given as `period` that is no unit
   // Set unless unlimited or requests_per_unit is 0 (every request is over the limit).

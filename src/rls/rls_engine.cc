@@ -11,7 +11,9 @@
 namespace spillway::rls {
 namespace {
 
-enum class Kind { kNone, kUnlimited, kBlocked, kEnforced, kShadow };
+// kCharged: a charge: after_response rule's descriptor with its own hits_addend (usage measured
+// after the response), charged without a check (Operation::kCharge), never denied.
+enum class Kind { kNone, kUnlimited, kBlocked, kEnforced, kShadow, kCharged };
 
 std::uint32_t clamp_u32(std::int64_t value) {
   return static_cast<std::uint32_t>(
@@ -165,6 +167,7 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
     } else {
       item.limit = *rule->limit;
       item.kind = shadow ? Kind::kShadow : Kind::kEnforced;
+      if (rule->charge_after_response && d.hits_addend) item.kind = Kind::kCharged;
     }
   }
   for (std::size_t i = 0; i < call->items.size(); ++i) {
@@ -177,7 +180,7 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
   for (std::size_t i = 0; i < call->items.size(); ++i) {
     Item& item = call->items[i];
     // Only a descriptor that needs a counter needs a key, and one the store takes.
-    if (item.kind == Kind::kEnforced || item.kind == Kind::kShadow) {
+    if (item.kind == Kind::kEnforced || item.kind == Kind::kShadow || item.kind == Kind::kCharged) {
       item.key = rls_key(request.domain, request.descriptors[i].entries);
     }
     if (item.key.size() > kMaxKeyBytes) {
@@ -189,6 +192,11 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
   }
   for (std::size_t i = 0; i < call->items.size(); ++i) {
     Item& item = call->items[i];
+    if (item.kind == Kind::kCharged) {
+      // Charged whatever the others decide: the work it reports has run.
+      item.check_cost = item.cost;
+      call->rest.push_back(i);
+    }
     if (item.kind != Kind::kEnforced && item.kind != Kind::kShadow) continue;
     item.check_cost = item.cost;
     // The same key and limit again (a descriptor repeated): one check for the sum of the costs.
@@ -306,6 +314,25 @@ void RlsEngine::run_rest(const std::shared_ptr<Call>& call) {
   };
   for (std::size_t i : call->rest) {
     Item& item = call->items[i];
+    if (item.kind == Kind::kCharged) {
+      const KeyedLimit charged[] = {{item.key, &*item.limit}};
+      Result<StoreRequest> request =
+          StoreRequest::make(charged, item.check_cost, std::nullopt, Operation::kCharge);
+      if (!request) {
+        call->fail(request.error());
+        one_done();
+        continue;
+      }
+      store_.decide(*request, [call, i, one_done](Result<Decisions> decisions) {
+        if (decisions) {
+          call->items[i].decision = decisions->front();
+        } else {
+          call->fail(decisions.error());
+        }
+        one_done();
+      });
+      continue;
+    }
     store_.check_async(item.key, *item.limit, item.check_cost, std::nullopt,
                        [call, i, one_done](Result<Decision> decision) {
                          if (decision) {
@@ -353,6 +380,14 @@ void RlsEngine::finish(const std::shared_ptr<Call>& call) {
         count({Stat::kTotalHits, Stat::kOverLimit});
         break;
       }
+      case Kind::kCharged:  // charged as debt: OK, with the key's state after the charge
+        status.current_limit = item.current;
+        if (item.decision) {
+          status.limit_remaining = clamp_u32(item.decision->remaining);
+          status.duration_until_reset = item.decision->reset_after;
+        }
+        count({Stat::kTotalHits, Stat::kWithinLimit});
+        break;
       case Kind::kEnforced:
       case Kind::kShadow: {
         status.current_limit = item.current;
