@@ -5,6 +5,9 @@
 //   reserve+commit   Policy::reserve, then Store::settle with an actual cost below the estimate
 // Limits high enough that nothing is denied. Each repetition a fresh store. Run:
 // build/release/bench/reservation_bench --benchmark_report_aggregates_only=true
+// With SPILLWAY_BENCH_REDIS=<url> the same three run on a RedisStore instead, one request at a
+// time (so a figure is a round trip: what one caller waits); bench/compare_reservations.sh runs
+// them against a fresh redis-server and reads Redis' own CPU per call from INFO commandstats
 // (docs/benchmarks.md, section 12).
 #include <benchmark/benchmark.h>
 
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "spillway/memory_store.h"
+#include "spillway/redis_store.h"
 #include "spillway/policy_engine.h"
 
 namespace {
@@ -52,9 +56,27 @@ std::vector<Attributes> callers() {
 
 enum class Kind { kCheck, kReserve, kReserveCommit };
 
+// The store to measure: a fresh MemoryStore, or a RedisStore on SPILLWAY_BENCH_REDIS (a fresh
+// key prefix per run, so that no run finds another's keys).
+std::unique_ptr<spillway::Store> open_store() {
+  const char* url = std::getenv("SPILLWAY_BENCH_REDIS");
+  if (url == nullptr || *url == '\0') return std::make_unique<spillway::MemoryStore>();
+  static int run = 0;
+  spillway::RedisStoreOptions options;
+  options.url = url;
+  options.key_prefix = "bench" + std::to_string(++run);
+  auto store = spillway::RedisStore::open(options);
+  if (!store || !(*store)->wait_ready(std::chrono::seconds(5))) {
+    std::fprintf(stderr, "reservation_bench: cannot reach %s\n", url);
+    std::exit(1);
+  }
+  return std::move(*store);
+}
+
 void run(benchmark::State& state, Kind kind) {
   const auto policy = llm_policy();
-  spillway::MemoryStore store;
+  const std::unique_ptr<spillway::Store> opened = open_store();
+  spillway::Store& store = *opened;
   const std::vector<Attributes> requests = callers();
   std::size_t i = 0;
   for (auto _ : state) {
@@ -76,9 +98,11 @@ void ReserveCommit(benchmark::State& state) { run(state, Kind::kReserveCommit); 
 
 // A fixed count, under the store's 1,000,000 held reservations (settled ones are held until
 // their ttl too), repeated for medians.
-BENCHMARK(Check)->Iterations(300'000)->Repetitions(5);
-BENCHMARK(Reserve)->Iterations(300'000)->Repetitions(5);
-BENCHMARK(ReserveCommit)->Iterations(300'000)->Repetitions(5);
+// On Redis a round trip each: fewer.
+const int kIterations = std::getenv("SPILLWAY_BENCH_REDIS") ? 20'000 : 300'000;
+BENCHMARK(Check)->Iterations(kIterations)->Repetitions(5);
+BENCHMARK(Reserve)->Iterations(kIterations)->Repetitions(5);
+BENCHMARK(ReserveCommit)->Iterations(kIterations)->Repetitions(5);
 
 }  // namespace
 

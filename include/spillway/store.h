@@ -55,8 +55,10 @@ using Decisions = std::vector<Decision>;
 //           (Envoy's descriptors sent when the stream is done, with the tokens used). A key goes
 //           into debt, bounded at one limit past empty as a settlement's is (docs/SPEC.md §2.1),
 //           and later checks wait until it is paid off. Nothing is refused, so it is not
-//           all-or-nothing; each decision is `allowed` (charged) with the key's state after it.
-//           No cache answers it.
+//           all-or-nothing; each decision is `allowed` (charged) with the key's state after it
+//           (a peek's remaining and reset_after, and its retry_after: the wait until a key in
+//           debt admits again, the one allowed decision whose retry_after may be above 0). No
+//           cache answers it.
 enum class Operation : std::uint8_t { kCheck, kReset, kReserve, kCharge };
 
 // Usage-based limits (docs/SPEC.md §2.1, §5.3): a cost known only after the work (LLM tokens) is

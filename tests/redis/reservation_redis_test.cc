@@ -2,13 +2,14 @@
 //
 // A differential property: random histories of checks, reservations and settlements (commits
 // below, at and above the estimate, per-label costs, cancels, second settlements, unknown ids,
-// unknown labels) over a few layered keys of every algorithm, with time moving forward and
-// sometimes back, run on the memory store, on one Redis and on a Redis Cluster (each layer's key
-// on its own hash slot): the same decisions, the same settlements and the same error codes at
-// every step. Then, on one Redis: a reservation expires by Redis' own clock with its estimate
-// kept; two settlements racing for one id settle it once; a reservation made through one store
-// object settles through another; a denied reservation leaves no key behind, on a cluster too
-// (where the slot that admitted is refunded).
+// unknown labels) and charges without a check (Operation::kCharge: usage reported after the work,
+// up to past the debt bound, some layers with costs of their own) over a few layered keys of
+// every algorithm, with time moving forward and sometimes back, run on the memory store, on one
+// Redis and on a Redis Cluster (each layer's key on its own hash slot): the same decisions, the
+// same settlements and the same error codes at every step. Then, on one Redis: a reservation
+// expires by Redis' own clock with its estimate kept; two settlements racing for one id settle it
+// once; a reservation made through one store object settles through another; a denied reservation
+// leaves no key behind, on a cluster too (where the slot that admitted is refunded).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -249,6 +250,7 @@ enum class Step {
   kAgain,
   kUnknownId,
   kUnknownLabel,
+  kCharge,
 };
 
 // One history on the memory store, one Redis and (with_cluster) a Redis Cluster.
@@ -316,12 +318,13 @@ void reservations_like_memory(bool with_cluster) {
     Step step = kind < 18   ? Step::kTime
                 : kind < 30 ? Step::kCheck
                 : kind < 50 ? Step::kReserve
-                : kind < 62 ? Step::kCommit
-                : kind < 69 ? Step::kCommitByLabel
-                : kind < 75 ? Step::kCancel
-                : kind < 81 ? Step::kAgain
-                : kind < 86 ? Step::kUnknownId
-                : kind < 92 ? Step::kUnknownLabel
+                : kind < 61 ? Step::kCommit
+                : kind < 68 ? Step::kCommitByLabel
+                : kind < 74 ? Step::kCancel
+                : kind < 79 ? Step::kAgain
+                : kind < 83 ? Step::kUnknownId
+                : kind < 89 ? Step::kUnknownLabel
+                : kind < 96 ? Step::kCharge
                             : Step::kReserve;
     const bool needs_open = step == Step::kCommit || step == Step::kCommitByLabel ||
                             step == Step::kCancel || step == Step::kUnknownLabel;
@@ -378,6 +381,34 @@ void reservations_like_memory(bool with_cluster) {
           all.on_all(text, [&](Store& store) { return store.decide_and_wait(*request); });
       if (!want) all.fail("the memory store refused a reservation");
       if (all_allowed(*want)) open.push_back(std::move(made));
+      continue;
+    }
+
+    if (step == Step::kCharge) {
+      // Each layer charged without a check, 0 to 3 past what a check could admit at once: into
+      // debt and, charged again, up to its bound. Nothing is refused.
+      std::string text = "charge" + at;
+      const std::vector<Layer>& layers = pick_target();
+      std::int64_t most = 0;
+      std::vector<KeyedLimit> checks;
+      for (const Layer& layer : layers) {
+        const std::int64_t room = std::max(layer.limit->limit(), layer.limit->burst());
+        most = std::max(most, room);
+        const std::int64_t own = pick(0, 3) == 0 ? pick<std::int64_t>(0, room + 4) : kRequestCost;
+        checks.push_back({layer.key, layer.limit, own});
+        text += " " + layer.key + (own == kRequestCost ? "" : "@" + std::to_string(own));
+      }
+      const std::int64_t cost = pick<std::int64_t>(0, most + 4);
+      text += " cost=" + std::to_string(cost);
+      const Result<StoreRequest> request =
+          StoreRequest::make(checks, cost, now, Operation::kCharge);
+      if (!request) all.fail("make(kCharge): " + request.error().message);
+      const auto want =
+          all.on_all(text, [&](Store& store) { return store.decide_and_wait(*request); });
+      if (!want) all.fail("the memory store refused a charge");
+      if (want->size() != checks.size() || !all_allowed(*want)) {
+        all.fail("a charge not allowed on every key");
+      }
       continue;
     }
 

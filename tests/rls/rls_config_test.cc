@@ -279,6 +279,84 @@ TEST(RlsConfig, RejectsWhatItCannotDecide) {
   }
 }
 
+TEST(RlsConfig, ChargeAfterResponseIsParsedAndOnRequestIsTheDefault) {
+  const DomainRules rules = parse_ok(
+      "domain: cfg_charge\ndescriptors:\n"
+      "  - key: tokens\n    rate_limit:\n      unit: minute\n      requests_per_unit: 10000\n"
+      "      charge: after_response\n"
+      "  - key: requests\n    rate_limit:\n      unit: minute\n      requests_per_unit: 60\n"
+      "      charge: on_request\n"
+      "  - key: plain\n    rate_limit: {unit: minute, requests_per_unit: 60}\n"
+      "  - key: tenant\n    descriptors:\n      - key: model\n"
+      "        rate_limit: {period: 1h, requests_per_unit: 5, algorithm: gcra, burst: 9,"
+      " charge: after_response}\n");
+  ASSERT_EQ(rules.descriptors.size(), 4u);
+  const DescriptorRule& tokens = rules.descriptors[0];
+  ASSERT_TRUE(tokens.rate_limit && tokens.rate_limit->limit);
+  EXPECT_TRUE(tokens.rate_limit->charge_after_response);
+  EXPECT_EQ(tokens.rate_limit->requests_per_unit, 10'000u);
+  EXPECT_EQ(tokens.rate_limit->limit->limit(), 10'000) << "the limit as without charge";
+  EXPECT_EQ(tokens.rate_limit->limit->algorithm(), Algorithm::kFixedWindow);
+  const DescriptorRule& requests = rules.descriptors[1];
+  ASSERT_TRUE(requests.rate_limit && requests.rate_limit->limit);
+  EXPECT_FALSE(requests.rate_limit->charge_after_response);
+  ASSERT_TRUE(rules.descriptors[2].rate_limit.has_value());
+  EXPECT_FALSE(rules.descriptors[2].rate_limit->charge_after_response) << "the default";
+  ASSERT_EQ(rules.descriptors[3].descriptors.size(), 1u);
+  const DescriptorRule& model = rules.descriptors[3].descriptors[0];
+  ASSERT_TRUE(model.rate_limit && model.rate_limit->limit);
+  EXPECT_TRUE(model.rate_limit->charge_after_response);
+  EXPECT_EQ(model.rate_limit->limit->algorithm(), Algorithm::kGcra);
+  EXPECT_EQ(model.rate_limit->limit->burst(), 9);
+  // Unset on every rule of kFull, which gives no charge.
+  const DomainRules full = parse_ok(kFull);
+  for (const DescriptorRule& rule : full.descriptors) {
+    if (rule.rate_limit) {
+      EXPECT_FALSE(rule.rate_limit->charge_after_response) << rule.stat_name;
+    }
+  }
+}
+
+TEST(RlsConfig, ChargeErrorsNameTheLineAndTheField) {
+  const std::string head = "domain: cfg_charge_err\ndescriptors:\n  - key: k\n    rate_limit:\n";
+  const std::string unknown = parse_error(head +
+                                          "      unit: minute\n      requests_per_unit: 5\n"
+                                          "      charge: later\n");
+  EXPECT_EQ(unknown.find("line 7: descriptors[0].rate_limit.charge: unknown charge"), 0u)
+      << unknown;
+  EXPECT_NE(unknown.find("later"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("on_request or after_response"), std::string::npos) << unknown;
+
+  const std::string not_text =
+      parse_error(head + "      unit: minute\n      requests_per_unit: 5\n      charge: [a]\n");
+  EXPECT_EQ(not_text.find("line 7: descriptors[0].rate_limit.charge: must be a charge mode"), 0u)
+      << not_text;
+
+  for (const char* mode : {"after_response", "on_request"}) {
+    SCOPED_TRACE(mode);
+    const std::string unlimited =
+        parse_error(head + "      unlimited: true\n      charge: " + mode + "\n");
+    EXPECT_EQ(unlimited.find("line 6: descriptors[0].rate_limit.charge: must not be given with "
+                             "unlimited: true"),
+              0u)
+        << unlimited;
+  }
+
+  const std::string blocked = parse_error(head +
+                                          "      unit: minute\n      requests_per_unit: 0\n"
+                                          "      charge: after_response\n");
+  EXPECT_EQ(blocked.find("line 7: descriptors[0].rate_limit.charge: needs requests_per_unit > 0"),
+            0u)
+      << blocked;
+  // on_request with requests_per_unit 0 is what it always was: every request over the limit.
+  const DomainRules zero = parse_ok(head +
+                                    "      unit: minute\n      requests_per_unit: 0\n"
+                                    "      charge: on_request\n");
+  ASSERT_EQ(zero.descriptors.size(), 1u);
+  ASSERT_TRUE(zero.descriptors[0].rate_limit.has_value());
+  EXPECT_FALSE(zero.descriptors[0].rate_limit->limit.has_value());
+}
+
 TEST(RlsConfig, AllowsWhatEnvoyAllows) {
   // The same key with a value, a wildcard and no value are three rules; a domain without
   // descriptors is valid.

@@ -600,5 +600,83 @@ TEST(RlsEngine, ALongKeyIsRefusedOnlyWhereACounterIsNeeded) {
   EXPECT_NE(counted.error().message.find("descriptors[0]"), std::string::npos);
 }
 
+// charge: after_response (10000 per minute, fixed_window): a descriptor with its own hits_addend
+// is charged that many without a check (the usage measured after the response); without one it
+// is checked as usual.
+constexpr std::string_view kCharge = R"(domain: e_charge
+descriptors:
+  - key: tokens
+    rate_limit: {unit: minute, requests_per_unit: 10000, name: tpm, charge: after_response}
+  - key: requests
+    rate_limit: {unit: minute, requests_per_unit: 1}
+)";
+
+TEST(RlsEngine, AnAfterResponseRuleChargesADescriptorsOwnHitsWithoutACheck) {
+  Fixture f(rules_of({kCharge}));
+  const std::vector<RlsEntry> tokens = {{"tokens", "t"}};
+  const CurrentLimit tpm{"tpm", 10'000, Unit::kMinute};
+  // Without a hits_addend of its own: checked, and charged the request's.
+  RlsResponse checked =
+      f.ok({.domain = "e_charge", .descriptors = {desc(tokens)}, .hits_addend = 2});
+  EXPECT_EQ(checked.overall_code, Code::kOk);
+  EXPECT_EQ(checked.statuses[0].limit_remaining, 9'998u);
+  EXPECT_EQ(checked.statuses[0].current_limit, tpm);
+
+  // With one: charged, OK both times, although 5000 more would not pass a check.
+  RlsResponse first = f.ok({.domain = "e_charge", .descriptors = {desc(tokens, 9'000)}});
+  EXPECT_EQ(first.overall_code, Code::kOk);
+  EXPECT_EQ(first.statuses[0].code, Code::kOk);
+  EXPECT_EQ(first.statuses[0].limit_remaining, 998u);
+  EXPECT_EQ(first.statuses[0].current_limit, tpm);
+  EXPECT_EQ(first.statuses[0].duration_until_reset, kMicrosPerMinute) << "the minute's end";
+  RlsResponse second = f.ok({.domain = "e_charge", .descriptors = {desc(tokens, 5'000)}});
+  EXPECT_EQ(second.overall_code, Code::kOk);
+  EXPECT_EQ(second.statuses[0].code, Code::kOk);
+  EXPECT_EQ(second.statuses[0].limit_remaining, 0u) << "in debt";
+  EXPECT_EQ(second.statuses[0].current_limit, tpm);
+
+  // A request-time check of the same descriptor waits for the debt: over the limit.
+  RlsResponse later = f.ok({.domain = "e_charge", .descriptors = {desc(tokens)}});
+  EXPECT_EQ(later.overall_code, Code::kOverLimit);
+  EXPECT_EQ(later.statuses[0].code, Code::kOverLimit);
+  EXPECT_EQ(later.statuses[0].limit_remaining, 0u);
+  EXPECT_EQ(later.statuses[0].duration_until_reset, kMicrosPerMinute);
+  // Charged hits count as within the limit; the check that was denied, over it.
+  EXPECT_EQ(f.engine.stats().get("e_charge", "tokens", Stat::kTotalHits), 14'003u);
+  EXPECT_EQ(f.engine.stats().get("e_charge", "tokens", Stat::kWithinLimit), 14'002u);
+  EXPECT_EQ(f.engine.stats().get("e_charge", "tokens", Stat::kOverLimit), 1u);
+
+  // A fixed window's debt ends with its window.
+  f.clock->advance(kMicrosPerMinute);
+  RlsResponse next_minute = f.ok({.domain = "e_charge", .descriptors = {desc(tokens)}});
+  EXPECT_EQ(next_minute.overall_code, Code::kOk);
+  EXPECT_EQ(next_minute.statuses[0].limit_remaining, 9'999u);
+}
+
+TEST(RlsEngine, AnAfterResponseDescriptorIsChargedWhenAnotherIsOverTheLimit) {
+  Fixture f(rules_of({kCharge}));
+  ASSERT_EQ(f.ok({.domain = "e_charge", .descriptors = {desc({{"requests", "mix"}})}}).overall_code,
+            Code::kOk)
+      << "the minute's one request";
+  RlsResponse r =
+      f.ok({.domain = "e_charge",
+            .descriptors = {desc({{"requests", "mix"}}), desc({{"tokens", "mix"}}, 3'000),
+                            desc({{"tokens", "mix-checked"}})}});
+  EXPECT_EQ(r.overall_code, Code::kOverLimit);
+  EXPECT_EQ(r.statuses[0].code, Code::kOverLimit);
+  EXPECT_EQ(r.statuses[1].code, Code::kOk);
+  EXPECT_EQ(r.statuses[1].limit_remaining, 7'000u) << "charged: the work it reports has run";
+  EXPECT_EQ(r.statuses[2].code, Code::kOk);
+  EXPECT_EQ(r.statuses[2].limit_remaining, 10'000u) << "checked, so not charged in a denial";
+
+  // A later request sees the charge (a check of 1), and nothing of the denied check.
+  RlsResponse next = f.ok({.domain = "e_charge", .descriptors = {desc({{"tokens", "mix"}})}});
+  EXPECT_EQ(next.overall_code, Code::kOk);
+  EXPECT_EQ(next.statuses[0].limit_remaining, 6'999u);
+  // On an after_response rule, remaining() is a charge of 0: the key as it stands.
+  EXPECT_EQ(f.remaining("e_charge", {{"tokens", "mix-checked"}}), 10'000u);
+  EXPECT_EQ(f.remaining("e_charge", {{"tokens", "mix"}}), 6'999u);
+}
+
 }  // namespace
 }  // namespace spillway::rls
