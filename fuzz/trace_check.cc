@@ -34,6 +34,16 @@ void check_trace_input(const std::uint8_t* data, std::size_t size) {
       }
       continue;
     }
+    // With the usage columns (t_us,key,cost,actual[,done_us]): the same line, and an actual cost
+    // in range, committed no earlier than it was reserved.
+    const auto usage = cli::parse_trace_line(line, 5, true);
+    if (usage && *usage && (*usage)->actual) {
+      const cli::TraceLine& u = **usage;
+      if (*u.actual < 0 || *u.actual > kMaxExact || u.done < u.at) {
+        violated("bad usage columns", line);
+      }
+    }
+    if (usage && *usage && *one && (*usage)->at != (**one).at) violated("usage moved t_us", line);
     if (!*one) continue;
     const cli::TraceLine& r = **one;
     if (r.at < 0 || r.at > kMaxNow) violated("t_us out of range", line);

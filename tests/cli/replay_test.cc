@@ -178,5 +178,90 @@ TEST(ReplayBinary, MalformedTraceLineNamesTheLineNumberAndFails) {
   EXPECT_NE(run.err.find("cost"), std::string::npos) << run.err;
 }
 
+TEST(ParseTraceLine, UsageColumnsReadTheActualCostAndWhenItIsKnown) {
+  auto both = parse_trace_line("100,k,40,25,900", 5, true);
+  ASSERT_TRUE(both && *both) << (both ? "" : both.error().message);
+  EXPECT_EQ((*both)->cost, 40);
+  EXPECT_EQ((*both)->actual, 25);
+  EXPECT_EQ((*both)->done, 900);
+  auto no_done = parse_trace_line("100,k,40,25", 5, true);
+  ASSERT_TRUE(no_done && *no_done);
+  EXPECT_EQ((*no_done)->done, 100);  // known at once
+  auto plain = parse_trace_line("100,k,40,,", 5, true);
+  ASSERT_TRUE(plain && *plain);
+  EXPECT_FALSE((*plain)->actual.has_value());
+  struct Case {
+    const char* line;
+    const char* mentions;
+  };
+  for (const Case& c : {Case{"100,k,4,-1", "actual"}, Case{"100,k,4,x", "actual"},
+                        Case{"100,k,4,9007199254740993", "actual"}, Case{"100,k,4,1,99", "before"},
+                        Case{"100,k,4,1,zz", "done_us"}, Case{"100,k,4,,200", "without an actual"},
+                        Case{"100,k,4,1,200,7", "more than 5"}}) {
+    auto parsed = parse_trace_line(c.line, 5, true);
+    ASSERT_FALSE(parsed.has_value()) << c.line;
+    EXPECT_NE(parsed.error().message.find(c.mentions), std::string::npos)
+        << c.line << " -> " << parsed.error().message;
+  }
+}
+
+TEST(TraceParser, AUsageHeaderTurnsTheColumnsOnAndAnotherFifthColumnIsRefused) {
+  TraceParser usage;
+  ASSERT_TRUE(usage.parse("t_us,key,cost,actual,done_us").has_value());
+  EXPECT_TRUE(usage.usage());
+  auto line = usage.parse("5,k,3,1,9");
+  ASSERT_TRUE(line && *line);
+  EXPECT_EQ((*line)->actual, 1);
+  TraceParser replays_own_output;  // "allowed" after cost: extra columns, ignored as before
+  ASSERT_TRUE(replays_own_output.parse("t_us,key,cost,allowed,remaining").has_value());
+  EXPECT_FALSE(replays_own_output.usage());
+  TraceParser wrong;
+  auto refused = wrong.parse("t_us,key,cost,actual,finished");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("done_us"), std::string::npos) << refused.error().message;
+}
+
+TEST(ReplayBinary, UsageLinesReserveTheirCostAndCommitTheActualCostWhenDone) {
+  // fixed_window 10 per second. Line 1 reserves 8 and commits 2 at 0.5 s (6 back), so line 2 at
+  // 0.1 s is denied (8 + 5 > 10) and line 3 at 0.6 s admitted (2 + 5); line 4's reserve of 4 is
+  // denied; line 5 reserves the last 3 and commits 6 at 0.8 s: 3 charged as debt, so line 6's
+  // peek at 0.9 s is denied until the window ends. A line waits for its commit to be printed, in
+  // trace order.
+  Outcome run = run_binary("replay --algorithm fixed_window --limit 10 --period 1s",
+                           "t_us,key,cost,actual,done_us\n"
+                           "0,a,8,2,500000\n"
+                           "100000,a,5,,\n"
+                           "600000,a,5\n"
+                           "700000,a,4,9,800000\n"
+                           "700000,a,3,6,800000\n"
+                           "900000,a,0\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "t_us,key,cost,allowed,remaining,retry_after_us,reset_after_us,actual,done_us,"
+            "refunded,charged\n"
+            "0,a,8,1,2,0,1000000,2,500000,6,0\n"
+            "100000,a,5,0,2,900000,900000,,,,\n"
+            "600000,a,5,1,3,0,400000,,,,\n"
+            "700000,a,4,0,3,300000,300000,9,800000,,\n"
+            "700000,a,3,1,0,0,300000,6,800000,0,3\n"
+            "900000,a,0,0,0,100000,100000,,,,\n");
+}
+
+TEST(ReplayBinary, AReservationStillOpenAtTheEndIsCommittedThenAndABadUsageLineFails) {
+  Outcome run = run_binary("replay --algorithm sliding_window --limit 10 --period 1s",
+                           "t_us,key,cost,actual,done_us\n0,a,4,1,5000000\n10,a,1\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "t_us,key,cost,allowed,remaining,retry_after_us,reset_after_us,actual,done_us,"
+            "refunded,charged\n"
+            "0,a,4,1,6,0,2000000,1,5000000,0,0\n"  // committed in a later window: nothing back
+            "10,a,1,1,5,0,1999990,,,,\n");
+  Outcome bad = run_binary("replay --algorithm gcra --limit 5 --period 1s",
+                           "t_us,key,cost,actual,done_us\n0,a,1,1,9\n5,a,1,2,4\n");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("line 3"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("done_us"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace spillway::cli

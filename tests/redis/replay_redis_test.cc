@@ -69,6 +69,51 @@ TEST(ReplayRedis, PrintsTheSameAsMemoryForRandomTracesOfEveryAlgorithm) {
   }
 }
 
+// A trace with usage columns: every other line reserves its cost and commits an actual cost
+// below, at or above it, now or later (up to two periods).
+std::string write_random_usage_trace(std::mt19937_64& random, int limit, int index) {
+  const std::string path = ::testing::TempDir() + "/redis_replay_usage_" +
+                           std::to_string(getpid()) + "_" + std::to_string(index) + ".csv";
+  std::ofstream trace(path);
+  trace << "t_us,key,cost,actual,done_us\n";
+  long long t = static_cast<long long>(random() % 1000);
+  for (int i = 0; i < 120; ++i) {
+    t += static_cast<long long>(random() % 40'000);
+    trace << t << ",key" << random() % 3 << ',' << random() % (limit + 2);
+    if (random() % 2 == 0) {
+      trace << ',' << random() % (limit + 3) << ','
+            << t + static_cast<long long>(random() % 300'000);
+    }
+    trace << '\n';
+  }
+  return path;
+}
+
+TEST(ReplayRedis, UsageTracesPrintTheSameAsMemoryOnRedisAndACluster) {
+  testing::RedisServer server;
+  const std::string cluster = testing::shared_cluster().url();
+  std::mt19937_64 random(20261203);
+  int index = 0;
+  for (Algorithm each : kAlgorithms) {
+    const std::string algorithm(algorithm_name(each));
+    const int limit = 2 + static_cast<int>(random() % 10);
+    std::string args = std::string(" replay --algorithm ") + algorithm + " --limit " +
+                       std::to_string(limit) + " --period " + std::to_string(50 + random() % 100) +
+                       "ms";
+    if (takes_burst(each)) args += " --burst " + std::to_string(1 + random() % 12);
+    const std::string trace = write_random_usage_trace(random, limit, index++);
+    const std::string memory =
+        run(std::string(SPILLWAY_BINARY) + args + " --backend memory " + trace);
+    ASSERT_NE(memory.find(",refunded,charged\n"), std::string::npos) << memory;
+    EXPECT_EQ(memory,
+              run(std::string(SPILLWAY_BINARY) + args + " --backend " + server.url() + " " + trace))
+        << args << " " << trace;
+    EXPECT_EQ(memory,
+              run(std::string(SPILLWAY_BINARY) + args + " --backend " + cluster + " " + trace))
+        << args << " " << trace << " on the cluster";
+  }
+}
+
 TEST(ReplayRedis, SampleTraceMatchesAndRerunsStartFromIdle) {
   testing::RedisServer server;
   const std::string trace = std::string(SPILLWAY_SOURCE_DIR) + "/examples/traces/login-burst.csv";

@@ -87,27 +87,21 @@ std::string show(const Decision& d) {
   return out.str();
 }
 
-std::string show(const Decisions& decisions) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < decisions.size(); ++i) {
-    out += (i == 0 ? "" : "; ") + show(decisions[i]);
-  }
-  return out + "]";
-}
-
 std::string show(const SettledLayer& layer) {
   return layer.label + ": estimate=" + std::to_string(layer.estimate) +
          " actual=" + std::to_string(layer.actual) + " refunded=" + std::to_string(layer.refunded) +
          " charged=" + std::to_string(layer.charged) + " after " + show(layer.after);
 }
 
-std::string show(const Settled& settled) {
+// A list of decisions or settled layers, one shown after another.
+template <typename List>
+std::string show_list(const List& items) {
   std::string out = "[";
-  for (std::size_t i = 0; i < settled.size(); ++i) {
-    out += (i == 0 ? "" : "; ") + show(settled[i]);
-  }
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : "; ") + show(items[i]);
   return out + "]";
 }
+std::string show(const Decisions& decisions) { return show_list(decisions); }
+std::string show(const Settled& settled) { return show_list(settled); }
 
 std::string show(const Error& error) {
   return std::string(errc_name(error.code)) + " (" + error.message + ")";

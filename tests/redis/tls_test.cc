@@ -2,15 +2,19 @@
 // redis-server listening with TLS only. Checks work over TLS (plain and mutual); a wrong CA, a
 // wrong host name, an expired certificate and a missing client certificate each fail with an
 // error that says so; plain TCP to a TLS port (and TLS to a plain port) fails at once with a
-// hint, never hangs; settings that cannot load are errors at open.
+// hint, never hangs; settings that cannot load are errors at open. A reservation made over
+// mutual TLS is settled once, through another store on the same URL.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "spillway/open_store.h"
 #include "spillway/redis_store.h"
+#include "src/redis/storage_key.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
@@ -157,6 +161,101 @@ TEST(Tls, ConfigSettingsFillTheUrlAndUrlParametersWin) {
   // The URL's CA (the wrong one) wins over the config's.
   expect_failure(first_check(bare + "?tls_ca_file=" + tls_files().other_ca_cert, config),
                  "server certificate rejected");
+}
+
+// A request layer and a metered token layer, each in one window of an hour from kReserveNow:
+// nothing refills while a test runs.
+const Limit kRequestLimit = *Limit::make(Algorithm::kFixedWindow, 10, kMicrosPerHour);
+const Limit kTokenLimit = *Limit::make(Algorithm::kSlidingLog, 1'000, kMicrosPerHour);
+constexpr Micros kReserveNow = 5 * kMicrosPerHour;
+
+// A store on `url` with `prefix`, connected; nullptr (and a test failure) if not. The TTL
+// floor: kReserveNow is not the server's clock, and no key may expire by the wall clock.
+std::unique_ptr<RedisStore> open_connected(const std::string& url, const std::string& prefix) {
+  Result<std::unique_ptr<RedisStore>> store = RedisStore::open(
+      {.url = url, .key_prefix = prefix, .timeout = 2000ms, .ttl_floor = std::chrono::minutes(5)});
+  if (!store) {
+    ADD_FAILURE() << "open " << url << ": " << store.error().message;
+    return nullptr;
+  }
+  if (Result<void> up = (*store)->wait_ready(5s); !up) {
+    ADD_FAILURE() << url << " is not ready: " << up.error().message;
+    return nullptr;
+  }
+  return std::move(*store);
+}
+
+// What `key` has left under `limit` at kReserveNow (a peek); -1 (and a failure) on an error.
+std::int64_t left(Store& store, const std::string& key, const Limit& limit) {
+  const Result<Decision> peek = store.check(key, limit, 0, kReserveNow);
+  EXPECT_TRUE(peek.has_value()) << key << ": " << (peek ? "" : peek.error().message);
+  return peek ? peek->remaining : -1;
+}
+
+TEST(Tls, AReservationIsSettledOnceOverTls) {
+  RedisServer redis(RedisServer::Tls{.require_client_cert = true});
+  const std::string prefix = "tls-resv";
+  std::unique_ptr<RedisStore> maker = open_connected(redis.url(), prefix);
+  std::unique_ptr<RedisStore> settler = open_connected(redis.url(), prefix);
+  ASSERT_TRUE(maker != nullptr && settler != nullptr);
+
+  // One request (rpm, the request's cost 1) and an estimate of 600 tokens (tpm, metered).
+  const std::string id = new_reservation_id();
+  const KeyedLimit keys[] = {{"rpm", &kRequestLimit}, {"tpm", &kTokenLimit, 600}};
+  const ReservedLayer layers[] = {{"rpm", false}, {"tpm", true}};
+  const ReserveSpec spec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers};
+  const Result<StoreRequest> request = StoreRequest::make_reserve(keys, 1, kReserveNow, spec);
+  ASSERT_TRUE(request.has_value()) << request.error().message;
+  const Result<Decisions> reserved = maker->decide_and_wait(*request);
+  ASSERT_TRUE(reserved.has_value()) << reserved.error().message;
+  ASSERT_EQ(reserved->size(), 2u);
+  EXPECT_TRUE(all_allowed(*reserved));
+  EXPECT_EQ((*reserved)[0].remaining, 9);
+  EXPECT_EQ((*reserved)[1].remaining, 400);
+  EXPECT_EQ(redis.cli("EXISTS '" + redis::reservation_home_key(prefix, id) + "'"), "1\n")
+      << "no record of the reservation on the TLS server";
+
+  // Committed below the estimate through the other store: 250 of the 600 tokens used.
+  const Result<Settled> settled =
+      settler->settle_and_wait({.id = id, .cost = 250, .now = kReserveNow});
+  ASSERT_TRUE(settled.has_value()) << settled.error().message;
+  ASSERT_EQ(settled->size(), 2u);
+  const SettledLayer& requests = (*settled)[0];
+  EXPECT_EQ(requests.label, "rpm");
+  EXPECT_EQ(requests.estimate, 1);
+  EXPECT_EQ(requests.actual, 1) << "the single cost is the metered layer's";
+  EXPECT_EQ(requests.refunded, 0);
+  EXPECT_EQ(requests.charged, 0);
+  EXPECT_TRUE(requests.after.allowed);
+  EXPECT_EQ(requests.after.limit, 10);
+  EXPECT_EQ(requests.after.remaining, 9);
+  const SettledLayer& tokens = (*settled)[1];
+  EXPECT_EQ(tokens.label, "tpm");
+  EXPECT_EQ(tokens.estimate, 600);
+  EXPECT_EQ(tokens.actual, 250);
+  EXPECT_EQ(tokens.refunded, 350);
+  EXPECT_EQ(tokens.charged, 0);
+  EXPECT_TRUE(tokens.after.allowed);
+  EXPECT_EQ(tokens.after.limit, 1'000);
+  EXPECT_EQ(tokens.after.remaining, 750);
+
+  // Settled once: a second settlement through either store is a conflict and changes nothing.
+  const Result<Settled> cancelled =
+      maker->settle_and_wait({.id = id, .cancel = true, .now = kReserveNow});
+  ASSERT_FALSE(cancelled.has_value()) << "settled twice";
+  EXPECT_EQ(cancelled.error().code, Errc::kConflict) << cancelled.error().message;
+  const Result<Settled> again = settler->settle_and_wait({.id = id, .cost = 0, .now = kReserveNow});
+  ASSERT_FALSE(again.has_value()) << "settled twice";
+  EXPECT_EQ(again.error().code, Errc::kConflict) << again.error().message;
+  EXPECT_EQ(left(*maker, "tpm", kTokenLimit), 750);
+  EXPECT_EQ(left(*maker, "rpm", kRequestLimit), 9);
+
+  // An id never reserved is not found.
+  const Result<Settled> unknown =
+      maker->settle_and_wait({.id = new_reservation_id(), .cost = 1, .now = kReserveNow});
+  ASSERT_FALSE(unknown.has_value()) << "an unknown id was settled";
+  EXPECT_EQ(unknown.error().code, Errc::kNotFound) << unknown.error().message;
+  EXPECT_EQ(left(*settler, "tpm", kTokenLimit), 750);
 }
 
 TEST(Tls, ServeTakesBackendTlsFromTheConfig) {
