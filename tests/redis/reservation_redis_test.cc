@@ -37,6 +37,7 @@
 #include "src/redis/key_slot.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
+#include "tests/support/reservation_checks.h"
 
 namespace spillway {
 namespace {
@@ -54,25 +55,10 @@ std::string unique_prefix() {
   return "resv" + std::to_string(getpid()) + "-" + std::to_string(counter++);
 }
 
-// A store on `url`, connected; nullptr (and a test failure) if not. The TTL floor: `now` is not
-// the server's clock here, and a key must not expire by the wall clock in the middle of a test.
+// A store on `url`, connected (tests/support/reservation_checks.h).
 std::unique_ptr<RedisStore> open_on(const std::string& url, const std::string& prefix,
                                     bool dry_run_first = true) {
-  Result<std::unique_ptr<RedisStore>> store =
-      RedisStore::open({.url = url,
-                        .key_prefix = prefix,
-                        .timeout = 2000ms,
-                        .ttl_floor = std::chrono::minutes(5),
-                        .cluster_dry_run_first = dry_run_first});
-  if (!store) {
-    ADD_FAILURE() << "open " << url << ": " << store.error().message;
-    return nullptr;
-  }
-  if (Result<void> up = (*store)->wait_ready(5s); !up) {
-    ADD_FAILURE() << url << " is not ready: " << up.error().message;
-    return nullptr;
-  }
-  return std::move(*store);
+  return testing::open_ready_store(url, prefix, dry_run_first);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -658,24 +644,7 @@ TEST(RedisReservation, AReservationMadeThroughOneStoreSettlesThroughAnother) {
   const Result<Settled> settled =
       settler->settle_and_wait({.id = reserved.id, .cost = 250, .now = kNow});
   ASSERT_TRUE(settled.has_value()) << settled.error().message;
-  ASSERT_EQ(settled->size(), 2u);
-  const SettledLayer& requests = (*settled)[0];
-  EXPECT_EQ(requests.label, "rpm");
-  EXPECT_EQ(requests.estimate, 1);
-  EXPECT_EQ(requests.actual, 1) << "the single cost is the metered layer's";
-  EXPECT_EQ(requests.refunded, 0);
-  EXPECT_EQ(requests.charged, 0);
-  EXPECT_TRUE(requests.after.allowed);
-  EXPECT_EQ(requests.after.remaining, 9);
-  const SettledLayer& tokens = (*settled)[1];
-  EXPECT_EQ(tokens.label, "tpm");
-  EXPECT_EQ(tokens.estimate, 600);
-  EXPECT_EQ(tokens.actual, 250);
-  EXPECT_EQ(tokens.refunded, 350);
-  EXPECT_EQ(tokens.charged, 0);
-  EXPECT_TRUE(tokens.after.allowed);
-  EXPECT_EQ(tokens.after.limit, 1'000);
-  EXPECT_EQ(tokens.after.remaining, 750);
+  testing::expect_committed_at_250(*settled);
   EXPECT_EQ(remaining(*maker, "tpm", kTokens, kNow), 750);
 
   // Settled once, whichever store object asks again.

@@ -22,6 +22,7 @@
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_sentinel.h"
+#include "tests/support/reservation_checks.h"
 
 namespace spillway {
 namespace {
@@ -80,48 +81,15 @@ TEST(Sentinel, OpenNamesEverySentinelsProblem) {
       << unreachable.error().message;
 }
 
-// A request layer and a metered token layer, each in one window of an hour from kReserveNow.
-const Limit kRequestLimit = *Limit::make(Algorithm::kFixedWindow, 10, kMicrosPerHour);
-const Limit kTokenLimit = *Limit::make(Algorithm::kSlidingLog, 1'000, kMicrosPerHour);
-constexpr Micros kReserveNow = 5 * kMicrosPerHour;
-
-// A store through the sentinels of `url`, connected; nullptr (and a test failure) if not. The
-// TTL floor: kReserveNow is not the server's clock, and no key may expire by the wall clock.
-std::unique_ptr<RedisStore> open_through(const std::string& url, const std::string& prefix) {
-  Result<std::unique_ptr<RedisStore>> store = RedisStore::open(
-      {.url = url, .key_prefix = prefix, .timeout = 2000ms, .ttl_floor = std::chrono::minutes(5)});
-  if (!store) {
-    ADD_FAILURE() << "open " << url << ": " << store.error().message;
-    return nullptr;
-  }
-  if (Result<void> up = (*store)->wait_ready(5s); !up) {
-    ADD_FAILURE() << url << " is not ready: " << up.error().message;
-    return nullptr;
-  }
-  return std::move(*store);
-}
-
-// What `key` has left under `limit` at kReserveNow (a peek); -1 (and a failure) on an error.
-std::int64_t left(Store& store, const std::string& key, const Limit& limit) {
-  const Result<Decision> peek = store.check(key, limit, 0, kReserveNow);
-  EXPECT_TRUE(peek.has_value()) << key << ": " << (peek ? "" : peek.error().message);
-  return peek ? peek->remaining : -1;
-}
-
 TEST(Sentinel, AReservationMadeThroughTheSentinelsSettlesAfterAFailover) {
   testing::SentinelGroup group("spillway-main");
   const std::string prefix = "sen-resv";
-  std::unique_ptr<RedisStore> maker = open_through(group.url(), prefix);
+  std::unique_ptr<RedisStore> maker = testing::open_ready_store(group.url(), prefix);
   ASSERT_TRUE(maker != nullptr);
 
   // One request (rpm, the request's cost 1) and an estimate of 600 tokens (tpm, metered).
   const std::string id = new_reservation_id();
-  const KeyedLimit keys[] = {{"rpm", &kRequestLimit}, {"tpm", &kTokenLimit, 600}};
-  const ReservedLayer layers[] = {{"rpm", false}, {"tpm", true}};
-  const ReserveSpec spec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers};
-  const Result<StoreRequest> request = StoreRequest::make_reserve(keys, 1, kReserveNow, spec);
-  ASSERT_TRUE(request.has_value()) << request.error().message;
-  const Result<Decisions> reserved = maker->decide_and_wait(*request);
+  const Result<Decisions> reserved = testing::reserve_request_and_tokens(*maker, id);
   ASSERT_TRUE(reserved.has_value()) << reserved.error().message;
   ASSERT_EQ(reserved->size(), 2u);
   EXPECT_TRUE(all_allowed(*reserved));
@@ -133,8 +101,8 @@ TEST(Sentinel, AReservationMadeThroughTheSentinelsSettlesAfterAFailover) {
   ASSERT_EQ(old_primary, group.initial_primary_port());
   testing::RedisServer& replica = group.server_on(group.initial_replica_port());
   const std::string exists = "EXISTS '" + redis::reservation_home_key(prefix, id) + "' '" +
-                             maker->storage_key("rpm", kRequestLimit) + "' '" +
-                             maker->storage_key("tpm", kTokenLimit) + "'";
+                             maker->storage_key("rpm", testing::kReserveRequests) + "' '" +
+                             maker->storage_key("tpm", testing::kReserveTokens) + "'";
   ASSERT_TRUE(testing::wait_until([&] { return replica.cli(exists) == "3\n"; }, 5s))
       << "the replica has " << replica.cli(exists) << " of the record and the two keys";
 
@@ -144,26 +112,12 @@ TEST(Sentinel, AReservationMadeThroughTheSentinelsSettlesAfterAFailover) {
   ASSERT_EQ(new_primary, group.initial_replica_port());
 
   // Committed below the estimate through a store that found the new primary: 250 tokens used.
-  std::unique_ptr<RedisStore> settler = open_through(group.url(), prefix);
+  std::unique_ptr<RedisStore> settler = testing::open_ready_store(group.url(), prefix);
   ASSERT_TRUE(settler != nullptr);
   const Result<Settled> settled =
-      settler->settle_and_wait({.id = id, .cost = 250, .now = kReserveNow});
+      settler->settle_and_wait({.id = id, .cost = 250, .now = testing::kReserveNow});
   ASSERT_TRUE(settled.has_value()) << settled.error().message;
-  ASSERT_EQ(settled->size(), 2u);
-  const SettledLayer& requests = (*settled)[0];
-  EXPECT_EQ(requests.label, "rpm");
-  EXPECT_EQ(requests.estimate, 1);
-  EXPECT_EQ(requests.actual, 1);
-  EXPECT_EQ(requests.refunded, 0);
-  EXPECT_EQ(requests.after.remaining, 9);
-  const SettledLayer& tokens = (*settled)[1];
-  EXPECT_EQ(tokens.label, "tpm");
-  EXPECT_EQ(tokens.estimate, 600);
-  EXPECT_EQ(tokens.actual, 250);
-  EXPECT_EQ(tokens.refunded, 350);
-  EXPECT_EQ(tokens.charged, 0);
-  EXPECT_TRUE(tokens.after.allowed);
-  EXPECT_EQ(tokens.after.remaining, 750);
+  testing::expect_committed_at_250(*settled);
 
   // The store that made it follows the failover once the old primary is a replica (the
   // sentinels closed its connections then): a second settlement is a conflict there.
@@ -171,21 +125,22 @@ TEST(Sentinel, AReservationMadeThroughTheSentinelsSettlesAfterAFailover) {
   ASSERT_TRUE(testing::wait_until([&] { return demoted.cli("ROLE").starts_with("slave"); }, 8s))
       << "the old primary was not made a replica: " << group.logs();
   const Result<Settled> again =
-      maker->settle_and_wait({.id = id, .cancel = true, .now = kReserveNow});
+      maker->settle_and_wait({.id = id, .cancel = true, .now = testing::kReserveNow});
   ASSERT_FALSE(again.has_value()) << "settled twice";
   EXPECT_EQ(again.error().code, Errc::kConflict) << again.error().message;
   const Result<Settled> unknown =
-      maker->settle_and_wait({.id = new_reservation_id(), .cost = 1, .now = kReserveNow});
+      maker->settle_and_wait({.id = new_reservation_id(), .cost = 1, .now = testing::kReserveNow});
   ASSERT_FALSE(unknown.has_value()) << "an unknown id was settled";
   EXPECT_EQ(unknown.error().code, Errc::kNotFound) << unknown.error().message;
   // Its checks go to the new primary, which kept the settlement: 750 tokens, 9 requests left.
-  const Result<Decision> fresh = maker->check("after", kRequestLimit, 1, kReserveNow);
+  const Result<Decision> fresh =
+      maker->check("after", testing::kReserveRequests, 1, testing::kReserveNow);
   ASSERT_TRUE(fresh.has_value()) << fresh.error().message;
   EXPECT_EQ(group.server_on(new_primary)
-                .cli("EXISTS '" + maker->storage_key("after", kRequestLimit) + "'"),
+                .cli("EXISTS '" + maker->storage_key("after", testing::kReserveRequests) + "'"),
             "1\n");
-  EXPECT_EQ(left(*maker, "tpm", kTokenLimit), 750);
-  EXPECT_EQ(left(*settler, "rpm", kRequestLimit), 9);
+  EXPECT_EQ(testing::left_at_reserve_time(*maker, "tpm", testing::kReserveTokens), 750);
+  EXPECT_EQ(testing::left_at_reserve_time(*settler, "rpm", testing::kReserveRequests), 9);
 }
 
 // One request to /v1/limit as seen by the load loop.

@@ -18,6 +18,7 @@
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
+#include "tests/support/reservation_checks.h"
 #include "tests/support/tls_certs.h"
 
 namespace spillway {
@@ -163,50 +164,15 @@ TEST(Tls, ConfigSettingsFillTheUrlAndUrlParametersWin) {
                  "server certificate rejected");
 }
 
-// A request layer and a metered token layer, each in one window of an hour from kReserveNow:
-// nothing refills while a test runs.
-const Limit kRequestLimit = *Limit::make(Algorithm::kFixedWindow, 10, kMicrosPerHour);
-const Limit kTokenLimit = *Limit::make(Algorithm::kSlidingLog, 1'000, kMicrosPerHour);
-constexpr Micros kReserveNow = 5 * kMicrosPerHour;
-
-// A store on `url` with `prefix`, connected; nullptr (and a test failure) if not. The TTL
-// floor: kReserveNow is not the server's clock, and no key may expire by the wall clock.
-std::unique_ptr<RedisStore> open_connected(const std::string& url, const std::string& prefix) {
-  Result<std::unique_ptr<RedisStore>> store = RedisStore::open(
-      {.url = url, .key_prefix = prefix, .timeout = 2000ms, .ttl_floor = std::chrono::minutes(5)});
-  if (!store) {
-    ADD_FAILURE() << "open " << url << ": " << store.error().message;
-    return nullptr;
-  }
-  if (Result<void> up = (*store)->wait_ready(5s); !up) {
-    ADD_FAILURE() << url << " is not ready: " << up.error().message;
-    return nullptr;
-  }
-  return std::move(*store);
-}
-
-// What `key` has left under `limit` at kReserveNow (a peek); -1 (and a failure) on an error.
-std::int64_t left(Store& store, const std::string& key, const Limit& limit) {
-  const Result<Decision> peek = store.check(key, limit, 0, kReserveNow);
-  EXPECT_TRUE(peek.has_value()) << key << ": " << (peek ? "" : peek.error().message);
-  return peek ? peek->remaining : -1;
-}
-
 TEST(Tls, AReservationIsSettledOnceOverTls) {
   RedisServer redis(RedisServer::Tls{.require_client_cert = true});
   const std::string prefix = "tls-resv";
-  std::unique_ptr<RedisStore> maker = open_connected(redis.url(), prefix);
-  std::unique_ptr<RedisStore> settler = open_connected(redis.url(), prefix);
+  std::unique_ptr<RedisStore> maker = testing::open_ready_store(redis.url(), prefix);
+  std::unique_ptr<RedisStore> settler = testing::open_ready_store(redis.url(), prefix);
   ASSERT_TRUE(maker != nullptr && settler != nullptr);
 
-  // One request (rpm, the request's cost 1) and an estimate of 600 tokens (tpm, metered).
   const std::string id = new_reservation_id();
-  const KeyedLimit keys[] = {{"rpm", &kRequestLimit}, {"tpm", &kTokenLimit, 600}};
-  const ReservedLayer layers[] = {{"rpm", false}, {"tpm", true}};
-  const ReserveSpec spec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers};
-  const Result<StoreRequest> request = StoreRequest::make_reserve(keys, 1, kReserveNow, spec);
-  ASSERT_TRUE(request.has_value()) << request.error().message;
-  const Result<Decisions> reserved = maker->decide_and_wait(*request);
+  const Result<Decisions> reserved = testing::reserve_request_and_tokens(*maker, id);
   ASSERT_TRUE(reserved.has_value()) << reserved.error().message;
   ASSERT_EQ(reserved->size(), 2u);
   EXPECT_TRUE(all_allowed(*reserved));
@@ -217,45 +183,20 @@ TEST(Tls, AReservationIsSettledOnceOverTls) {
 
   // Committed below the estimate through the other store: 250 of the 600 tokens used.
   const Result<Settled> settled =
-      settler->settle_and_wait({.id = id, .cost = 250, .now = kReserveNow});
+      settler->settle_and_wait({.id = id, .cost = 250, .now = testing::kReserveNow});
   ASSERT_TRUE(settled.has_value()) << settled.error().message;
-  ASSERT_EQ(settled->size(), 2u);
-  const SettledLayer& requests = (*settled)[0];
-  EXPECT_EQ(requests.label, "rpm");
-  EXPECT_EQ(requests.estimate, 1);
-  EXPECT_EQ(requests.actual, 1) << "the single cost is the metered layer's";
-  EXPECT_EQ(requests.refunded, 0);
-  EXPECT_EQ(requests.charged, 0);
-  EXPECT_TRUE(requests.after.allowed);
-  EXPECT_EQ(requests.after.limit, 10);
-  EXPECT_EQ(requests.after.remaining, 9);
-  const SettledLayer& tokens = (*settled)[1];
-  EXPECT_EQ(tokens.label, "tpm");
-  EXPECT_EQ(tokens.estimate, 600);
-  EXPECT_EQ(tokens.actual, 250);
-  EXPECT_EQ(tokens.refunded, 350);
-  EXPECT_EQ(tokens.charged, 0);
-  EXPECT_TRUE(tokens.after.allowed);
-  EXPECT_EQ(tokens.after.limit, 1'000);
-  EXPECT_EQ(tokens.after.remaining, 750);
+  testing::expect_committed_at_250(*settled);
 
   // Settled once: a second settlement through either store is a conflict and changes nothing.
   const Result<Settled> cancelled =
-      maker->settle_and_wait({.id = id, .cancel = true, .now = kReserveNow});
+      maker->settle_and_wait({.id = id, .cancel = true, .now = testing::kReserveNow});
   ASSERT_FALSE(cancelled.has_value()) << "settled twice";
   EXPECT_EQ(cancelled.error().code, Errc::kConflict) << cancelled.error().message;
-  const Result<Settled> again = settler->settle_and_wait({.id = id, .cost = 0, .now = kReserveNow});
+  const Result<Settled> again =
+      settler->settle_and_wait({.id = id, .cost = 0, .now = testing::kReserveNow});
   ASSERT_FALSE(again.has_value()) << "settled twice";
   EXPECT_EQ(again.error().code, Errc::kConflict) << again.error().message;
-  EXPECT_EQ(left(*maker, "tpm", kTokenLimit), 750);
-  EXPECT_EQ(left(*maker, "rpm", kRequestLimit), 9);
-
-  // An id never reserved is not found.
-  const Result<Settled> unknown =
-      maker->settle_and_wait({.id = new_reservation_id(), .cost = 1, .now = kReserveNow});
-  ASSERT_FALSE(unknown.has_value()) << "an unknown id was settled";
-  EXPECT_EQ(unknown.error().code, Errc::kNotFound) << unknown.error().message;
-  EXPECT_EQ(left(*settler, "tpm", kTokenLimit), 750);
+  EXPECT_EQ(testing::left_at_reserve_time(*maker, "tpm", testing::kReserveTokens), 750);
 }
 
 TEST(Tls, ServeTakesBackendTlsFromTheConfig) {
