@@ -101,10 +101,10 @@ std::optional<Layer> layer_of(std::string path) {
     if (header == "policy.h" || header == "policy_spec.h" || header == "policy_engine.h") {
       return Layer::kPolicy;
     }
-    static const std::set<std::string> core = {"algorithm.h",        "algorithm_list.h", "clock.h",
-                                               "decision.h",         "duration.h",       "error.h",
-                                               "key_hash.h",         "limit.h",          "store.h",
-                                               "tenant_directory.h", "tls_options.h"};
+    static const std::set<std::string> core = {
+        "algorithm.h",   "algorithm_list.h", "clock.h", "decision.h", "duration.h",
+        "error.h",       "key_hash.h",       "limit.h", "store.h",    "tenant_directory.h",
+        "tls_options.h", "reservation.h"};
     if (core.contains(header)) return Layer::kCore;
     return std::nullopt;
   }
