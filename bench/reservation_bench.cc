@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "spillway/memory_store.h"
-#include "spillway/redis_store.h"
 #include "spillway/policy_engine.h"
+#include "spillway/redis_store.h"
 
 namespace {
 

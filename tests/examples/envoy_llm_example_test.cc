@@ -93,10 +93,9 @@ TEST(EnvoyLlmExample, EnvoySendsWhatTheRulesExpect) {
 
   const YAML::Node listeners = at(envoy, {"static_resources", "listeners"});
   ASSERT_TRUE(listeners.IsDefined() && listeners.IsSequence() && listeners.size() == 1);
-  const YAML::Node hcm =
-      at(element(at(listeners[0]["filter_chains"][0], {"filters"}), "name",
-                 "envoy.filters.network.http_connection_manager"),
-         {"typed_config"});
+  const YAML::Node hcm = at(element(at(listeners[0]["filter_chains"][0], {"filters"}), "name",
+                                    "envoy.filters.network.http_connection_manager"),
+                            {"typed_config"});
   ASSERT_TRUE(hcm.IsDefined()) << "an http_connection_manager";
 
   // The HTTP filters: usage header to metadata, the rate limit filter, the router last.
