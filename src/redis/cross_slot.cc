@@ -21,6 +21,7 @@ struct Undo {
 struct Group {
   std::uint16_t slot;
   std::vector<std::size_t> layers;  // indices into the request's keys, in order
+  std::string part_record;          // a reservation's: its record on this slot (else empty)
   // The reply:
   std::optional<Error> error;
   std::vector<Decision> decisions;
@@ -130,10 +131,7 @@ void refund(const std::shared_ptr<Request>& request) {
     const std::size_t numkeys = group.layers.size() + (request->records ? 1 : 0);
     args->insert(args->end(), {"", "", std::to_string(numkeys)});
     for (std::size_t layer : group.layers) args->push_back(request->keys[layer].key);
-    if (request->records) {
-      args->push_back(
-          reservation_part_key(request->records->prefix, request->records->id, group.slot));
-    }
+    if (request->records) args->push_back(group.part_record);
     for (const Undo& u : group.undo) {
       args->insert(args->end(), {u.before, std::to_string(u.expires), u.written});
     }
@@ -160,7 +158,7 @@ void call_every_slot(const std::shared_ptr<Request>& request, const char* mode,
     args->reserve(10 + group.layers.size() * 9);
     args->insert(args->end(), {"", "", std::to_string(group.layers.size() + (records ? 1 : 0))});
     for (std::size_t layer : group.layers) args->push_back(request->keys[layer].key);
-    if (records) args->push_back(reservation_part_key(records->prefix, records->id, group.slot));
+    if (records) args->push_back(group.part_record);
     args->insert(args->end(), {request->now, std::to_string(request->ttl_floor.count()), mode,
                                records ? std::to_string(records->ttl.count() + 1000) : ""});
     for (std::size_t layer : group.layers) {
@@ -197,14 +195,13 @@ void write_home_record(const std::shared_ptr<Request>& request) {
   args->insert(args->end(), records.layers.begin(), records.layers.end());
   args->push_back(std::to_string(request->groups.size()));
   for (const Group& g : request->groups) args->push_back(std::to_string(g.slot));
-  request->target.run(
-      records.home_slot, {all_or_nothing_script_source(), &all_or_nothing_script_sha()},
-      std::move(args), request->deadline, [request](Result<Reply> reply) {
-        if (reply && !reply->is_error()) return answer(*request);
-        request->home_error =
-            reply ? Error{Errc::kUnavailable, "redis replied: " + reply->text} : reply.error();
-        refund(request);
-      });
+  request->target.run(records.home_slot,
+                      {all_or_nothing_script_source(), &all_or_nothing_script_sha()},
+                      std::move(args), request->deadline, [request](Result<Reply> reply) {
+                        if (reply && !reply->is_error()) return answer(*request);
+                        request->home_error = reply ? reply_error(*reply) : reply.error();
+                        refund(request);
+                      });
 }
 
 // After the reservations: admitted, or refund what was charged.
@@ -226,7 +223,9 @@ void after_dry_run(const std::shared_ptr<Request>& request) {
   }
   // Nothing was charged, so answer() reports every slot's dry decisions (or the first error).
   if (!all_would_admit) return answer(*request);
-  for (Group& each : request->groups) each = Group{.slot = each.slot, .layers = each.layers};
+  for (Group& each : request->groups) {
+    each = Group{.slot = each.slot, .layers = each.layers, .part_record = each.part_record};
+  }
   call_every_slot(request, "1", after_reserve);
 }
 
@@ -241,7 +240,14 @@ void check_all_across_slots(ScriptTarget& target, std::vector<SlotKey> keys, std
   std::map<std::uint16_t, std::size_t> by_slot;
   for (std::size_t i = 0; i < request->keys.size(); ++i) {
     auto [it, fresh] = by_slot.try_emplace(request->keys[i].slot, request->groups.size());
-    if (fresh) request->groups.push_back(Group{.slot = request->keys[i].slot});
+    if (fresh) {
+      Group group{.slot = request->keys[i].slot};
+      if (request->records) {
+        group.part_record =
+            reservation_part_key(request->records->prefix, request->records->id, group.slot);
+      }
+      request->groups.push_back(std::move(group));
+    }
     request->groups[it->second].layers.push_back(i);
   }
   if (dry_run_first) return call_every_slot(request, "2", after_dry_run);

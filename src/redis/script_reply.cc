@@ -7,10 +7,6 @@
 namespace spillway::redis {
 namespace {
 
-Error error_reply(const Reply& reply) {
-  return Error{Errc::kUnavailable, "redis replied: " + reply.text};
-}
-
 // The little-endian double at `p` as an integer; false unless it is a whole number that fits.
 bool read_integer(const char* p, std::int64_t& out) {
   std::uint64_t bits;
@@ -25,8 +21,12 @@ bool read_integer(const char* p, std::int64_t& out) {
 
 }  // namespace
 
+Error reply_error(const Reply& reply) {
+  return Error{Errc::kUnavailable, "redis replied: " + reply.text};
+}
+
 Result<Decision> decision_at(const Reply& reply, std::size_t i) {
-  if (reply.is_error()) return std::unexpected(error_reply(reply));
+  if (reply.is_error()) return std::unexpected(reply_error(reply));
   const std::size_t first = i * kFieldsPerDecision;
   if (reply.type != Reply::Type::kArray || reply.elements.size() < first + kFieldsPerDecision) {
     return std::unexpected(
@@ -46,7 +46,7 @@ Result<Decision> decision_at(const Reply& reply, std::size_t i) {
 }
 
 Result<Decision> packed_decision_at(const Reply& reply, std::size_t i, std::int64_t limit) {
-  if (reply.is_error()) return std::unexpected(error_reply(reply));
+  if (reply.is_error()) return std::unexpected(reply_error(reply));
   const std::size_t first = i * kPackedBytesPerDecision;
   if (reply.type != Reply::Type::kString || reply.text.size() % kPackedBytesPerDecision != 0 ||
       reply.text.size() < first + kPackedBytesPerDecision) {

@@ -18,6 +18,9 @@ namespace spillway::redis {
 inline constexpr std::size_t kFieldsPerDecision = 5;
 inline constexpr std::size_t kPackedBytesPerDecision = 4 * 8;
 
+// What an error reply from a script call is to the caller: Errc::kUnavailable naming it.
+Error reply_error(const Reply& reply);
+
 // Decision i of an all-or-nothing reply. An error reply is Errc::kUnavailable naming it; a reply
 // of another shape is Errc::kInternal.
 Result<Decision> decision_at(const Reply& reply, std::size_t i);

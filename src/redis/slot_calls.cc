@@ -3,6 +3,8 @@
 #include <map>
 #include <mutex>
 
+#include "src/redis/script_reply.h"
+
 namespace spillway::redis {
 
 std::vector<SlotCall> calls_by_slot(std::span<const std::uint16_t> slots) {
@@ -41,7 +43,7 @@ void run_per_slot(ScriptTarget& target, const Script& script, std::vector<SlotCa
                  } else if (!reply) {
                    pending->error = reply.error();
                  } else if (reply->is_error()) {
-                   pending->error = Error{Errc::kUnavailable, "redis replied: " + reply->text};
+                   pending->error = reply_error(*reply);
                  } else {
                    pending->error = pending->read(pending->calls[c], *reply, pending->decisions);
                  }

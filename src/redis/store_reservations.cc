@@ -55,7 +55,7 @@ Error bad_reply() {
 Result<SettleReply> read_settle_reply(const Result<redis::Reply>& reply) {
   if (!reply) return std::unexpected(reply.error());
   if (reply->is_error()) {
-    return std::unexpected(Error{Errc::kUnavailable, "redis replied: " + reply->text});
+    return std::unexpected(redis::reply_error(*reply));
   }
   if (reply->type != redis::Reply::Type::kArray || reply->elements.size() < 2) {
     return std::unexpected(bad_reply());
