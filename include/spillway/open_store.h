@@ -23,6 +23,7 @@
 
 #include "spillway/circuit_breaker.h"
 #include "spillway/error.h"
+#include "spillway/lease_store.h"
 #include "spillway/local_fallback.h"
 #include "spillway/memory_store.h"
 #include "spillway/over_limit_cache.h"
@@ -49,6 +50,11 @@ struct BackendOptions {
   // A Redis backend's denials are remembered in an OverLimitCache of this many keys (inside the
   // local fallback, outside the breaker), on `memory.clock`; 0: no cache.
   std::size_t over_limit_cache = 0;
+  // A Redis backend is wrapped, outermost, in a LeaseStore with these options, so that keys
+  // checked with a LeaseSpec (a layer's `sync: lease`) are decided from quota leases; nullopt:
+  // not (every key decided exactly). The memory backend is never wrapped: it decides every key
+  // in the process already, exactly.
+  std::optional<LeaseStoreOptions> leases;
 };
 
 Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions options = {});

@@ -73,6 +73,8 @@ class Policy {
     bool blocked = false;
     // What this layer is charged: its cost attribute's value, or kRequestCost (the request's).
     std::int64_t cost = kRequestCost;
+    // The layer's lease (spec()'s), when it is decided from quota leases.
+    const LeaseSpec* lease = nullptr;
   };
   Result<std::vector<Check>> resolve(const Attributes& attributes) const;
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "spillway/error.h"
+#include "spillway/lease.h"
 #include "spillway/limit.h"
 
 namespace spillway::policy {
@@ -78,6 +79,10 @@ struct LayerSpec {
   // the tokens a request will use), so that one request charges each layer what it counts
   // (requests here, tokens there), all-or-nothing as ever. Empty: the request's cost.
   std::string cost;
+  // `sync: lease`: this layer's limit may be decided in the process from quota leases
+  // (spillway/lease.h; a Redis backend wrapped in a LeaseStore), within the bound of
+  // docs/SPEC.md §2.3. nullopt (`sync: exact`): every check asks the shared store.
+  std::optional<LeaseSpec> lease;
   // Exactly one of these three is set.
   std::optional<RateSpec> limit;
   std::optional<PlanSelector> by_plan;

@@ -16,6 +16,7 @@
 
 #include "spillway/decision.h"
 #include "spillway/error.h"
+#include "spillway/lease.h"
 #include "spillway/limit.h"
 
 namespace spillway {
@@ -27,11 +28,14 @@ inline constexpr std::int64_t kRequestCost = -1;
 
 // One layer of an all-or-nothing check: a key under a limit, charged the request's cost or its
 // own (`cost` >= 0: a layer that counts something else, e.g. tokens where another counts
-// requests; still all-or-nothing with the others).
+// requests; still all-or-nothing with the others). `lease` (owned by the caller, like the key):
+// this key may be decided from a quota lease (spillway/lease.h) by a LeaseStore; every other
+// store decides it exactly and ignores it.
 struct KeyedLimit {
   std::string_view key;
   const Limit* limit;
   std::int64_t cost = kRequestCost;
+  const LeaseSpec* lease = nullptr;
 };
 
 // What `check` is charged in a request whose cost is `request_cost`.
@@ -41,7 +45,7 @@ constexpr std::int64_t cost_of(const KeyedLimit& check, std::int64_t request_cos
 
 using Decisions = std::vector<Decision>;
 
-// What a request asks of a store (a lease is planned next, one more value here).
+// What a request asks of a store.
 //   kCheck  the checks below (all-or-nothing, cost charged when all admit).
 //   kReserve a check that, when admitted, keeps its charges as a reservation (reserve(): its
 //           id, lifetime and each key's label), to be settled once by settle(). A store that

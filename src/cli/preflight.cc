@@ -86,7 +86,8 @@ BackendOptions backend_options(const policy::Config& config) {
           .breaker = {.failures = config.backend.breaker_failures,
                       .probe_interval = config.backend.breaker_probe},
           .local_fallback = config.backend.on_error == policy::OnError::kLocal,
-          .over_limit_cache = config.backend.over_limit_cache};
+          .over_limit_cache = config.backend.over_limit_cache,
+          .leases = LeaseStoreOptions{}};
 }
 
 Preflight preflight(const policy::Config& config, const std::string& file,

@@ -156,12 +156,72 @@ EndpointSelector parse_by_endpoint(const YAML::Node& node, const std::string& pa
 void parse_selector(const YAML::Node& node, const std::string& path, const Fields& fields,
                     const LayerContext& context, LayerSpec& layer);
 
+// A share of a limit: "10%", "2.5%" (to a tenth of a percent), in thousandths: 1..1000.
+std::int64_t share_permille(const Entry& entry, const std::string& path) {
+  const std::string text = scalar(entry.value, path, "a share such as 10%");
+  const auto bad = [&] {
+    fail(entry.value, path,
+         "max_share " + quote_for_error(text) + " must be a percentage from 0.1% to 100%, such "
+         "as 10%");
+  };
+  if (text.size() < 2 || text.back() != '%') bad();
+  const std::string number = text.substr(0, text.size() - 1);
+  const std::size_t dot = number.find('.');
+  const std::string whole = number.substr(0, dot);
+  const std::string tenth = dot == std::string::npos ? "0" : number.substr(dot + 1);
+  const auto digits = [](const std::string& t) {
+    return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (!digits(whole) || whole.size() > 3 || !digits(tenth) || tenth.size() != 1) bad();
+  const std::int64_t permille = std::stoll(whole) * 10 + (tenth[0] - '0');
+  if (permille < 1 || permille > 1000) bad();
+  return permille;
+}
+
+// `sync: exact | lease` and `lease: {max_age, max_share}` (docs/SPEC.md §2.3).
+void parse_sync(const Fields& fields, LayerSpec& layer) {
+  bool leased = false;
+  if (const Entry* sync = fields.find("sync")) {
+    const std::string text = scalar(sync->value, fields.path("sync"), "exact or lease");
+    if (text == "lease") {
+      leased = true;
+    } else if (text != "exact") {
+      fail(sync->value, fields.path("sync"), quote_for_error(text) + " must be exact or lease");
+    }
+  }
+  const Entry* lease = fields.find("lease");
+  if (lease != nullptr && !leased) {
+    fail(lease->key, fields.path("lease"), "lease settings need sync: lease in the same layer");
+  }
+  if (!leased) return;
+  LeaseSpec spec;
+  if (lease != nullptr) {
+    const std::string path = fields.path("lease");
+    expect_map(lease->value, path, "a mapping with max_age and/or max_share");
+    Fields settings(lease->value, path, {"max_age", "max_share"});
+    if (const Entry* age = settings.find("max_age")) {
+      collect([&] {
+        const std::chrono::milliseconds ms = millis(*age, settings.path("max_age"));
+        spec.max_age = ms.count() * kMicrosPerMilli;
+        if (auto problem = lease_spec_problem(spec)) {
+          fail(age->value, settings.path("max_age"), problem->message);
+        }
+      });
+    }
+    if (const Entry* share = settings.find("max_share")) {
+      collect([&] { spec.max_share_permille = share_permille(*share, settings.path("max_share")); });
+    }
+  }
+  layer.lease = spec;
+}
+
 LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
                       const std::vector<LayerSpec>& earlier) {
   expect_map(node, path, "a mapping with name, key and a limit");
   Fields fields(
       node, path,
-      {"name", "key", "algorithm", "limit", "burst", "by_plan", "by_endpoint", "mode", "cost"});
+      {"name", "key", "algorithm", "limit", "burst", "by_plan", "by_endpoint", "mode", "cost",
+       "sync", "lease"});
   LayerSpec layer;
   collect([&] {
     const Entry& name = fields.require("name");
@@ -210,6 +270,7 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
       }
       layer.cost = text;
     });
+  collect([&] { parse_sync(fields, layer); });
   if (!algorithm_read) return layer;
   if (const Entry* burst = fields.find("burst"))
     collect([&] {

@@ -67,6 +67,9 @@ Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions o
       store = std::make_unique<LocalFallbackStore>(
           std::move(store), std::make_unique<MemoryStore>(std::move(options.memory)));
     }
+    if (options.leases) {
+      store = std::make_unique<LeaseStore>(std::move(store), std::move(*options.leases));
+    }
     return store;
   }
   return not_a_backend(url);

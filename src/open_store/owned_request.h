@@ -21,9 +21,15 @@ struct OwnedRequest {
       keys.emplace_back(c.key);
       limits.push_back(*c.limit);
     }
+    leases.resize(original.size());
     checks.reserve(original.size());
     for (std::size_t i = 0; i < original.size(); ++i) {
-      checks.push_back({keys[i], &limits[i], original[i].cost});
+      const LeaseSpec* lease = nullptr;
+      if (original[i].lease != nullptr) {
+        leases[i] = *original[i].lease;
+        lease = &leases[i];
+      }
+      checks.push_back({keys[i], &limits[i], original[i].cost, lease});
     }
     request.checks_ = checks;  // the same, valid, request over the copies
     if (const ReserveSpec* spec = from.reserve()) {
@@ -42,6 +48,7 @@ struct OwnedRequest {
 
   std::vector<std::string> keys;
   std::vector<Limit> limits;
+  std::vector<LeaseSpec> leases;   // leases[i]: checks[i]'s lease when it has one
   std::vector<KeyedLimit> checks;  // keys[i] under limits[i]
   // A kReserve request's spec, over copies of its id and labels.
   std::string reserve_id;

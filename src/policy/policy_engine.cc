@@ -113,7 +113,7 @@ Result<std::optional<std::size_t>> Policy::match_route(const LayerSpec& layer,
 std::vector<KeyedLimit> Policy::keyed_limits(const std::vector<Check>& checks) {
   std::vector<KeyedLimit> keyed;
   keyed.reserve(checks.size());
-  for (const Check& c : checks) keyed.push_back({c.key, c.limit, c.cost});
+  for (const Check& c : checks) keyed.push_back({c.key, c.limit, c.cost, c.lease});
   return keyed;
 }
 
@@ -133,6 +133,11 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
                               "\" must be letters, digits, '_' or '-'");
     }
     if (layer.key.empty()) return invalid_argument("layer \"" + layer.name + "\" has no key");
+    if (layer.lease) {
+      if (auto problem = lease_spec_problem(*layer.lease)) {
+        return invalid_argument("layer \"" + layer.name + "\": " + problem->message);
+      }
+    }
     if (!layer.cost.empty() && !is_name(layer.cost)) {
       return invalid_argument("layer \"" + layer.name + "\": cost attribute \"" + layer.cost +
                               "\" must be letters, digits, '_' or '-'");
@@ -304,7 +309,8 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
       }
       cost = *parsed;
     }
-    checks.push_back({i, std::move(key), limit, plan_name, std::move(custom), blocked, cost});
+    checks.push_back({i, std::move(key), limit, plan_name, std::move(custom), blocked, cost,
+                      layer.lease ? &*layer.lease : nullptr});
   }
   return checks;
 }

@@ -97,8 +97,17 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   Algorithm algorithm = Algorithm::kGcra;
   std::int64_t cost = 1;
   bool reserve = false;
+  std::optional<LeaseSpec> lease;
   for (const auto& [name, value] : *body) {
-    if (name == "reserve") {
+    if (name == "sync") {
+      auto v = text(value, name);
+      if (!v) return reply(error_response(400, v.error().message));
+      if (*v == "lease") {
+        lease = LeaseSpec{};
+      } else if (*v != "exact") {
+        return reply(error_response(400, "\"sync\" must be \"exact\" or \"lease\""));
+      }
+    } else if (name == "reserve") {
       if (!value.is_bool()) return reply(error_response(400, "\"reserve\" must be true or false"));
       reserve = value.as_bool();
     } else if (name == "key") {
@@ -135,12 +144,20 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   auto made = Limit::make(algorithm, *limit_value, *period, burst);
   if (!made) return reply(error_response(400, made.error().message));
   const auto on_error = settings()->on_error;
+  if (lease && reserve) {
+    return reply(error_response(400, "\"sync\": \"lease\" cannot be used with \"reserve\""));
+  }
   if (!reserve) {
-    return store_->check_async(
-        *stored_key, *made, cost, std::nullopt,
-        [this, limit = *made, on_error, key = *stored_key, reply](Result<Decision> decision) {
-          reply(limit_response(limit, on_error, key, decision));
-        });
+    // A leased key's spec lives here until decide() returns; the store copies it if it waits.
+    const KeyedLimit one[] = {{*stored_key, &*made, kRequestCost, lease ? &*lease : nullptr}};
+    Result<StoreRequest> check = StoreRequest::make(one, cost, std::nullopt);
+    if (!check) return reply(error_response(400, check.error().message));
+    return store_->decide(*check, [this, limit = *made, on_error, key = *stored_key,
+                                     reply](Result<Decisions> decisions) {
+      reply(limit_response(limit, on_error, key,
+                           decisions ? Result<Decision>(decisions->front())
+                                     : Result<Decision>(std::unexpected(decisions.error()))));
+    });
   }
   // A reservation of this one key, labelled "limit".
   static constexpr ReservedLayer kLayer[] = {{.label = "limit", .metered = false}};

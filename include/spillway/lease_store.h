@@ -1,0 +1,142 @@
+// LeaseStore: shared limits decided in the process from quota leases (docs/SPEC.md §2.3).
+//
+// A wrapper around a shared store (Redis, a Cluster, or any store that keeps reservations). A key
+// checked with a LeaseSpec (KeyedLimit::lease) is decided from a lease: a block of units this
+// process charged to the shared key beforehand, as one reservation (kReserve) of the block, so a
+// unit is charged in the shared state before it is admitted anywhere. While the lease has units
+// and its time (spillway/lease.h: lease_horizon) has not run out, checks take units from it in
+// the process: no round trip. When it runs out, the next check asks for a new one (one call;
+// checks that need the same key meanwhile wait for that call rather than send their own). When a
+// lease ends with units left (its time is over, or a check needs more than it has), the leftover
+// is given back by settling the reservation with the units used: the shared store's refund rule
+// (docs/SPEC.md §2.1) gives back at most what had never been charged, never more.
+//
+// Lease sizes follow this process's demand: about max_age of the rate seen on its last lease,
+// at least the request's cost, at most max_share of the limit. An idle key holds nothing: its
+// lease ends, is given back, and is forgotten.
+//
+// All-or-nothing across layers: a request's leased layers take their units from their leases
+// first; its exact layers (no lease, or cost 0) are then checked by the shared store in one
+// call; if any layer denies, the units taken go back to their leases. A denial the shared store
+// gave to a lease request of exactly the request's cost is remembered until its retry_after has
+// passed (as OverLimitCache does): denied checks do not each cost a round trip.
+//
+// Answers from a lease have Decision::local set; their `remaining` is the shared store's remaining
+// when the lease was charged plus what the lease still holds (an estimate: other processes' use
+// since is unknown), their `reset_after` the shared store's, less the time since.
+//
+// Other operations (reset, reserve, charge) and settlements go to the shared store as they are;
+// a reset also ends this process's leases of its keys (their units are not given back).
+//
+// Faults: when the shared store fails, leases already held keep deciding until their time is
+// over; a check that needs a new lease gets the store's error (the server's on_error decides). A
+// process that dies with a lease leaves its units charged: never given to anyone else.
+//
+// Times: a request's `now` when given (replay, tests; the shared store gets it too), else the
+// clock. Metrics: spillway_lease_units{state="held|used|returned|lost"}, spillway_lease_calls_total
+// {call="acquire|return"}, spillway_lease_local_decisions_total.
+// Thread safety: every method from any thread. Ownership: owns the wrapped store; shares `clock`.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "spillway/clock.h"
+#include "spillway/lease.h"
+#include "spillway/store.h"
+
+namespace spillway {
+
+struct LeaseStoreOptions {
+  std::shared_ptr<const Clock> clock;  // nullptr: the system clock
+  // How often a background thread ends the leases whose time is over (gives back their units)
+  // and forgets idle keys. 0: no thread; the owner calls sweep().
+  std::chrono::milliseconds sweep_interval{50};
+  // How long a lease's reservation outlives the lease's own time in the shared store, for its
+  // leftover to be given back. A return later than that finds nothing: its units stay charged.
+  std::chrono::milliseconds return_grace{2000};
+};
+
+class LeaseStore final : public Store {
+ public:
+  explicit LeaseStore(std::unique_ptr<Store> inner, LeaseStoreOptions options = {});
+  // Gives every lease's leftover back (release_all, up to 1 s), then stops.
+  ~LeaseStore() override;
+
+  void decide(const StoreRequest& request, AllCallback done) override;
+  void settle(const Settlement& settlement, SettleCallback done) override {
+    inner_->settle(settlement, std::move(done));
+  }
+
+  bool ready() const override { return inner_->ready(); }
+  Result<void> wait_ready(std::chrono::milliseconds timeout) override {
+    return inner_->wait_ready(timeout);
+  }
+  std::string_view status() const override { return inner_->status(); }
+  void append_metrics(std::string& out) const override;
+  void clear_caches() override { inner_->clear_caches(); }
+  bool decides_inline() const override { return inner_->decides_inline(); }
+
+  // Ends every lease whose time is over at `now` (default: the clock) and gives its leftover
+  // back; forgets keys idle for 10 max_age. The background thread calls it.
+  void sweep(std::optional<Micros> now = std::nullopt);
+  // Ends every lease and gives every leftover back; waits up to `timeout` for the answers.
+  void release_all(std::chrono::milliseconds timeout = std::chrono::seconds(1));
+
+  // Units, since this store was made (held: now).
+  struct Counts {
+    std::int64_t held = 0;      // in leases now, not yet admitted
+    std::int64_t used = 0;      // admitted from leases
+    std::int64_t returned = 0;  // given back to the shared store
+    std::int64_t lost = 0;      // left in ended leases and not given back (stranded)
+    std::uint64_t acquire_calls = 0;    // lease requests sent to the shared store
+    std::uint64_t return_calls = 0;     // settlements sent to give units back
+    std::uint64_t local_decisions = 0;  // checks answered without the shared store
+  };
+  Counts counts() const;
+
+  Store& inner() { return *inner_; }
+
+ public:
+  struct Taken;  // units taken by a request still deciding (lease_store.cc)
+
+ private:
+  struct Entry;
+  struct Shard;
+  struct Pending;
+  Micros time(std::optional<Micros> now) const { return now ? *now : clock_->now(); }
+  // One attempt of a request from its leases (see lease_store.cc). `pending`: the request's own
+  // copy once it had to wait (null on the first attempt: `request` and `done` are the caller's).
+  void attempt(const StoreRequest& request, AllCallback& done, std::shared_ptr<Pending> pending);
+  // Asks for a new lease of check's key for a request that needs `need` units; `waiter` runs
+  // when it is answered (with the shared store's error, if any).
+  void acquire(const KeyedLimit& check, std::int64_t need, std::optional<Micros> given, Micros now,
+               std::function<void(Result<void>)> waiter);
+  void send_acquire(Shard* shard, Entry* entry, std::int64_t size, std::int64_t need,
+                    std::optional<Micros> given, Micros max_age, bool retried);
+  void give_back(std::string id, std::int64_t used, std::int64_t unused, std::optional<Micros> now);
+  void sweeper();
+
+  std::unique_ptr<Store> inner_;
+  LeaseStoreOptions options_;
+  std::shared_ptr<const Clock> clock_;
+  std::unique_ptr<Shard[]> shards_;
+
+  std::atomic<std::int64_t> held_{0}, used_{0}, returned_{0}, lost_{0};
+  std::atomic<std::uint64_t> acquire_calls_{0}, return_calls_{0}, local_{0};
+  std::atomic<std::int64_t> returns_in_flight_{0};
+
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread sweeper_;
+};
+
+}  // namespace spillway
