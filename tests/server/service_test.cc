@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "spillway/lease_store.h"
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
 #include "tests/support/http_client.h"
@@ -84,6 +85,9 @@ TEST_P(Api, BadLimitRequestsAre400NamingTheFieldAndChangeNothing) {
       {R"({"key":"k","limit":2.5,"period":"1m"})", "limit"},
       {R"({"key":")" + std::string(1025, 'x') + R"(","limit":5,"period":"1m"})", "key"},
       {R"({"key":"k","limit":5,"period":"1m","algorithm":"fixed_window","burst":3})", "burst"},
+      {R"({"key":"k","limit":5,"period":"1m","sync":"soon"})", "sync"},
+      {R"({"key":"k","limit":5,"period":"1m","sync":true})", "sync"},
+      {R"({"key":"k","limit":5,"period":"1m","sync":"lease","reserve":true})", "reserve"},
   };
   for (const Case& c : cases) {
     HttpReply reply = http(s.port(), "POST", "/v1/limit", c.body);
@@ -93,6 +97,33 @@ TEST_P(Api, BadLimitRequestsAre400NamingTheFieldAndChangeNothing) {
   HttpReply ok = http(s.port(), "POST", "/v1/limit", R"({"key":"k","limit":5,"period":"1m"})");
   EXPECT_EQ(ok.status, 200);
   EXPECT_NE(ok.body.find(R"("remaining":4)"), std::string::npos) << "bad requests changed state";
+}
+
+// "sync":"lease" (docs/SPEC.md §2.3): on a shared backend wrapped as serve wraps it, the key is
+// decided from leases, and still admits exactly its limit; on memory it is exact.
+TEST_P(Api, LimitWithSyncLeaseAdmitsTheLimitAndNoMore) {
+  const bool shared = GetParam() != "memory";
+  std::unique_ptr<Store> store = testing::open_test_store(
+      GetParam() == "redis"     ? redis().url()
+      : GetParam() == "cluster" ? testing::shared_cluster().url()
+                                : GetParam(),
+      "svc-lease", /*connected=*/true);
+  ASSERT_TRUE(store);
+  if (shared) store = std::make_unique<LeaseStore>(std::move(store));
+  Running s = testing::start_service(policy::default_config(), std::move(store));
+  const std::string body =
+      R"({"key":"leased","limit":20,"period":"1h","algorithm":"fixed_window","sync":"lease"})";
+  int admitted = 0;
+  for (int i = 0; i < 30; ++i) {
+    const HttpReply reply = http(s.port(), "POST", "/v1/limit", body);
+    ASSERT_TRUE(reply.status == 200 || reply.status == 429) << reply.status << " " << reply.body;
+    admitted += reply.status == 200 ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, 20);
+  const HttpReply metrics = http(s.port(), "GET", "/metrics", "");
+  EXPECT_EQ(metrics.body.find("spillway_lease_units{state=\"used\"} 20\n") != std::string::npos,
+            shared)
+      << metrics.body.substr(0, 3000);
 }
 
 TEST_P(Api, LimitKeyLengthIsCheckedOnceAndTheErrorNamesTheClientsLength) {
