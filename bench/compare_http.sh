@@ -6,7 +6,9 @@
 #   nginx-post    the same nginx, fed the exact request stream spillway gets (bench/check.lua);
 #   memory        spillway serve, POST /v1/check, seed policy, in-memory store, access log on;
 #   memory-nolog  the same with `access_log: off` (as the nginx config has);
-#   redis         spillway on a Redis backend (fresh redis-server on loopback).
+#   redis         spillway on a Redis backend (fresh redis-server on loopback);
+#   redis-lease   the same, every layer `sync: lease` (bench/seed_layers_lease.yaml): decided from
+#                 quota leases in the process (docs/SPEC.md §2.3).
 # Each round runs every target once, in turn; the table gives the median over the rounds of
 # requests/s, p99, and the server's CPU per request (user + system, from /proc/PID/stat), which
 # is what a noisy shared machine disturbs least.
@@ -61,7 +63,7 @@ serve() {  # name backend_url access_log [binary]
 server: {listen: "127.0.0.1:$port", threads: 2$log}
 backend: {url: "$2"}
 CONF
-  cat bench/seed_layers.yaml >> "$work/$1.yaml"
+  cat "${LAYERS:-bench/seed_layers.yaml}" >> "$work/$1.yaml"
   "$binary" serve --config "$work/$1.yaml" >/dev/null 2>&1 &
   local pid=$!
   wait_port "$port"
@@ -76,7 +78,9 @@ wait_port "$redis_port"
 read -r memory_pid memory_port < <(serve memory memory on)
 read -r nolog_pid nolog_port < <(serve nolog memory off)
 read -r redis_pid redis_api_port < <(serve redis "redis://127.0.0.1:$redis_port" on)
-pids+=("$memory_pid" "$nolog_pid" "$redis_pid")
+read -r lease_pid lease_port < <(LAYERS=bench/seed_layers_lease.yaml \
+  serve redis-lease "redis://127.0.0.1:$redis_port" on)
+pids+=("$memory_pid" "$nolog_pid" "$redis_pid" "$lease_pid")
 if [ -n "${BASELINE:-}" ]; then
   read -r baseline_pid baseline_port < <(serve baseline memory on "$BASELINE")
   pids+=("$baseline_pid")
@@ -116,6 +120,7 @@ for round in $(seq "$rounds"); do
   measure memory "$memory_pid" -s bench/check.lua "http://127.0.0.1:$memory_port"
   measure memory-nolog "$nolog_pid" -s bench/check.lua "http://127.0.0.1:$nolog_port"
   measure redis "$redis_pid" -s bench/check.lua "http://127.0.0.1:$redis_api_port"
+  measure redis-lease "$lease_pid" -s bench/check.lua "http://127.0.0.1:$lease_port"
   if [ -n "${BASELINE:-}" ]; then
     measure baseline "$baseline_pid" -s bench/check.lua "http://127.0.0.1:$baseline_port"
   fi
@@ -134,6 +139,7 @@ labels = {
     "memory": "spillway /v1/check, memory, access log on",
     "memory-nolog": "spillway /v1/check, memory, access log off",
     "redis": "spillway /v1/check, Redis, access log on",
+    "redis-lease": "spillway /v1/check, Redis + leases, log on",
     "baseline": "BASELINE /v1/check, memory, access log on",
 }
 print(f"wrk -t2 -c64, {sys.argv[2]} s per run, median of {sys.argv[3]} interleaved rounds")
@@ -142,7 +148,7 @@ for name in labels:
     if name in med:
         rps, p99, cpu = med[name]
         print(f"{labels[name]:46} {rps:11.0f} {p99:8.2f} {cpu:18.1f}")
-for name in ("memory", "memory-nolog", "redis", "baseline"):
+for name in ("memory", "memory-nolog", "redis", "redis-lease", "baseline"):
     if name in med:
         print(f"ratio {name} / nginx-post: requests/s {med[name][0] / med['nginx-post'][0]:.2f}, "
               f"/ nginx-get: {med[name][0] / med['nginx-get'][0]:.2f}; "

@@ -121,7 +121,10 @@ class LeaseStore final : public Store {
                std::function<void(Result<void>)> waiter);
   void send_acquire(Shard* shard, Entry* entry, std::int64_t size, std::int64_t need,
                     std::optional<Micros> given, Micros max_age, bool retried);
-  void give_back(std::string id, std::int64_t used, std::int64_t unused, std::optional<Micros> now);
+  // Settles lease `id` with the units it used (its leftover given back, as far as the refund rule
+  // allows), then runs `then` (if any) once the shared store answered.
+  void give_back(std::string id, std::int64_t used, std::int64_t unused, std::optional<Micros> now,
+                 std::function<void()> then = nullptr);
   void sweeper();
 
   std::unique_ptr<Store> inner_;

@@ -430,8 +430,13 @@ void LeaseStore::acquire(const KeyedLimit& check, std::int64_t need, std::option
     size = std::max(size, std::min(entry->waiting_need, lease_cap(entry->limit, entry->spec)));
     max_age = entry->spec.max_age;
   }
-  if (leftover) give_back(std::move(leftover->id), leftover->used, leftover->unused, leftover->at);
-  send_acquire(&shard, entry, size, need, given, max_age, false);
+  if (!leftover) return send_acquire(&shard, entry, size, need, given, max_age, false);
+  // The leftover first, then the new lease: a bucket refunds only a key nothing touched since
+  // the charge (docs/SPEC.md §2.1), and this process's own new charge would be such a touch.
+  give_back(std::move(leftover->id), leftover->used, leftover->unused, leftover->at,
+            [this, shard = &shard, entry, size, need, given, max_age] {
+              send_acquire(shard, entry, size, need, given, max_age, false);
+            });
 }
 
 void LeaseStore::send_acquire(Shard* shard, Entry* entry, std::int64_t size, std::int64_t need,
@@ -499,11 +504,11 @@ void LeaseStore::send_acquire(Shard* shard, Entry* entry, std::int64_t size, std
 }
 
 void LeaseStore::give_back(std::string id, std::int64_t used, std::int64_t unused,
-                           std::optional<Micros> now) {
+                           std::optional<Micros> now, std::function<void()> then) {
   return_calls_.fetch_add(1, std::memory_order_relaxed);
   returns_in_flight_.fetch_add(1, std::memory_order_relaxed);
   Settlement settlement{.id = id, .cancel = used == 0, .cost = used, .now = now};
-  inner_->settle(settlement, [this, unused](Result<Settled> settled) {
+  inner_->settle(settlement, [this, unused, then = std::move(then)](Result<Settled> settled) {
     std::int64_t refunded = 0;
     if (settled) {
       for (const SettledLayer& layer : *settled) refunded += layer.refunded;
@@ -516,6 +521,7 @@ void LeaseStore::give_back(std::string id, std::int64_t used, std::int64_t unuse
       returns_in_flight_.fetch_sub(1, std::memory_order_relaxed);
     }
     stop_cv_.notify_all();
+    if (then) then();
   });
 }
 

@@ -95,7 +95,7 @@ std::optional<Layer> layer_of(std::string path) {
     if (header == "memory_store.h") return Layer::kMemory;
     if (header == "redis_store.h") return Layer::kRedis;
     if (header == "open_store.h" || header == "circuit_breaker.h" || header == "local_fallback.h" ||
-        header == "over_limit_cache.h") {
+        header == "over_limit_cache.h" || header == "lease_store.h") {
       return Layer::kOpenStore;
     }
     if (header == "policy.h" || header == "policy_spec.h" || header == "policy_engine.h") {
@@ -104,7 +104,7 @@ std::optional<Layer> layer_of(std::string path) {
     static const std::set<std::string> core = {
         "algorithm.h",   "algorithm_list.h", "clock.h", "decision.h", "duration.h",
         "error.h",       "key_hash.h",       "limit.h", "store.h",    "tenant_directory.h",
-        "tls_options.h", "reservation.h"};
+        "tls_options.h", "reservation.h",    "lease.h"};
     if (core.contains(header)) return Layer::kCore;
     return std::nullopt;
   }
