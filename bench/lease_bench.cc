@@ -6,11 +6,11 @@
 // Usage: lease_bench REDIS_URL [SECONDS_PER_RUN]   (bench/compare_leases.sh starts a Redis)
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
-#include <condition_variable>
 #include <string>
 #include <thread>
 #include <vector>
@@ -132,12 +132,12 @@ int main(int argc, char** argv) {
     const Run run = closed_loop(leased, check, threads, seconds);
     const LeaseStore::Counts c = leased.counts();
     const double checks = run.checks_per_second * seconds;
-    std::printf("%-44s %14.0f %9.1f%% %16.6f\n",
-                (std::string("leases, ") + std::to_string(threads) + " thread" +
-                 (threads > 1 ? "s" : ""))
-                    .c_str(),
-                run.checks_per_second, run.admitted_share * 100,
-                static_cast<double>(c.acquire_calls + c.return_calls) / checks);
+    std::printf(
+        "%-44s %14.0f %9.1f%% %16.6f\n",
+        (std::string("leases, ") + std::to_string(threads) + " thread" + (threads > 1 ? "s" : ""))
+            .c_str(),
+        run.checks_per_second, run.admitted_share * 100,
+        static_cast<double>(c.acquire_calls + c.return_calls) / checks);
   }
   return 0;
 }

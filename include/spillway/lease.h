@@ -20,7 +20,7 @@
 
 namespace spillway {
 
-inline constexpr Micros kDefaultLeaseMaxAge = 100'000;   // 100 ms
+inline constexpr Micros kDefaultLeaseMaxAge = 100'000;              // 100 ms
 inline constexpr std::int64_t kDefaultLeaseMaxSharePermille = 100;  // 10 %
 
 struct LeaseSpec {

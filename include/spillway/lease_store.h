@@ -92,10 +92,10 @@ class LeaseStore final : public Store {
 
   // Units, since this store was made (held: now).
   struct Counts {
-    std::int64_t held = 0;      // in leases now, not yet admitted
-    std::int64_t used = 0;      // admitted from leases
-    std::int64_t returned = 0;  // given back to the shared store
-    std::int64_t lost = 0;      // left in ended leases and not given back (stranded)
+    std::int64_t held = 0;              // in leases now, not yet admitted
+    std::int64_t used = 0;              // admitted from leases
+    std::int64_t returned = 0;          // given back to the shared store
+    std::int64_t lost = 0;              // left in ended leases and not given back (stranded)
     std::uint64_t acquire_calls = 0;    // lease requests sent to the shared store
     std::uint64_t return_calls = 0;     // settlements sent to give units back
     std::uint64_t local_decisions = 0;  // checks answered without the shared store

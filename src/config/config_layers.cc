@@ -161,8 +161,9 @@ std::int64_t share_permille(const Entry& entry, const std::string& path) {
   const std::string text = scalar(entry.value, path, "a share such as 10%");
   const auto bad = [&] {
     fail(entry.value, path,
-         "max_share " + quote_for_error(text) + " must be a percentage from 0.1% to 100%, such "
-         "as 10%");
+         "max_share " + quote_for_error(text) +
+             " must be a percentage from 0.1% to 100%, such "
+             "as 10%");
   };
   if (text.size() < 2 || text.back() != '%') bad();
   const std::string number = text.substr(0, text.size() - 1);
@@ -209,7 +210,8 @@ void parse_sync(const Fields& fields, LayerSpec& layer) {
       });
     }
     if (const Entry* share = settings.find("max_share")) {
-      collect([&] { spec.max_share_permille = share_permille(*share, settings.path("max_share")); });
+      collect(
+          [&] { spec.max_share_permille = share_permille(*share, settings.path("max_share")); });
     }
   }
   layer.lease = spec;
@@ -218,10 +220,9 @@ void parse_sync(const Fields& fields, LayerSpec& layer) {
 LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
                       const std::vector<LayerSpec>& earlier) {
   expect_map(node, path, "a mapping with name, key and a limit");
-  Fields fields(
-      node, path,
-      {"name", "key", "algorithm", "limit", "burst", "by_plan", "by_endpoint", "mode", "cost",
-       "sync", "lease"});
+  Fields fields(node, path,
+                {"name", "key", "algorithm", "limit", "burst", "by_plan", "by_endpoint", "mode",
+                 "cost", "sync", "lease"});
   LayerSpec layer;
   collect([&] {
     const Entry& name = fields.require("name");

@@ -4,20 +4,19 @@
 #include <cmath>
 #include <string>
 
-
 namespace spillway {
 
 namespace {
-constexpr Micros kMinLeaseMaxAge = 1'000;             // 1 ms
-constexpr Micros kMaxLeaseMaxAge = 3'600'000'000;     // 1 h
+constexpr Micros kMinLeaseMaxAge = 1'000;          // 1 ms
+constexpr Micros kMaxLeaseMaxAge = 3'600'000'000;  // 1 h
 }  // namespace
 
 std::optional<Error> lease_spec_problem(const LeaseSpec& spec) {
   if (spec.max_age < kMinLeaseMaxAge || spec.max_age > kMaxLeaseMaxAge) {
-    return Error{Errc::kInvalidArgument,
-                 "lease max_age must be between 1ms and 1h (got " +
-                     std::to_string(spec.max_age) + " us)",
-                 "max_age"};
+    return Error{
+        Errc::kInvalidArgument,
+        "lease max_age must be between 1ms and 1h (got " + std::to_string(spec.max_age) + " us)",
+        "max_age"};
   }
   if (spec.max_share_permille < 1 || spec.max_share_permille > 1000) {
     return Error{Errc::kInvalidArgument,
@@ -29,9 +28,8 @@ std::optional<Error> lease_spec_problem(const LeaseSpec& spec) {
 }
 
 std::int64_t lease_cap(const Limit& limit, const LeaseSpec& spec) {
-  const std::int64_t whole = takes_burst(limit.algorithm())
-                                 ? std::min(limit.limit(), limit.burst())
-                                 : limit.limit();
+  const std::int64_t whole =
+      takes_burst(limit.algorithm()) ? std::min(limit.limit(), limit.burst()) : limit.limit();
   // whole < 2^52 and permille <= 1000: the product stays far below 2^63.
   return std::max<std::int64_t>(1, whole * spec.max_share_permille / 1000);
 }

@@ -12,9 +12,9 @@
 #include "spillway/lease_store.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <unordered_map>
-#include <array>
 #include <vector>
 
 #include "src/core/inline_completion.h"
@@ -83,6 +83,9 @@ struct LeaseStore::Entry {
   std::vector<std::function<void(Result<void>)>> waiters;
 
   Micros last_seen = 0;
+  // Requests that took units and wait for their exact layers' answer: they hold this entry's
+  // address, so the sweep does not forget it meanwhile.
+  int borrowers = 0;
 
   std::int64_t left() const { return granted - used; }
 };
@@ -98,6 +101,7 @@ struct LeaseStore::Taken {
   Entry* entry;
   std::uint64_t generation;
   std::int64_t units;
+  bool borrowed;  // counted in the entry's borrowers (the request waits for exact layers)
 };
 
 // A request's taken units: up to four layers without an allocation.
@@ -202,7 +206,9 @@ void LeaseStore::decide(const StoreRequest& request, AllCallback done) {
         Shard& shard = shards_[place.shard];
         std::lock_guard lock(shard.mutex);
         auto it = shard.entries.find(place.entry_key);
-        if (it == shard.entries.end() || it->second.acquiring) continue;
+        if (it == shard.entries.end() || it->second.acquiring || it->second.borrowers > 0) {
+          continue;  // in use: its lease ends by time
+        }
         held_.fetch_sub(std::max<std::int64_t>(0, it->second.left()), std::memory_order_relaxed);
         shard.entries.erase(it);
       }
@@ -211,7 +217,8 @@ void LeaseStore::decide(const StoreRequest& request, AllCallback done) {
     return;
   }
   bool any = false;
-  for (std::size_t i = 0; i < checks.size(); ++i) any = any || leased(checks[i], request.cost_of(i));
+  for (std::size_t i = 0; i < checks.size(); ++i)
+    any = any || leased(checks[i], request.cost_of(i));
   if (!any) {
     inner_->decide(request, std::move(done));
     return;
@@ -229,6 +236,9 @@ void LeaseStore::attempt(const StoreRequest& request, AllCallback& done,
   TakenUnits taken;
   std::vector<std::size_t> missing;
   bool denied = false;
+  bool has_exact = false;
+  for (std::size_t i = 0; i < n; ++i)
+    has_exact = has_exact || !leased(checks[i], request.cost_of(i));
 
   for (std::size_t i = 0; i < n && !denied; ++i) {
     const std::int64_t cost = request.cost_of(i);
@@ -245,8 +255,8 @@ void LeaseStore::attempt(const StoreRequest& request, AllCallback& done,
     if (remembered && entry.denied_cost > 0) {
       Decision d = entry.denial;
       d.retry_after = entry.denied_forever ? kNever : entry.denied_until - now;
-      d.reset_after = std::max<Micros>(0, d.reset_after - (now - (entry.denied_until -
-                                                                  entry.denial.retry_after)));
+      d.reset_after = std::max<Micros>(
+          0, d.reset_after - (now - (entry.denied_until - entry.denial.retry_after)));
       if (entry.denied_forever) d.reset_after = entry.denial.reset_after;
       d.local = true;
       out[i] = d;
@@ -256,7 +266,8 @@ void LeaseStore::attempt(const StoreRequest& request, AllCallback& done,
     if (!entry.id.empty() && now < entry.expires && entry.left() >= cost) {
       entry.used += cost;
       held_.fetch_sub(cost, std::memory_order_relaxed);
-      taken.push_back({&shard, &entry, entry.generation, cost});
+      taken.push_back({&shard, &entry, entry.generation, cost, has_exact});
+      if (has_exact) ++entry.borrowers;
       const Micros since = std::max<Micros>(0, now - entry.acquired);
       const std::int64_t ceiling = std::max(limit.limit(), limit.burst());
       out[i] = Decision{.allowed = true,
@@ -270,9 +281,11 @@ void LeaseStore::attempt(const StoreRequest& request, AllCallback& done,
     missing.push_back(i);
   }
 
+  // The units go back to their leases (not admitted after all); either way the request lets go.
   auto put_back = [this](const TakenUnits& units) {
     units.for_each([this](const Taken& t) {
       std::lock_guard lock(t.shard->mutex);
+      if (t.borrowed) --t.entry->borrowers;
       if (t.entry->generation == t.generation && !t.entry->id.empty()) {
         t.entry->used -= t.units;
         held_.fetch_add(t.units, std::memory_order_relaxed);
@@ -363,7 +376,11 @@ void LeaseStore::attempt(const StoreRequest& request, AllCallback& done,
     }
     if (admitted) {
       std::int64_t units = 0;
-      taken.for_each([&units](const Taken& t) { units += t.units; });
+      taken.for_each([this, &units](const Taken& t) {
+        units += t.units;
+        std::lock_guard lock(t.shard->mutex);
+        --t.entry->borrowers;
+      });
       used_.fetch_add(units, std::memory_order_relaxed);
     } else {
       put_back(taken);
@@ -463,8 +480,7 @@ void LeaseStore::send_acquire(Shard* shard, Entry* entry, std::int64_t size, std
   inner_->decide(*request, [this, shard, entry, size, need, given, sent, max_age, retried,
                             id = std::move(id)](Result<Decisions> got) mutable {
     std::vector<std::function<void(Result<void>)>> waiters;
-    if (got && !(*got)[0].allowed && !retried && size > need &&
-        (*got)[0].retry_after != kNever) {
+    if (got && !(*got)[0].allowed && !retried && size > need && (*got)[0].retry_after != kNever) {
       // Less than asked for is left: ask once more for what is left (at least the need).
       const std::int64_t smaller = std::max(need, std::min(size - 1, (*got)[0].remaining));
       send_acquire(shard, entry, smaller, need, given, max_age, true);
@@ -533,7 +549,7 @@ void LeaseStore::sweep(std::optional<Micros> at) {
     std::lock_guard lock(shard.mutex);
     for (auto it = shard.entries.begin(); it != shard.entries.end();) {
       Entry& entry = it->second;
-      if (entry.acquiring) {
+      if (entry.acquiring || entry.borrowers > 0) {
         ++it;
         continue;
       }
@@ -569,9 +585,8 @@ void LeaseStore::release_all(std::chrono::milliseconds timeout) {
   }
   for (Leftover& l : leftovers) give_back(std::move(l.id), l.used, l.unused, l.at);
   std::unique_lock lock(stop_mutex_);
-  stop_cv_.wait_for(lock, timeout, [this] {
-    return returns_in_flight_.load(std::memory_order_relaxed) == 0;
-  });
+  stop_cv_.wait_for(lock, timeout,
+                    [this] { return returns_in_flight_.load(std::memory_order_relaxed) == 0; });
 }
 
 LeaseStore::Counts LeaseStore::counts() const {

@@ -153,7 +153,7 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
     Result<StoreRequest> check = StoreRequest::make(one, cost, std::nullopt);
     if (!check) return reply(error_response(400, check.error().message));
     return store_->decide(*check, [this, limit = *made, on_error, key = *stored_key,
-                                     reply](Result<Decisions> decisions) {
+                                   reply](Result<Decisions> decisions) {
       reply(limit_response(limit, on_error, key,
                            decisions ? Result<Decision>(decisions->front())
                                      : Result<Decision>(std::unexpected(decisions.error()))));

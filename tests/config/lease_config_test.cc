@@ -34,7 +34,8 @@ TEST(LeaseConfig, SyncLeaseTakesTheDefaultsOrTheGivenSettings) {
   EXPECT_EQ(given->policy.layers[0].lease->max_age, 250'000);
   EXPECT_EQ(given->policy.layers[0].lease->max_share_permille, 25);
 
-  Result<Config> all = parse_config(layer_with("    sync: lease\n    lease:\n      max_share: 100%\n"));
+  Result<Config> all =
+      parse_config(layer_with("    sync: lease\n    lease:\n      max_share: 100%\n"));
   ASSERT_TRUE(all.has_value()) << all.error().message;
   EXPECT_EQ(all->policy.layers[0].lease->max_share_permille, 1000);
   EXPECT_EQ(all->policy.layers[0].lease->max_age, kDefaultLeaseMaxAge);

@@ -74,8 +74,8 @@ struct Instance {
     auto forward = std::make_unique<SharedStore>(shared);
     calls = forward.get();
     store = std::make_unique<LeaseStore>(
-        std::move(forward),
-        LeaseStoreOptions{.clock = std::move(clock), .sweep_interval = std::chrono::milliseconds(0)});
+        std::move(forward), LeaseStoreOptions{.clock = std::move(clock),
+                                              .sweep_interval = std::chrono::milliseconds(0)});
   }
   Result<Decisions> check(std::span<const KeyedLimit> checks, std::int64_t cost, Micros now) {
     return store->check_all(checks, cost, now);
@@ -385,11 +385,10 @@ TEST(LeaseStore, MetricsNameEveryState) {
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(a.one("m", limit, spec, kStart + i * 1'000).allowed);
   std::string out;
   a.store->append_metrics(out);
-  for (const char* line : {"spillway_lease_units{state=\"used\"} 5\n",
-                           "spillway_lease_units{state=\"returned\"} 0\n",
-                           "spillway_lease_units{state=\"lost\"} 0\n",
-                           "spillway_lease_calls_total{call=\"acquire\"} ",
-                           "spillway_lease_local_decisions_total "}) {
+  for (const char* line :
+       {"spillway_lease_units{state=\"used\"} 5\n", "spillway_lease_units{state=\"returned\"} 0\n",
+        "spillway_lease_units{state=\"lost\"} 0\n", "spillway_lease_calls_total{call=\"acquire\"} ",
+        "spillway_lease_local_decisions_total "}) {
     EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
   }
   const LeaseStore::Counts c = a.store->counts();

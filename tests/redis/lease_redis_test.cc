@@ -27,8 +27,8 @@ using testing::kReserveNow;
 std::unique_ptr<LeaseStore> leased(const std::string& url, const std::string& prefix) {
   std::unique_ptr<RedisStore> redis = testing::open_ready_store(url, prefix);
   if (!redis) return nullptr;
-  return std::make_unique<LeaseStore>(std::move(redis),
-                                      LeaseStoreOptions{.sweep_interval = std::chrono::milliseconds(0)});
+  return std::make_unique<LeaseStore>(
+      std::move(redis), LeaseStoreOptions{.sweep_interval = std::chrono::milliseconds(0)});
 }
 
 bool admit(LeaseStore& store, std::string_view key, const Limit& limit, const LeaseSpec& spec,

@@ -92,9 +92,9 @@ TEST(LeaseRace, FourProcessesNeverOverAdmitAndStrandLittle) {
   std::vector<std::unique_ptr<testing::ServeProcess>> servers;
   for (int p = 0; p < kProcesses; ++p) {
     servers.push_back(std::make_unique<testing::ServeProcess>(
-        std::vector<std::string>{"--config", config},
-        "/tmp/spillway_lease_race_" + std::to_string(::getpid()) + "_" + std::to_string(p) +
-            ".log"));
+        std::vector<std::string>{"--config", config}, "/tmp/spillway_lease_race_" +
+                                                          std::to_string(::getpid()) + "_" +
+                                                          std::to_string(p) + ".log"));
   }
   for (const auto& server : servers) ASSERT_TRUE(server->ready()) << server->log();
 
@@ -135,10 +135,9 @@ TEST(LeaseRace, FourProcessesNeverOverAdmitAndStrandLittle) {
   // Windows wholly inside the traffic, with demand at least twice the limit.
   int full = 0;
   for (std::int64_t w = began / kPeriod + 1; (w + 1) * kPeriod <= ended; ++w) {
-    std::printf("window %lld: asked %lld, admitted %lld..%lld of %lld\n",
-                static_cast<long long>(w), static_cast<long long>(asked[w]),
-                static_cast<long long>(surely[w]), static_cast<long long>(maybe[w]),
-                static_cast<long long>(kLimit));
+    std::printf("window %lld: asked %lld, admitted %lld..%lld of %lld\n", static_cast<long long>(w),
+                static_cast<long long>(asked[w]), static_cast<long long>(surely[w]),
+                static_cast<long long>(maybe[w]), static_cast<long long>(kLimit));
     if (asked[w] < 2 * kLimit) continue;
     ++full;
     EXPECT_GE(maybe[w] * 10, kLimit * 9) << "more than 10 % stranded in window " << w;

@@ -103,11 +103,11 @@ TEST_P(Api, BadLimitRequestsAre400NamingTheFieldAndChangeNothing) {
 // decided from leases, and still admits exactly its limit; on memory it is exact.
 TEST_P(Api, LimitWithSyncLeaseAdmitsTheLimitAndNoMore) {
   const bool shared = GetParam() != "memory";
-  std::unique_ptr<Store> store = testing::open_test_store(
-      GetParam() == "redis"     ? redis().url()
-      : GetParam() == "cluster" ? testing::shared_cluster().url()
-                                : GetParam(),
-      "svc-lease", /*connected=*/true);
+  std::unique_ptr<Store> store =
+      testing::open_test_store(GetParam() == "redis"     ? redis().url()
+                               : GetParam() == "cluster" ? testing::shared_cluster().url()
+                                                         : GetParam(),
+                               "svc-lease", /*connected=*/true);
   ASSERT_TRUE(store);
   if (shared) store = std::make_unique<LeaseStore>(std::move(store));
   Running s = testing::start_service(policy::default_config(), std::move(store));
