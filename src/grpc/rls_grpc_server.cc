@@ -12,7 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "src/grpc/quota_grpc_service.h"
 #include "src/grpc/rls_convert.h"
 
 namespace spillway::grpc_server {
@@ -137,6 +139,9 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
 
 struct RlsGrpcServer::Impl {
   std::unique_ptr<RateLimitService> service;
+  // Envoy's Rate Limit Quota Service beside it, on the same rules and store.
+  std::unique_ptr<rls::QuotaService> quota;
+  std::unique_ptr<::grpc::Service> quota_service;
   std::unique_ptr<::grpc::Server> server;
   int port = 0;
   // The health watcher: sets SERVING / NOT_SERVING from `ready` until stopped.
@@ -150,6 +155,9 @@ struct RlsGrpcServer::Impl {
     if (::grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
       health->SetServingStatus(serving);  // "" and every service name
       health->SetServingStatus(pb::RateLimitService::service_full_name(), serving);
+      health->SetServingStatus(
+          ::envoy::service::rate_limit_quota::v3::RateLimitQuotaService::service_full_name(),
+          serving);
     }
   }
 
@@ -178,12 +186,17 @@ Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions
   ::grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   auto impl = std::make_unique<Impl>();
   impl->service = std::make_unique<RateLimitService>(engine, metrics, options.on_error);
+  impl->quota = std::make_unique<rls::QuotaService>(
+      engine.store(), [&engine] { return engine.rules(); }, options.on_error,
+      engine.options().clock);
+  impl->quota_service = make_quota_grpc_service(*impl->quota);
   const std::string host =
       options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
   const std::string address = host + ":" + std::to_string(options.port);
   ::grpc::ServerBuilder builder;
   builder.AddListeningPort(address, ::grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(impl->service.get());
+  builder.RegisterService(impl->quota_service.get());
   {
     CaptureGrpcLog log;
     impl->server = builder.BuildAndStart();

@@ -1,5 +1,6 @@
 // The gRPC listener of `spillway serve`: envoy.service.ratelimit.v3.RateLimitService (decided by
-// an RlsEngine), the standard grpc.health.v1.Health service (for "" and for the service's name:
+// an RlsEngine), envoy.service.rate_limit_quota.v3.RateLimitQuotaService on the same rules and
+// store (src/grpc/quota_grpc_service.h, docs/SPEC.md §9.7), the standard grpc.health.v1.Health service (for "" and for the service's name:
 // SERVING while `ready` says the backend can decide, NOT_SERVING otherwise, as GET /readyz; checked
 // every 500 ms)
 // and server reflection. Plain TCP on the given address (port 0: any free port).

@@ -72,6 +72,7 @@ class RlsEngine {
   void set_rules(std::shared_ptr<const RlsRules> rules);
   std::shared_ptr<const RlsRules> rules() const;
   const RlsOptions& options() const { return options_; }
+  Store& store() const { return store_; }
   RlsStats& stats() { return stats_; }
 
  private:

@@ -17,6 +17,7 @@ namespace spillway::rls {
 struct RlsEntry {
   std::string key;
   std::string value;
+  friend bool operator==(const RlsEntry&, const RlsEntry&) = default;
 };
 
 // RateLimitDescriptor.RateLimitOverride: a limit the caller gives instead of the configured one.

@@ -1,0 +1,325 @@
+// Envoy's Rate Limit Quota Service (envoy.service.rate_limit_quota.v3, docs/SPEC.md §9.7), with
+// @grpc/grpc-js playing several Envoys. Each simulated Envoy sends requests at its own demand,
+// enforces the token bucket it was assigned exactly as the protocol says (a new strategy starts
+// a full bucket; the same strategy extends the one in force; before any assignment, it denies),
+// and reports its usage every 250 ms on one bidirectional stream. The Envoys together stay within
+// the bound of a lease of max_age = the assignment's ttl (§2.3): at most B + (T + ttl)·L/P in T
+// seconds, and they get a real share of the limit. Unknown, unlimited and zero-rate buckets, bad
+// reports, and several Envoys on two servers sharing one Redis.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import grpc from '@grpc/grpc-js';
+import protoLoader from '@grpc/proto-loader';
+import { startServer, startRedis, sleep, PROTO_DIR } from './harness.mjs';
+
+const RULES = {
+  'quota.yaml': `
+domain: quota
+descriptors:
+  - key: name
+    value: shared
+    rate_limit: {unit: second, requests_per_unit: 100, algorithm: gcra}
+  - key: name
+    value: free
+    rate_limit: {unlimited: true}
+  - key: name
+    value: closed
+    rate_limit: {unit: second, requests_per_unit: 0}
+`,
+};
+
+let Service;
+function quotaService() {
+  if (!Service) {
+    const definition = protoLoader.loadSync('envoy/service/rate_limit_quota/v3/rlqs.proto', {
+      keepCase: true,
+      longs: Number,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+      includeDirs: [PROTO_DIR],
+    });
+    Service = grpc.loadPackageDefinition(definition).envoy.service.rate_limit_quota.v3.RateLimitQuotaService;
+  }
+  return Service;
+}
+
+const seconds = (d) => (d ? Number(d.seconds) + (d.nanos || 0) / 1e9 : null);
+const duration = (s) => ({ seconds: Math.floor(s), nanos: Math.round((s - Math.floor(s)) * 1e9) });
+
+// One stream: write reports, read responses in order.
+class QuotaStream {
+  constructor(port) {
+    const Client = quotaService();
+    this.client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    this.call = this.client.StreamRateLimitQuotas({ deadline: Date.now() + 60000 });
+    this.responses = [];
+    this.waiters = [];
+    this.ended = new Promise((resolve) => {
+      this.call.on('error', (err) => resolve(err));
+      this.call.on('end', () => resolve(null));
+    });
+    this.call.on('data', (response) => {
+      const waiter = this.waiters.shift();
+      if (waiter) waiter(response);
+      else this.responses.push(response);
+    });
+  }
+  // Sends a report and waits for its answer.
+  async report(domain, usages) {
+    this.call.write({
+      domain,
+      bucket_quota_usages: usages.map((u) => ({
+        bucket_id: { bucket: u.bucket },
+        time_elapsed: duration(u.elapsed),
+        num_requests_allowed: u.allowed || 0,
+        num_requests_denied: u.denied || 0,
+      })),
+    });
+    if (this.responses.length > 0) return this.responses.shift();
+    return Promise.race([
+      new Promise((resolve) => this.waiters.push(resolve)),
+      this.ended.then((err) => {
+        throw err || new Error('the stream ended without an answer');
+      }),
+    ]);
+  }
+  close() {
+    this.call.end();
+    this.client.close();
+  }
+}
+
+function strategyOf(action) {
+  assert.ok(action.quota_assignment_action, `an assignment: ${JSON.stringify(action)}`);
+  return action.quota_assignment_action.rate_limit_strategy;
+}
+
+// A simulated Envoy: demand per second, a token bucket from its assignments.
+class Envoy {
+  constructor(stream, bucket, demand) {
+    Object.assign(this, { stream, bucket, demand });
+    this.tokens = 0;
+    this.strategy = null; // JSON of the token bucket in force
+    this.rate = 0; // tokens per second
+    this.max = 0;
+    this.expires = 0;
+    this.last = Date.now();
+    this.allowed = 0;
+    this.denied = 0;
+    this.totalAllowed = 0;
+    this.assignments = [];
+  }
+  refill(now) {
+    if (now > this.expires) {
+      this.tokens = 0; // expired: this Envoy denies (its expired_assignment_behavior)
+      this.strategy = null;
+    } else {
+      this.tokens = Math.min(this.max, this.tokens + ((now - this.last) / 1000) * this.rate);
+    }
+    this.last = now;
+  }
+  request(now) {
+    this.refill(now);
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      this.allowed += 1;
+      this.totalAllowed += 1;
+    } else {
+      this.denied += 1;
+    }
+  }
+  apply(response, now) {
+    assert.equal(response.bucket_action.length, 1);
+    const strategy = strategyOf(response.bucket_action[0]);
+    const ttl = seconds(response.bucket_action[0].quota_assignment_action.assignment_time_to_live);
+    this.assignments.push({ strategy, ttl });
+    this.refill(now);
+    if (strategy.token_bucket) {
+      const key = JSON.stringify(strategy.token_bucket);
+      if (key !== this.strategy) {
+        this.strategy = key;
+        this.max = strategy.token_bucket.max_tokens;
+        this.tokens = this.max; // a new bucket starts full
+        this.rate = strategy.token_bucket.tokens_per_fill.value / seconds(strategy.token_bucket.fill_interval);
+      }
+      this.expires = now + ttl * 1000;
+    } else {
+      this.strategy = null;
+      this.max = 0;
+      this.tokens = 0;
+      this.rate = 0;
+      this.expires = now + ttl * 1000;
+    }
+  }
+  async reportNow(elapsed, first) {
+    const usage = { bucket: this.bucket, elapsed, allowed: this.allowed, denied: this.denied };
+    this.allowed = 0;
+    this.denied = 0;
+    const response = await this.stream.report(first ? 'quota' : '', [usage]);
+    this.apply(response, Date.now());
+  }
+}
+
+// Runs Envoys for `ms`: requests every 10 ms at their demand, a report every 250 ms each.
+async function run(envoys, ms) {
+  const started = Date.now();
+  for (const e of envoys) await e.reportNow(0.25, true);
+  let lastReport = Date.now();
+  let carry = envoys.map(() => 0);
+  while (Date.now() - started < ms) {
+    await sleep(10);
+    const now = Date.now();
+    envoys.forEach((e, i) => {
+      carry[i] += (e.demand * 10) / 1000;
+      while (carry[i] >= 1) {
+        carry[i] -= 1;
+        e.request(now);
+      }
+    });
+    if (now - lastReport >= 250) {
+      const elapsed = (now - lastReport) / 1000;
+      lastReport = now;
+      await Promise.all(envoys.map((e) => e.reportNow(elapsed, false)));
+    }
+  }
+  return (Date.now() - started) / 1000;
+}
+
+// The limit's bound over T seconds with leases of max_age ttl: B + (T + ttl)·L/P, L = B = 100/s.
+function checkShare(envoys, elapsed, label) {
+  const admitted = envoys.reduce((sum, e) => sum + e.totalAllowed, 0);
+  const ttl = Math.max(...envoys.flatMap((e) => e.assignments.map((a) => a.ttl)));
+  const bound = 100 + (elapsed + ttl) * 100;
+  console.log(`${label}: ${admitted} admitted in ${elapsed.toFixed(2)} s by ${envoys.length} Envoys (bound ${bound.toFixed(0)}, ttl ${ttl} s)`);
+  assert.ok(admitted <= bound, `${label}: ${admitted} admitted, bound ${bound}`);
+  assert.ok(admitted >= 0.5 * elapsed * 100, `${label}: only ${admitted} admitted in ${elapsed} s: quotas too small`);
+  for (const e of envoys) {
+    for (const a of e.assignments) {
+      assert.ok(a.ttl >= 1 && a.ttl <= 60, `ttl ${a.ttl}`);
+      if (a.strategy.token_bucket) {
+        const tb = a.strategy.token_bucket;
+        assert.ok(tb.max_tokens >= 1 && tb.max_tokens <= 100 * a.ttl, `max_tokens ${tb.max_tokens}`);
+        assert.equal(tb.tokens_per_fill.value, tb.max_tokens);
+        assert.equal(seconds(tb.fill_interval), a.ttl);
+      } else {
+        assert.equal(a.strategy.blanket_rule, 'DENY_ALL', 'a limited bucket is never ALLOW_ALL');
+      }
+    }
+  }
+}
+
+describe('RLQS on the memory backend', () => {
+  let server;
+  before(async () => {
+    server = await startServer({ rules: RULES });
+  });
+  after(async () => {
+    if (server) await server.stop();
+  });
+
+  it('three Envoys asking for 3x the limit share it within the bound', async () => {
+    const streams = [0, 1, 2].map(() => new QuotaStream(server.grpcPort));
+    const envoys = streams.map((s, i) => new Envoy(s, { name: 'shared' }, [200, 100, 20][i]));
+    try {
+      const elapsed = await run(envoys, 3000);
+      checkShare(envoys, elapsed, 'memory');
+      // The light Envoy is not starved by the heavy ones: it gets a bucket of its own.
+      assert.ok(envoys[2].assignments.some((a) => a.strategy.token_bucket), 'the light Envoy got tokens');
+    } finally {
+      streams.forEach((s) => s.close());
+    }
+  });
+
+  it('unknown, unlimited and zero-rate buckets', async () => {
+    const stream = new QuotaStream(server.grpcPort);
+    try {
+      const response = await stream.report('quota', [
+        { bucket: { name: 'nobody' }, elapsed: 1, allowed: 5 },
+        { bucket: { name: 'free' }, elapsed: 1, allowed: 5 },
+        { bucket: { name: 'closed' }, elapsed: 1, allowed: 5 },
+        { bucket: { other: 'x', name: 'shared' }, elapsed: 1, allowed: 5 },
+      ]);
+      assert.equal(response.bucket_action.length, 4);
+      assert.deepEqual(response.bucket_action[0].bucket_id.bucket, { name: 'nobody' });
+      assert.equal(strategyOf(response.bucket_action[0]).blanket_rule, 'ALLOW_ALL');
+      assert.equal(strategyOf(response.bucket_action[1]).blanket_rule, 'ALLOW_ALL');
+      assert.equal(strategyOf(response.bucket_action[2]).blanket_rule, 'DENY_ALL');
+      assert.ok(!strategyOf(response.bucket_action[2]).token_bucket, 'no token bucket');
+      // Two entries match no two-level rule: no limit.
+      assert.equal(strategyOf(response.bucket_action[3]).blanket_rule, 'ALLOW_ALL');
+      // A later report without a domain stays in the stream's domain.
+      const again = await stream.report('', [{ bucket: { name: 'closed' }, elapsed: 1 }]);
+      assert.equal(strategyOf(again.bucket_action[0]).blanket_rule, 'DENY_ALL');
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('bad reports end the stream with INVALID_ARGUMENT naming what was wrong', async () => {
+    const cases = [
+      { domain: '', usages: [{ bucket: { name: 'shared' }, elapsed: 1 }], says: /domain/ },
+      { domain: 'quota', usages: [], says: /at least one bucket/ },
+      { domain: 'quota', usages: [{ bucket: {}, elapsed: 1 }], says: /bucket_id/ },
+      { domain: 'quota', usages: [{ bucket: { name: '' }, elapsed: 1 }], says: /empty key or value/ },
+      { domain: 'quota', usages: [{ bucket: { name: 'shared' }, elapsed: 0 }], says: /time_elapsed/ },
+    ];
+    for (const c of cases) {
+      const stream = new QuotaStream(server.grpcPort);
+      try {
+        await assert.rejects(stream.report(c.domain, c.usages), (err) => {
+          assert.equal(err.code, grpc.status.INVALID_ARGUMENT, `${JSON.stringify(c)}: ${err.message}`);
+          assert.match(err.details, c.says);
+          return true;
+        });
+      } finally {
+        stream.close();
+      }
+    }
+    // Another domain later in the stream.
+    const stream = new QuotaStream(server.grpcPort);
+    try {
+      await stream.report('quota', [{ bucket: { name: 'free' }, elapsed: 1 }]);
+      await assert.rejects(stream.report('other', [{ bucket: { name: 'free' }, elapsed: 1 }]), (err) => {
+        assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
+        assert.match(err.details, /cannot change it/);
+        return true;
+      });
+    } finally {
+      stream.close();
+    }
+    // The server still answers.
+    const fresh = new QuotaStream(server.grpcPort);
+    try {
+      const ok = await fresh.report('quota', [{ bucket: { name: 'free' }, elapsed: 1 }]);
+      assert.equal(strategyOf(ok.bucket_action[0]).blanket_rule, 'ALLOW_ALL');
+    } finally {
+      fresh.close();
+    }
+  });
+});
+
+describe('RLQS across two servers sharing one Redis', () => {
+  let redis;
+  const servers = [];
+  before(async () => {
+    redis = await startRedis();
+    for (let i = 0; i < 2; i += 1) servers.push(await startServer({ rules: RULES, backend: redis.url }));
+  });
+  after(async () => {
+    for (const s of servers) await s.stop();
+    if (redis) await redis.stop();
+  });
+
+  it('four Envoys on two servers share one limit within the bound', async () => {
+    const streams = [0, 1, 2, 3].map((i) => new QuotaStream(servers[i % 2].grpcPort));
+    const envoys = streams.map((s, i) => new Envoy(s, { name: 'shared' }, [150, 150, 60, 60][i]));
+    try {
+      const elapsed = await run(envoys, 3000);
+      checkShare(envoys, elapsed, 'redis, two servers');
+    } finally {
+      streams.forEach((s) => s.close());
+    }
+  });
+});
