@@ -2,6 +2,8 @@
 // their defaults, and every wrong spelling is one error that names its line and field.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "src/config/config.h"
@@ -71,6 +73,22 @@ TEST(LeaseConfig, WrongSettingsAreOneErrorNamingLineAndField) {
     EXPECT_NE(config.error().message.find(c.says), std::string::npos)
         << c.extra << " -> " << config.error().message;
   }
+}
+
+// The leased layer shown in README.md ("```yml") loads as it says.
+TEST(LeaseConfig, TheReadmeExampleLoads) {
+  std::ifstream file(std::string(SPILLWAY_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
+  const std::size_t begin = readme.find("```yml\n");
+  ASSERT_NE(begin, std::string::npos);
+  const std::size_t end = readme.find("```", begin + 7);
+  ASSERT_NE(end, std::string::npos);
+  Result<Config> config = parse_config(readme.substr(begin + 7, end - begin - 7));
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  ASSERT_EQ(config->policy.layers.size(), 1u);
+  ASSERT_TRUE(config->policy.layers[0].lease);
+  EXPECT_EQ(*config->policy.layers[0].lease, LeaseSpec{});
 }
 
 }  // namespace
