@@ -376,7 +376,7 @@ void LeaseStore::attempt(const StoreRequest& request, AllCallback& done,
     }
     if (admitted) {
       std::int64_t units = 0;
-      taken.for_each([this, &units](const Taken& t) {
+      taken.for_each([&units](const Taken& t) {
         units += t.units;
         std::lock_guard lock(t.shard->mutex);
         --t.entry->borrowers;

@@ -344,6 +344,28 @@ TEST(LeaseStore, WhenTheSharedStoreFailsHeldLeasesDecideUntilTheyEndThenTheError
   EXPECT_TRUE(a.one("fault", limit, spec, kStart + 400'000).allowed) << "and it recovers";
 }
 
+// An instance that dies with a lease (here: its last calls fail, so nothing is given back) strands
+// its units: they stay charged, nobody else is credited them, and the next window is whole again.
+TEST(LeaseStore, AnInstanceKilledWithALeaseStrandsItsUnitsAndNoOneOverAdmits) {
+  Fixture f;
+  const Limit limit = make_limit(Algorithm::kFixedWindow, 100, kSecond);
+  const LeaseSpec spec{.max_age = 500'000, .max_share_permille = 500};  // leases of up to 50
+  auto a = std::make_unique<Instance>(f.shared, f.clock);
+  ASSERT_TRUE(a->one("killed", limit, spec, kStart + 1).allowed);
+  ASSERT_TRUE(a->one("killed", limit, spec, kStart + 2).allowed);  // a lease of 50, 1 used
+  const std::int64_t stranded = a->store->counts().held;
+  EXPECT_EQ(stranded, 49);
+  a->calls->fail = true;  // dead: its lease is never returned
+  a.reset();
+  Instance b(f.shared, f.clock);
+  int admitted = 0;
+  for (int i = 0; i < 200; ++i) admitted += b.one("killed", limit, spec, kStart + 10 + i).allowed;
+  EXPECT_EQ(admitted, 100 - 2 - stranded) << "the dead instance's units stay charged";
+  int next = 0;
+  for (int i = 0; i < 200; ++i) next += b.one("killed", limit, spec, kStart + kSecond + i).allowed;
+  EXPECT_EQ(next, 100) << "and strand nothing past their window";
+}
+
 TEST(LeaseStore, ANonLeasedRequestAndAPeekGoStraightToTheSharedStore) {
   Fixture f;
   Instance a(f.shared, f.clock);
