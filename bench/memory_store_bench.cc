@@ -1,11 +1,13 @@
 // Checks per second of the in-memory store, every algorithm, 1 / 10k / 1M keys, 1 and 2 threads,
 // beside a naive baseline (one std::mutex around one std::unordered_map running the same GCRA
 // math). Also reports heap bytes per tracked key per algorithm (glibc mallinfo2).
+// SPILLWAY_BENCH_SHARDS=N sets the shared store's shard count (default: the store's, 64).
 //
 // Run: build/release/bench/memory_store_bench  (see docs/benchmarks.md)
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -53,12 +55,20 @@ Limit bench_limit(Algorithm algorithm) {
 
 std::unique_ptr<MemoryStore> shared_store;
 
+// The shared store's shards: 64 (the default), or SPILLWAY_BENCH_SHARDS (to see what two threads
+// share: docs/benchmarks.md, section 14).
+std::size_t bench_shards() {
+  const char* set = std::getenv("SPILLWAY_BENCH_SHARDS");
+  return set != nullptr ? std::strtoul(set, nullptr, 10) : MemoryStoreOptions{}.shards;
+}
+
 template <Algorithm kAlgorithm>
 void BM_MemoryStore(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto& names = keys(n);
   if (state.thread_index() == 0) {
-    shared_store = std::make_unique<MemoryStore>(MemoryStoreOptions{.max_keys = 20'000'000});
+    shared_store = std::make_unique<MemoryStore>(
+        MemoryStoreOptions{.shards = bench_shards(), .max_keys = 20'000'000});
   }
   const Limit limit = bench_limit(kAlgorithm);
   KeyWalk walk(n, state.thread_index());
@@ -114,6 +124,27 @@ std::size_t heap_bytes() {
   return info.uordblks + info.hblkhd;
 }
 
+// Where two threads' cost comes from: one store, but each thread walks keys of its own (thread t
+// the n keys after t * n), so they share shard locks and the tables' lines, never a key's state.
+template <Algorithm kAlgorithm>
+void BM_SharedStoreOwnKeys(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto& names = keys(2 * n);
+  if (state.thread_index() == 0) {
+    shared_store = std::make_unique<MemoryStore>(
+        MemoryStoreOptions{.shards = bench_shards(), .max_keys = 20'000'000});
+  }
+  const Limit limit = bench_limit(kAlgorithm);
+  KeyWalk walk(n, state.thread_index());
+  const std::size_t offset = static_cast<std::size_t>(state.thread_index() % 2) * n;
+  Micros now = 1'700'000'000'000'000;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(shared_store->check(names[offset + walk.next()], limit, 1, ++now));
+  }
+  state.SetItemsProcessed(state.iterations());
+  if (state.thread_index() == 0) shared_store.reset();
+}
+
 // Upper bound for two threads: each thread has a store of its own, so no cache line is shared.
 template <Algorithm kAlgorithm>
 void BM_PrivateStorePerThread(benchmark::State& state) {
@@ -160,6 +191,7 @@ BENCHMARK(BM_MemoryStore<Algorithm::kFixedWindow>)->Apply(key_args);
 BENCHMARK(BM_MemoryStore<Algorithm::kSlidingWindow>)->Apply(key_args);
 BENCHMARK(BM_MemoryStore<Algorithm::kSlidingLog>)->Apply(key_args);
 BENCHMARK(BM_PrivateStorePerThread<Algorithm::kGcra>)->Apply(key_args);
+BENCHMARK(BM_SharedStoreOwnKeys<Algorithm::kGcra>)->Apply(key_args);
 BENCHMARK(BM_MemoryStoreGcraSystemClock)
     ->Arg(1'000)
     ->Threads(1)

@@ -7,13 +7,17 @@
 # `build/fuzz/fuzz/<target>_fuzz FILE`).
 # FUZZ_SEED=N makes a run reproducible (libFuzzer's -seed; CI uses 1 so that a change that
 # passes here passes there); unset, each run explores from a random seed.
-# Usage: [FUZZ_SEED=N] scripts/fuzz.sh [SECONDS]
+# --build installs and builds the targets only (scripts/test.sh builds them while tests run).
+# Usage: [FUZZ_SEED=N] scripts/fuzz.sh [SECONDS | --build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
-if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
-  echo "usage: scripts/fuzz.sh [SECONDS]   (seconds per target, default 60)" >&2
+build_only=false
+if [ "$seconds" = --build ]; then
+  build_only=true
+elif ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: scripts/fuzz.sh [SECONDS | --build]   (seconds per target, default 60)" >&2
   exit 2
 fi
 
@@ -25,6 +29,7 @@ echo "== build: fuzz"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$(nproc)" --target request_fuzz config_fuzz url_fuzz rls_fuzz \
   trace_fuzz tenants_fuzz
+"$build_only" && exit 0
 
 artifacts=build/fuzz/artifacts
 mkdir -p "$artifacts"

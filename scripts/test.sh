@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, then builds and runs every test three times —
 # a normal build with warnings as errors, ASan+UBSan, and ThreadSanitizer — and runs the
-# libFuzzer targets for 60 s each (scripts/fuzz.sh). Prints how long each phase took.
+# libFuzzer targets for 60 s each (scripts/fuzz.sh). The release CLI and the fuzz targets build
+# at nice 19 while tests run. Prints how long each phase took.
 # Usage: scripts/test.sh [--quick]
 #   --quick: builds the test binary (ci preset) and runs the unit tests only (`ctest --preset ci
 #            -L unit`: no redis-server, no child process; under a minute once built).
@@ -56,33 +57,62 @@ if "$quick"; then
   run_ctest --preset ci -L unit -j "$jobs"
   end_phase "ctest ci -L unit"
 else
-  scripts/setup.sh --browser
+  # Everything apt installs, at once (clang-16 and libFuzzer for the fuzz stage too): nothing
+  # runs apt-get later, beside the package test's dpkg.
+  scripts/setup.sh --browser clang-16 libfuzzer-16-dev
   end_phase "setup"
   # SPILLWAY_TEST_JOBS: ctest's -j (default: the number of cores; docs/benchmarks.md, section 9).
   test_jobs=${SPILLWAY_TEST_JOBS:-$jobs}
+  # Two builds run at nice 19 beside the tests, which spend much of their time waiting on
+  # redis-server, nginx and child processes: the release CLI (the README's run command builds
+  # it) beside the ci and asan tests, the fuzz targets beside the tsan tests. Each is waited for
+  # before the next build; a failure prints its log and stops the run.
+  background=0
+  background_log=build/background-build.log
+  start_background() {
+    mkdir -p build
+    echo "== build (nice 19, beside the tests): $1"
+    (nice -n 19 bash -c "$2") >"$background_log" 2>&1 &
+    background=$!
+  }
+  wait_background() {
+    [ "$background" -eq 0 ] && return 0
+    if ! wait "$background"; then
+      echo "== background build failed:"
+      cat "$background_log"
+      exit 1
+    fi
+    background=0
+  }
   for preset in ci asan tsan; do
     echo "== build: $preset"
     cmake --preset "$preset" >/dev/null
     cmake --build --preset "$preset" -j "$jobs"
     check_labels "$preset"
     end_phase "build $preset"
+    case "$preset" in
+      ci)
+        start_background "release (spillway_cli)" "cmake --preset release >/dev/null &&
+          cmake --build --preset release -j $jobs --target spillway_cli"
+        ;;
+      tsan) start_background "fuzz targets" "scripts/fuzz.sh --build" ;;
+    esac
     echo "== test: $preset"
     run_ctest --preset "$preset" -j "$test_jobs"
-    end_phase "ctest $preset"
-    if [ "$preset" = ci ]; then
-      # The README's run command builds the release preset: make sure it builds too.
-      echo "== build: release (scripts/run.sh)"
-      cmake --preset release >/dev/null
-      cmake --build --preset release -j "$jobs" --target spillway_cli
-      end_phase "build release (spillway_cli)"
+    end_phase "ctest $preset (with a build beside it)"
+    if [ "$preset" = asan ]; then
+      wait_background
+      end_phase "rest of the release CLI build"
     fi
   done
+  wait_background
+  end_phase "rest of the fuzz build"
   # Coverage-guided fuzzing of the request parser, the config loader, the Redis URL parsers, the
   # Envoy rules loader, the trace reader and the tenant records (stored form, admin API bodies,
   # journals), 60 s each.
   # A fixed seed: the same code fuzzes the same way here and on a developer's machine.
   FUZZ_SEED=1 scripts/fuzz.sh 60
-  end_phase "fuzz (clang-16 build + 6 targets x 60 s)"
+  end_phase "fuzz (6 targets x 60 s)"
 fi
 echo "== all test runs passed"
 echo "tests: $passed passed, 0 failed"

@@ -43,11 +43,11 @@ class MemoryStore final : public Store {
 
   // The synchronous forms, answered in place: what Store's forms answer through decide() (the
   // same validation, the same tables), without building a callback and a list for one key. Per
-  // check that is ~35 ns instead of ~80 (docs/benchmarks.md); through a Store& the base forms run.
+  // check that is ~35 ns instead of ~80 (docs/benchmarks.md), through a Store& too.
   Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
-                         std::optional<Micros> now = std::nullopt);
+                         std::optional<Micros> now = std::nullopt) override;
   Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                              std::optional<Micros> now = std::nullopt);
+                              std::optional<Micros> now = std::nullopt) override;
 
   // Reservations (Operation::kReserve) are kept in this process, until their ttl; settled in
   // place, answered before it returns.

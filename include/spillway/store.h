@@ -197,13 +197,14 @@ class Store {
   // The forms callers use; each validates its arguments (an error changes nothing) and calls
   // decide(). The synchronous ones block until the answer (at once on a store that decides
   // inline; never call them on an event loop with a network store). A single key is a request
-  // with one key.
-  Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
-                         std::optional<Micros> now = std::nullopt);
+  // with one key. A store that decides in place may override the two synchronous forms to skip
+  // the request and the callback (the memory store does); they must decide as decide() does.
+  virtual Result<Decision> check(std::string_view key, const Limit& limit, std::int64_t cost = 1,
+                                 std::optional<Micros> now = std::nullopt);
   void check_async(std::string_view key, const Limit& limit, std::int64_t cost,
                    std::optional<Micros> now, Callback done);
-  Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                              std::optional<Micros> now = std::nullopt);
+  virtual Result<Decisions> check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                      std::optional<Micros> now = std::nullopt);
   void check_all_async(std::span<const KeyedLimit> checks, std::int64_t cost,
                        std::optional<Micros> now, AllCallback done);
   // decide(), waiting for its answer. Safe from inside an inline answer's callback.

@@ -8,13 +8,15 @@
 #include <iomanip>
 #include <iostream>
 #include <mutex>
-#include <random>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "spillway/limit.h"
 #include "spillway/open_store.h"
 #include "src/cli/args.h"
+#include "src/cli/http_load.h"
+#include "src/cli/latency_histogram.h"
 
 namespace spillway::cli {
 namespace {
@@ -26,9 +28,12 @@ struct BenchSetup {
   std::int64_t keys = 1000;
   std::chrono::milliseconds duration{5000};
   std::int64_t requests = 0;  // when > 0: stop after this many checks in all (not duration)
+  std::int64_t rate = 0;      // when > 0: checks/s offered in all, on a schedule (open loop)
   int batch = 128;            // redis: most checks per script call
   int in_flight = 0;          // redis: script calls in flight before checks batch (0: default)
   std::string key_prefix = std::string(kBenchKeyPrefix);  // redis: apart from serve's keys
+  std::optional<HttpTarget> http;  // --http: load an HTTP server instead of a backend
+  int threads = 2;                 // --http: event loops
 };
 
 struct ThreadTotals {
@@ -36,13 +41,19 @@ struct ThreadTotals {
   std::int64_t denied = 0;
   std::int64_t errors = 0;
   std::string first_error;
-  std::vector<std::int64_t> latencies_ns;  // one sample per check
+  LatencyHistogram latencies;  // decided checks' latencies (in memory closed loop, a sample), ns
 };
 
+using Steady = std::chrono::steady_clock;
+
+// In-process closed loop: the latency of one check in this many is measured (see run_threads).
+constexpr std::uint32_t kClosedLoopSampling = 8;
+
 Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
-  auto args = Args::parse(argc, argv, first,
-                          {"backend", "algorithm", "limit", "period", "burst", "concurrency",
-                           "keys", "duration", "requests", "batch", "in-flight", "key-prefix"});
+  auto args = Args::parse(
+      argc, argv, first,
+      {"backend", "algorithm", "limit", "period", "burst", "concurrency", "keys", "duration",
+       "requests", "rate", "batch", "in-flight", "key-prefix", "http", "threads"});
   if (!args) return std::unexpected(args.error());
   if (!args->positional().empty()) {
     return invalid_argument("unexpected argument \"" + args->positional()[0] + "\"");
@@ -63,10 +74,13 @@ Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   if (!keys) return std::unexpected(keys.error());
   auto requests = args->get_int("requests", 1, std::int64_t{1} << 40);
   if (!requests) return std::unexpected(requests.error());
+  auto rate = args->get_int("rate", 1, 1'000'000'000);
+  if (!rate) return std::unexpected(rate.error());
   BenchSetup setup{.backend = args->get("backend").value_or("memory"), .limit = *made};
   setup.concurrency = static_cast<int>(concurrency->value_or(1));
   setup.keys = keys->value_or(1000);
   setup.requests = requests->value_or(0);
+  setup.rate = rate->value_or(0);
   auto batch = args->get_int("batch", 1, 4096);
   if (!batch) return std::unexpected(batch.error());
   setup.batch = static_cast<int>(batch->value_or(128));
@@ -77,6 +91,16 @@ Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
     if (prefix->empty()) return invalid_argument("--key-prefix must not be empty");
     setup.key_prefix = *prefix;
   }
+  if (auto url = args->get("http")) {
+    if (args->get("backend")) return invalid_argument("--http and --backend: give one of them");
+    auto target = parse_http_target(*url);
+    if (!target) return std::unexpected(target.error());
+    setup.http = *target;
+    setup.concurrency = static_cast<int>(concurrency->value_or(64));
+  }
+  auto threads = args->get_int("threads", 1, 64);
+  if (!threads) return std::unexpected(threads.error());
+  setup.threads = static_cast<int>(threads->value_or(2));
   if (auto duration = args->get("duration")) {
     auto parsed = parse_duration(*duration);
     if (!parsed) return invalid_argument("--duration: " + parsed.error().message);
@@ -86,34 +110,72 @@ Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   return setup;
 }
 
-std::int64_t percentile(std::vector<std::int64_t>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  auto index = static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1));
-  return sorted[index];
-}
+// A lane's share of the run: checks are taken from the shared count (--requests) 64 at a time,
+// so that lanes do not contend on it once per check; the total stays exact.
+class Budget {
+ public:
+  Budget(const BenchSetup& setup, std::atomic<std::int64_t>& issued, const std::atomic<bool>& stop)
+      : setup_(setup), issued_(issued), stop_(stop) {}
 
-// Whether lane may issue one more check (duration not over, request budget not spent).
-bool may_issue(const BenchSetup& setup, std::atomic<std::int64_t>& issued,
-               const std::atomic<bool>& stop) {
-  if (stop.load(std::memory_order_relaxed)) return false;
-  return setup.requests == 0 || issued.fetch_add(1) < setup.requests;
-}
+  // Whether the lane may issue one more check (duration not over, request budget not spent).
+  bool take() {
+    if (stop_.load(std::memory_order_relaxed)) return false;
+    if (setup_.requests == 0) return true;
+    if (left_ == 0) {
+      const std::int64_t before = issued_.fetch_add(kChunk, std::memory_order_relaxed);
+      left_ = std::clamp<std::int64_t>(setup_.requests - before, 0, kChunk);
+      if (left_ == 0) return false;
+    }
+    --left_;
+    return true;
+  }
 
-// A decision counts as a check (its latency sampled); an error only as an error: a dead backend
-// answers errors very fast, and they must not pass for checks per second.
-void record(ThreadTotals& totals, const Result<Decision>& decision,
-            std::chrono::steady_clock::time_point since) {
+ private:
+  static constexpr std::int64_t kChunk = 64;
+  const BenchSetup& setup_;
+  std::atomic<std::int64_t>& issued_;
+  const std::atomic<bool>& stop_;
+  std::int64_t left_ = 0;
+};
+
+// Picks keys at random (xorshift, scaled to the key count without a division): cheap next to a
+// check.
+class KeyPicker {
+ public:
+  KeyPicker(const std::vector<std::string>& keys, int lane)
+      : keys_(keys), x_(0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(lane + 1)) {}
+  const std::string& next() {
+    x_ ^= x_ << 13;
+    x_ ^= x_ >> 7;
+    x_ ^= x_ << 17;
+    // (x >> 32) * n >> 32: uniform over n < 2^32 keys (--keys is at most 10^8).
+    return keys_[static_cast<std::size_t>(((x_ >> 32) * keys_.size()) >> 32)];
+  }
+
+ private:
+  const std::vector<std::string>& keys_;
+  std::uint64_t x_;
+};
+
+// A decision counts as a check; an error only as an error: a dead backend answers errors very
+// fast, and they must not pass for checks per second. Whether it was a decision.
+bool count(ThreadTotals& totals, const Result<Decision>& decision) {
   if (!decision) {
     if (totals.errors++ == 0) totals.first_error = decision.error().message;
-    return;
+    return false;
   }
-  totals.latencies_ns.push_back(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since)
-          .count());
   if (decision->allowed) {
     ++totals.admitted;
   } else {
     ++totals.denied;
+  }
+  return true;
+}
+
+// Counts the answer and, for a decision, samples its latency.
+void record(ThreadTotals& totals, const Result<Decision>& decision, Steady::duration took) {
+  if (count(totals, decision)) {
+    totals.latencies.record(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
   }
 }
 
@@ -123,29 +185,66 @@ void stop_after(const BenchSetup& setup, std::atomic<bool>& stop) {
   stop = true;
 }
 
-// In-process backends: one thread per lane, each checking back to back.
+// Waits for `at` on a schedule: sleeps while it is far, spins the last 100 µs.
+void wait_until(Steady::time_point at) {
+  for (Steady::time_point now = Steady::now(); now < at; now = Steady::now()) {
+    if (at - now > std::chrono::microseconds(200)) {
+      std::this_thread::sleep_until(at - std::chrono::microseconds(100));
+    }
+  }
+}
+
+// The time between two scheduled checks of one lane when `lanes` share --rate.
+Steady::duration lane_interval(const BenchSetup& setup, int lanes) {
+  return std::chrono::duration_cast<Steady::duration>(
+      std::chrono::duration<double>(static_cast<double>(lanes) / static_cast<double>(setup.rate)));
+}
+
+// In-process backends: one thread per lane. Closed loop: checks back to back, one in
+// kClosedLoopSampling timed (two clock reads cost as much as a check: timing each one would halve
+// what is measured; a uniform sample keeps the percentiles). Open loop
+// (--rate): each check has its time on the lane's schedule and its latency counts from that time,
+// so a stall delays the checks behind it and shows in their latencies.
 void run_threads(Store& store, const BenchSetup& setup, const std::vector<std::string>& keys,
                  std::atomic<std::int64_t>& issued, std::atomic<bool>& stop,
                  std::vector<ThreadTotals>& totals) {
   std::vector<std::jthread> threads;
+  const Steady::time_point start = Steady::now() + std::chrono::milliseconds(1);
   for (int t = 0; t < setup.concurrency; ++t) {
     threads.emplace_back([&, t] {
       ThreadTotals& mine = totals[static_cast<std::size_t>(t)];
-      std::mt19937_64 random(static_cast<std::uint64_t>(t) * 7919 + 1);
-      while (may_issue(setup, issued, stop)) {
-        const auto before = std::chrono::steady_clock::now();
-        record(mine, store.check(keys[random() % keys.size()], setup.limit), before);
+      Budget budget(setup, issued, stop);
+      KeyPicker pick(keys, t);
+      if (setup.rate == 0) {
+        for (std::uint32_t n = 0; budget.take(); ++n) {
+          if (n % kClosedLoopSampling != 0) {
+            count(mine, store.check(pick.next(), setup.limit));
+            continue;
+          }
+          const Steady::time_point before = Steady::now();
+          const Result<Decision> decision = store.check(pick.next(), setup.limit);
+          record(mine, decision, Steady::now() - before);
+        }
+        return;
+      }
+      const Steady::duration interval = lane_interval(setup, setup.concurrency);
+      Steady::time_point scheduled = start + interval * t / setup.concurrency;
+      while (budget.take()) {
+        wait_until(scheduled);
+        const Result<Decision> decision = store.check(pick.next(), setup.limit);
+        record(mine, decision, Steady::now() - scheduled);
+        scheduled += interval;
       }
     });
   }
   stop_after(setup, stop);
 }
 
-// Network backends: `concurrency` checks kept in flight; each completion issues the next one.
-// An answer that comes at once (an open circuit) comes back through the store's inline queue
-// (src/core/inline_completion.h), so the chain loops on one thread instead of recursing; the
-// duration is timed on a thread of its own, since the thread that starts the lanes may be the
-// one that loops.
+// Network backends, closed loop: `concurrency` checks kept in flight; each completion issues the
+// next one. An answer that comes at once (an open circuit) comes back through the store's inline
+// queue (src/core/inline_completion.h), so the chain loops on one thread instead of recursing;
+// the duration is timed on a thread of its own, since the thread that starts the lanes may be
+// the one that loops.
 void run_in_flight(Store& store, const BenchSetup& setup, const std::vector<std::string>& keys,
                    std::atomic<std::int64_t>& issued, std::atomic<bool>& stop,
                    std::vector<ThreadTotals>& totals) {
@@ -153,25 +252,26 @@ void run_in_flight(Store& store, const BenchSetup& setup, const std::vector<std:
   std::condition_variable idle;
   int lanes_running = setup.concurrency;
   struct Lane {
-    std::mt19937_64 random;
+    Budget budget;
+    KeyPicker pick;
     ThreadTotals* totals;
   };
   std::vector<Lane> lanes;
   for (int t = 0; t < setup.concurrency; ++t) {
-    lanes.push_back({std::mt19937_64(static_cast<std::uint64_t>(t) * 7919 + 1),
-                     &totals[static_cast<std::size_t>(t)]});
+    lanes.push_back(
+        {Budget(setup, issued, stop), KeyPicker(keys, t), &totals[static_cast<std::size_t>(t)]});
   }
   // A lane's next check; completions run on the backend's thread and chain the next check.
   std::function<void(Lane&)> next = [&](Lane& lane) {
-    if (!may_issue(setup, issued, stop)) {
+    if (!lane.budget.take()) {
       std::lock_guard lock(mutex);
       if (--lanes_running == 0) idle.notify_all();
       return;
     }
-    const auto before = std::chrono::steady_clock::now();
-    store.check_async(keys[lane.random() % keys.size()], setup.limit, 1, std::nullopt,
+    const Steady::time_point before = Steady::now();
+    store.check_async(lane.pick.next(), setup.limit, 1, std::nullopt,
                       [&, before](Result<Decision> decision) {
-                        record(*lane.totals, decision, before);
+                        record(*lane.totals, decision, Steady::now() - before);
                         next(lane);
                       });
   };
@@ -179,6 +279,92 @@ void run_in_flight(Store& store, const BenchSetup& setup, const std::vector<std:
   for (Lane& lane : lanes) next(lane);
   std::unique_lock lock(mutex);
   idle.wait(lock, [&] { return lanes_running == 0; });
+}
+
+// Network backends, open loop (--rate): one thread issues the checks on the schedule, however
+// many are still in flight; each latency counts from the check's scheduled time. The run ends
+// when every check issued has its answer.
+void run_scheduled(Store& store, const BenchSetup& setup, const std::vector<std::string>& keys,
+                   std::atomic<std::int64_t>& issued, std::atomic<bool>& stop,
+                   std::vector<ThreadTotals>& totals) {
+  std::mutex mutex;  // guards totals[0] and outstanding; completions come from backend threads
+  std::condition_variable drained;
+  std::int64_t outstanding = 0;
+  Budget budget(setup, issued, stop);
+  KeyPicker pick(keys, 0);
+  const Steady::duration interval = lane_interval(setup, 1);
+  std::jthread timer([&] { stop_after(setup, stop); });
+  for (Steady::time_point scheduled = Steady::now(); budget.take(); scheduled += interval) {
+    wait_until(scheduled);
+    {
+      std::lock_guard lock(mutex);
+      ++outstanding;
+    }
+    store.check_async(pick.next(), setup.limit, 1, std::nullopt,
+                      [&, scheduled](Result<Decision> decision) {
+                        const Steady::duration took = Steady::now() - scheduled;
+                        std::lock_guard lock(mutex);
+                        record(totals[0], decision, took);
+                        if (--outstanding == 0) drained.notify_all();
+                      });
+  }
+  std::unique_lock lock(mutex);
+  drained.wait(lock, [&] { return outstanding == 0; });
+}
+
+double micros(std::uint64_t ns) { return static_cast<double>(ns) / 1000; }
+
+// The report both modes print: name=value lines, then exit 1 when anything failed.
+int report(const BenchSetup& setup, std::string_view target, const ThreadTotals& all,
+           double seconds, std::ostream& out, std::ostream& err) {
+  const auto checks = static_cast<double>(all.admitted + all.denied);  // decided, errors apart
+  if (setup.http) {
+    out << "http=" << target << " connections=" << setup.concurrency
+        << " threads=" << setup.threads;
+  } else {
+    out << "backend=" << target << " algorithm=" << algorithm_name(setup.limit.algorithm())
+        << " concurrency=" << setup.concurrency << " keys=" << setup.keys;
+  }
+  out << (setup.rate > 0 ? " loop=open" : " loop=closed") << "\n";
+  if (setup.rate > 0) out << "offered_per_second=" << setup.rate << "\n";
+  out << std::fixed << std::setprecision(0) << "checks_per_second=" << checks / seconds << "\n"
+      << "errors_per_second=" << static_cast<double>(all.errors) / seconds << "\n"
+      << std::setprecision(1) << "p50_us=" << micros(all.latencies.at(0.50)) << "\n"
+      << "p99_us=" << micros(all.latencies.at(0.99)) << "\n"
+      << "p999_us=" << micros(all.latencies.at(0.999)) << "\n"
+      << "max_us=" << micros(all.latencies.max()) << "\n"
+      << "admitted=" << all.admitted << "\n"
+      << "denied=" << all.denied << "\n"
+      << "errors=" << all.errors << "\n";
+  if (all.errors > 0) {
+    err << "spillway bench: " << all.errors << " checks failed; first error: " << all.first_error
+        << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+// --http: the HTTP server at the URL under the same request stream as bench/check.lua.
+int run_http(const BenchSetup& setup, std::ostream& out, std::ostream& err) {
+  const HttpLoad load{.target = *setup.http,
+                      .connections = setup.concurrency,
+                      .threads = setup.threads,
+                      .rate = setup.rate,
+                      .duration = setup.duration,
+                      .requests = setup.requests};
+  Result<HttpLoadTotals> done = run_http_load(load);
+  if (!done) {
+    err << "spillway bench: " << done.error().message << "\n";
+    return 1;
+  }
+  ThreadTotals all{.admitted = done->admitted,
+                   .denied = done->denied,
+                   .errors = done->errors,
+                   .first_error = done->first_error,
+                   .latencies = done->latencies};
+  const std::string target =
+      "http://" + load.target.host + ":" + load.target.port + load.target.path;
+  return report(setup, target, all, done->seconds, out, err);
 }
 
 }  // namespace
@@ -189,6 +375,7 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
     err << "spillway bench: " << setup.error().message << "\n";
     return 2;
   }
+  if (setup->http) return run_http(*setup, out, err);
   // --batch 1 sends every check as its own script call, all lanes pipelined; otherwise checks
   // that wait behind --in-flight (default: the store's, 2) calls in flight go together in the
   // next call.
@@ -213,6 +400,8 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
   const auto started = std::chrono::steady_clock::now();
   if (setup->backend == "memory") {
     run_threads(**store, *setup, keys, issued, stop, totals);
+  } else if (setup->rate > 0) {
+    run_scheduled(**store, *setup, keys, issued, stop, totals);
   } else {
     run_in_flight(**store, *setup, keys, issued, stop, totals);
   }
@@ -225,26 +414,9 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
     all.denied += t.denied;
     all.errors += t.errors;
     if (all.first_error.empty()) all.first_error = t.first_error;
-    all.latencies_ns.insert(all.latencies_ns.end(), t.latencies_ns.begin(), t.latencies_ns.end());
+    all.latencies.merge(t.latencies);
   }
-  std::sort(all.latencies_ns.begin(), all.latencies_ns.end());
-  const auto checks = static_cast<double>(all.latencies_ns.size());  // decided, errors apart
-  out << "backend=" << setup->backend << " algorithm=" << algorithm_name(setup->limit.algorithm())
-      << " concurrency=" << setup->concurrency << " keys=" << setup->keys << "\n"
-      << std::fixed << std::setprecision(0) << "checks_per_second=" << checks / seconds << "\n"
-      << "errors_per_second=" << static_cast<double>(all.errors) / seconds << "\n"
-      << std::setprecision(1)
-      << "p50_us=" << static_cast<double>(percentile(all.latencies_ns, 0.50)) / 1000 << "\n"
-      << "p99_us=" << static_cast<double>(percentile(all.latencies_ns, 0.99)) / 1000 << "\n"
-      << "admitted=" << all.admitted << "\n"
-      << "denied=" << all.denied << "\n"
-      << "errors=" << all.errors << "\n";
-  if (all.errors > 0) {
-    err << "spillway bench: " << all.errors << " checks failed; first error: " << all.first_error
-        << "\n";
-    return 1;
-  }
-  return 0;
+  return report(*setup, setup->backend, all, seconds, out, err);
 }
 
 }  // namespace spillway::cli

@@ -1,6 +1,7 @@
 // spillway bench (docs/SPEC.md §4): a load generator against a backend. Threads check random keys
-// for a duration (or a number of requests) and the command prints checks/s, latency percentiles and
-// the admitted / denied / error totals.
+// for a duration (or a number of requests), back to back (closed loop) or on a schedule of --rate
+// checks/s (open loop: latency counted from each check's scheduled time), and the command prints
+// checks/s, latency percentiles (p50, p99, p99.9, max) and the admitted / denied / error totals.
 #pragma once
 
 #include <iosfwd>

@@ -197,12 +197,25 @@ std::vector<Help> all_help() {
   bench.insert(
       bench.end(),
       {{"--concurrency N",
-        "checks at once: threads on memory, checks in flight on Redis; 1 to 1024", "default: 1"},
+        "checks at once: threads on memory, checks in flight on Redis, connections with --http; "
+        "1 to 1024",
+        "default: 1 (--http: 64)"},
        {"--keys K", "how many keys the checks pick from at random, 1 to 100000000",
         "default: 1000"},
        {"--duration D", "how long to run, a DURATION", "default: 5s"},
        {"--requests N", "stop after N checks in all instead of after --duration, 1 to 2^40",
         "default: none"},
+       {"--rate R",
+        "open loop: offer R checks/s in all on a schedule (1 to 10^9); each latency counts from "
+        "the check's scheduled time, so a stall shows in the checks queued behind it",
+        "default: none (closed loop: checks back to back)"},
+       {"--http URL",
+        "instead of a backend, an HTTP server: POSTs of the seed policy's attributes (10,000 "
+        "addresses, 1,000 API keys) to http://HOST[:PORT]/PATH on keep-alive connections "
+        "(--concurrency of them); 2xx is admitted, 429 and 503 denied",
+        "default: none"},
+       {"--threads N", "--http: event loops the connections are spread over, 1 to 64",
+        "default: 2"},
        {"--batch N", "Redis: the most checks in one script call, 1 to 4096 (1: no batching)",
         "default: 128"},
        {"--in-flight N", "Redis: script calls in flight before checks wait to batch, 1 to 4096",
@@ -213,10 +226,13 @@ std::vector<Help> all_help() {
   help.push_back({"bench", "load a backend and measure it",
                   "bench [--backend URL] [--algorithm NAME] [--limit L] [--period P] [--burst B]\n"
                   "                      [--concurrency N] [--keys K] [--duration D | --requests "
-                  "N] [--batch N]\n"
-                  "                      [--in-flight N] [--key-prefix P]",
-                  "Checks random keys against a backend and prints checks/s, errors/s, p50/p99 "
-                  "latency and the admitted, denied and error totals; exit 1 when a check failed.",
+                  "N] [--rate R]\n"
+                  "                      [--batch N] [--in-flight N] [--key-prefix P]\n"
+                  "       spillway bench --http URL [--concurrency N] [--threads N]\n"
+                  "                      [--duration D | --requests N] [--rate R]",
+                  "Checks random keys against a backend and prints checks/s, errors/s, p50, p99, "
+                  "p99.9 and max latency and the admitted, denied and error totals; exit 1 when a "
+                  "check failed.",
                   std::move(bench), durations() + "\n" + std::string(kBackends)});
 
   help.push_back(

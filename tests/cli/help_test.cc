@@ -29,7 +29,8 @@ const std::vector<Subcommand>& subcommands() {
         "--burst", "--algorithms", "--out", "--csv", "--svg", "--trace-out"}},
       {"bench",
        {"--backend", "--algorithm", "--limit", "--period", "--burst", "--concurrency", "--keys",
-        "--duration", "--requests", "--batch", "--in-flight", "--key-prefix"}},
+        "--duration", "--requests", "--rate", "--http", "--threads", "--batch", "--in-flight",
+        "--key-prefix"}},
       {"validate", {"FILE", "--rls"}},
   };
   return all;

@@ -1,0 +1,53 @@
+// spillway bench --http URL: HTTP/1.1 load on keep-alive connections, closed loop (each
+// connection sends its next request when the answer came) or open loop (--rate: each connection
+// has its own schedule, and a request's latency counts from its scheduled time, so a server that
+// stalls is charged for the requests queued behind the stall, as wrk2 does).
+//
+// Every request is a POST of the seed policy's attributes, {"ip":...,"api_key":...,"endpoint":
+// "/search"}, over 10,000 client addresses and 1,000 API keys (bench/check.lua's stream): the same
+// bytes whatever answers them, spillway's /v1/check or nginx's limit_req. 2xx counts as admitted,
+// 429 and 503 as denied, anything else (or a broken connection) as an error.
+//
+// Thread safety: run_http_load() runs its own threads and returns when they are done.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "spillway/error.h"
+#include "src/cli/latency_histogram.h"
+
+namespace spillway::cli {
+
+struct HttpTarget {
+  std::string host;  // a numeric address or a name
+  std::string port;  // "80" when the URL names none
+  std::string path;  // "/" when the URL names none
+};
+
+// Parses http://HOST[:PORT][/PATH]; an error names what is wrong with the URL.
+Result<HttpTarget> parse_http_target(std::string_view url);
+
+struct HttpLoad {
+  HttpTarget target;
+  int connections = 64;
+  int threads = 2;        // event loops, connections spread over them
+  std::int64_t rate = 0;  // requests/s offered in all; 0: closed loop
+  std::chrono::milliseconds duration{5000};
+  std::int64_t requests = 0;  // when > 0: stop after this many (not duration)
+};
+
+struct HttpLoadTotals {
+  std::int64_t admitted = 0;
+  std::int64_t denied = 0;
+  std::int64_t errors = 0;
+  std::string first_error;
+  LatencyHistogram latencies;  // ns, of every answered request
+  double seconds = 0;          // from the first request to the last answer
+};
+
+// Runs the load; an error when no connection could be opened at all.
+Result<HttpLoadTotals> run_http_load(const HttpLoad& load);
+
+}  // namespace spillway::cli
