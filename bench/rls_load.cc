@@ -1,8 +1,11 @@
-// A load generator for the gRPC rate limit service (bench/compare_grpc.sh): keeps N calls in
-// flight with grpc++'s callback client API and prints what came back.
-//   rls_load HOST:PORT DOMAIN KEY VALUES IN_FLIGHT SECONDS
+// A load generator for the gRPC rate limit service (bench/compare_grpc.sh, bench/latency.sh):
+// grpc++'s callback client API.
+//   rls_load HOST:PORT DOMAIN KEY VALUES IN_FLIGHT SECONDS [RATE]
+// Closed loop: IN_FLIGHT calls kept in flight, each answer sends the next. Open loop (RATE
+// calls/s): one thread sends the calls on a schedule, at most IN_FLIGHT at once (a call due while
+// all are in flight waits for one to end), and each latency counts from the call's scheduled time.
 // Each call asks about one descriptor {KEY: v<i>}, i cycling over VALUES values. Prints
-//   calls_per_second=… ok=… over_limit=… errors=… p50_us=… p99_us=…
+//   calls_per_second=… ok=… over_limit=… errors=… p50_us=… p99_us=… p999_us=… max_us=…
 // Exit 1 when any call failed.
 #include <grpcpp/grpcpp.h>
 
@@ -14,9 +17,11 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "src/cli/latency_histogram.h"
 
 namespace pb = envoy::service::ratelimit::v3;
 using Clock = std::chrono::steady_clock;
@@ -31,8 +36,10 @@ struct Load {
   std::atomic<long> next{0}, ok{0}, over{0}, errors{0};
   std::mutex mutex;
   std::condition_variable done_cv;
-  int running = 0;
-  std::vector<std::vector<std::int64_t>> latencies;  // per slot, µs
+  int running = 0;  // closed loop: slots still sending
+  bool open_loop = false;
+  std::vector<int> free_slots;                // open loop: slots not in flight
+  spillway::cli::LatencyHistogram latencies;  // ns, under mutex
 };
 
 struct Slot {
@@ -41,7 +48,7 @@ struct Slot {
   pb::RateLimitRequest request;
   pb::RateLimitResponse response;
   std::unique_ptr<grpc::ClientContext> context;
-  Clock::time_point started;
+  Clock::time_point started;  // when the call was due (open loop) or sent (closed loop)
 
   void send() {
     const long n = load->next.fetch_add(1);
@@ -52,70 +59,110 @@ struct Slot {
     entry->set_value("v" + std::to_string(n % load->values));
     response.Clear();
     context = std::make_unique<grpc::ClientContext>();
-    started = Clock::now();
+    if (!load->open_loop) started = Clock::now();
     load->stub->async()->ShouldRateLimit(context.get(), &request, &response,
                                          [this](grpc::Status status) { finished(status); });
   }
 
   void finished(const grpc::Status& status) {
     const Clock::time_point now = Clock::now();
-    load->latencies[static_cast<std::size_t>(index)].push_back(
-        std::chrono::duration_cast<std::chrono::microseconds>(now - started).count());
     if (!status.ok()) {
-      load->errors.fetch_add(1);
+      if (load->errors.fetch_add(1) == 0) {
+        std::fprintf(stderr, "rls_load: first error: %s\n", status.error_message().c_str());
+      }
     } else if (response.overall_code() == pb::RateLimitResponse::OK) {
       load->ok.fetch_add(1);
     } else {
       load->over.fetch_add(1);
     }
-    if (now < load->end) return send();
-    std::lock_guard lock(load->mutex);
-    if (--load->running == 0) load->done_cv.notify_all();
+    bool send_next = false;
+    {
+      std::lock_guard lock(load->mutex);
+      load->latencies.record(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now - started).count());
+      if (load->open_loop) {
+        load->free_slots.push_back(index);
+        load->done_cv.notify_all();
+        return;
+      }
+      send_next = now < load->end;
+      if (!send_next && --load->running == 0) load->done_cv.notify_all();
+    }
+    if (send_next) send();
   }
 };
+
+// Sleeps until `at` while it is far, then spins.
+void wait_until(Clock::time_point at) {
+  for (Clock::time_point now = Clock::now(); now < at; now = Clock::now()) {
+    if (at - now > std::chrono::microseconds(200)) {
+      std::this_thread::sleep_until(at - std::chrono::microseconds(100));
+    }
+  }
+}
+
+// Open loop: the calls due until `end`, each on a free slot (waiting for one if all are busy).
+void run_scheduled(Load& load, std::vector<Slot>& slots, double rate, Clock::time_point start) {
+  const auto interval =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / rate));
+  for (Clock::time_point due = start; due < load.end; due += interval) {
+    wait_until(due);
+    int slot = 0;
+    {
+      std::unique_lock lock(load.mutex);
+      load.done_cv.wait(lock, [&] { return !load.free_slots.empty(); });
+      slot = load.free_slots.back();
+      load.free_slots.pop_back();
+    }
+    slots[static_cast<std::size_t>(slot)].started = due;
+    slots[static_cast<std::size_t>(slot)].send();
+  }
+  std::unique_lock lock(load.mutex);
+  load.done_cv.wait(lock, [&] { return load.free_slots.size() == slots.size(); });
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    std::fprintf(stderr, "usage: rls_load HOST:PORT DOMAIN KEY VALUES IN_FLIGHT SECONDS\n");
+  if (argc != 7 && argc != 8) {
+    std::fprintf(stderr, "usage: rls_load HOST:PORT DOMAIN KEY VALUES IN_FLIGHT SECONDS [RATE]\n");
     return 2;
   }
   auto channel = grpc::CreateChannel(argv[1], grpc::InsecureChannelCredentials());
   auto stub = pb::RateLimitService::NewStub(channel);
   const int in_flight = std::max(1, std::atoi(argv[5]));
   const int seconds = std::max(1, std::atoi(argv[6]));
+  const double rate = argc == 8 ? std::atof(argv[7]) : 0;
   Load load;
   load.stub = stub.get();
   load.domain = argv[2];
   load.key = argv[3];
   load.values = std::max(1, std::atoi(argv[4]));
-  load.latencies.resize(static_cast<std::size_t>(in_flight));
+  load.open_loop = rate > 0;
   const Clock::time_point start = Clock::now();
   load.end = start + std::chrono::seconds(seconds);
   std::vector<Slot> slots(static_cast<std::size_t>(in_flight));
-  load.running = in_flight;
   for (int i = 0; i < in_flight; ++i) {
     slots[static_cast<std::size_t>(i)].load = &load;
     slots[static_cast<std::size_t>(i)].index = i;
+    load.free_slots.push_back(i);
   }
-  for (Slot& slot : slots) slot.send();
-  {
+  if (load.open_loop) {
+    run_scheduled(load, slots, rate, start);
+  } else {
+    load.running = in_flight;
+    for (Slot& slot : slots) slot.send();
     std::unique_lock lock(load.mutex);
     load.done_cv.wait(lock, [&] { return load.running == 0; });
   }
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<std::int64_t> all;
-  for (const auto& l : load.latencies) all.insert(all.end(), l.begin(), l.end());
-  std::sort(all.begin(), all.end());
-  const auto pct = [&](double p) {
-    return all.empty() ? 0
-                       : all[std::min(all.size() - 1, static_cast<std::size_t>(p * all.size()))];
-  };
   const long calls = load.ok + load.over + load.errors;
-  std::printf("calls_per_second=%.0f ok=%ld over_limit=%ld errors=%ld p50_us=%lld p99_us=%lld\n",
-              static_cast<double>(calls) / took, load.ok.load(), load.over.load(),
-              load.errors.load(), static_cast<long long>(pct(0.5)),
-              static_cast<long long>(pct(0.99)));
+  const auto us = [&](std::uint64_t ns) { return static_cast<double>(ns) / 1000; };
+  std::printf(
+      "calls_per_second=%.0f ok=%ld over_limit=%ld errors=%ld p50_us=%.1f p99_us=%.1f "
+      "p999_us=%.1f max_us=%.1f\n",
+      static_cast<double>(calls) / took, load.ok.load(), load.over.load(), load.errors.load(),
+      us(load.latencies.at(0.5)), us(load.latencies.at(0.99)), us(load.latencies.at(0.999)),
+      us(load.latencies.max()));
   return load.errors > 0 ? 1 : 0;
 }

@@ -6,30 +6,30 @@ namespace spillway::server {
 
 void TopKeys::add(std::string_view key, std::string_view plan) {
   if (capacity_ == 0) return;
+  const std::size_t hash = std::hash<std::string_view>{}(key);
   std::lock_guard lock(mutex_);
-  if (auto it = index_.find(key); it != index_.end()) {
-    Entry& entry = entries_[it->second];
-    ++entry.count;
-    if (entry.plan != plan) entry.plan.assign(plan);  // a plan changed at runtime shows
-    return;
+  std::size_t least = 0;
+  for (std::size_t i = 0; i < hashes_.size(); ++i) {
+    if (hashes_[i] == hash && entries_[i].key == key) {
+      Entry& entry = entries_[i];
+      ++entry.count;
+      if (entry.plan != plan) entry.plan.assign(plan);  // a plan changed at runtime shows
+      return;
+    }
+    if (entries_[i].count < entries_[least].count) least = i;
   }
   if (entries_.size() < capacity_) {
-    index_.emplace(std::string(key), entries_.size());
     entries_.push_back({std::string(key), 1, 0, std::string(plan)});
+    hashes_.push_back(hash);
     return;
   }
   // Replace the least counted key; the newcomer may have been denied as often as it was.
-  std::size_t least = 0;
-  for (std::size_t i = 1; i < entries_.size(); ++i) {
-    if (entries_[i].count < entries_[least].count) least = i;
-  }
   Entry& slot = entries_[least];
-  index_.erase(slot.key);
   slot.key.assign(key);
   slot.plan.assign(plan);
   slot.error = slot.count;
   ++slot.count;
-  index_.emplace(slot.key, least);
+  hashes_[least] = hash;
 }
 
 std::vector<TopKeys::Entry> TopKeys::top(std::size_t n) const {

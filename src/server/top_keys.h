@@ -4,9 +4,10 @@
 // reported key: count − error ≤ its true number of denials ≤ count, and every key denied more
 // than total / capacity times is reported.
 //
-// Thread safety: add() and top() from any thread (one mutex; add() costs a hash lookup, and a
-// scan of the counters and two copies of the key when a key is not tracked yet). Memory: `capacity`
-// keys and counters.
+// Thread safety: add() and top() from any thread (one mutex; add() hashes the key once and scans
+// `capacity` hashes, finding the key and the least counted one in the same pass; a key replaced
+// reuses its slot's string buffers, so a denial allocates only when a key is longer than any its
+// slot held before). Memory: `capacity` keys, hashes and counters.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace spillway::server {
@@ -39,15 +39,7 @@ class TopKeys {
   const std::size_t capacity_;
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view key) const {
-      return std::hash<std::string_view>{}(key);
-    }
-  };
-  // Key -> position in entries_, looked up by string_view: a denial of a tracked key allocates
-  // nothing.
-  std::unordered_map<std::string, std::size_t, Hash, std::equal_to<>> index_;
+  std::vector<std::size_t> hashes_;  // hashes_[i]: the hash of entries_[i].key
 };
 
 }  // namespace spillway::server
