@@ -41,7 +41,12 @@ http {
   limit_req_zone \$binary_remote_addr zone=edge:10m rate=1000r/m;
   server {
     listen 127.0.0.1:$nginx_port;
-    location / { limit_req zone=edge burst=1000 nodelay; limit_req_status 429; return 200 "ok\n"; }
+    # limit_req runs in the preaccess phase, after the rewrite phase where return answers: a
+    # return here would answer before the limit is ever applied. try_files comes after it.
+    location / {
+      limit_req zone=edge burst=1000 nodelay; limit_req_status 429; try_files /nonexistent @ok;
+    }
+    location @ok { return 200 "ok\n"; }
   }
 }
 CONF

@@ -60,6 +60,7 @@ bool iequals_prefix(std::string_view text, std::string_view lower_prefix) {
 struct Answer {
   int status = 0;
   std::size_t length = 0;  // 0: not complete yet
+  bool close = false;      // "Connection: close": the server ends the connection after it
   std::string problem;     // set: the bytes are not an answer this client reads
 };
 
@@ -80,6 +81,10 @@ Answer read_answer(std::string_view bytes) {
     if (iequals_prefix(line, "transfer-encoding:")) {
       answer.problem = "a chunked answer (this client reads Content-Length only)";
       return answer;
+    }
+    if (iequals_prefix(line, "connection:")) {
+      const std::size_t value = line.find_first_not_of(' ', 11);
+      answer.close = value != std::string_view::npos && iequals_prefix(line.substr(value), "close");
     }
     if (iequals_prefix(line, "content-length:")) {
       std::size_t i = 15;
@@ -183,7 +188,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::copy(in_.begin() + static_cast<std::ptrdiff_t>(answer.length),
               in_.begin() + static_cast<std::ptrdiff_t>(used_), in_.begin());
     used_ -= answer.length;
+    if (answer.close) return reconnect();  // nginx does after keepalive_requests (1,000)
     next();
+  }
+
+  // A connection the server closes after an answer, as it said it would: a new one, no error.
+  void reconnect() {
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    used_ = 0;
+    socket_ = tcp::socket(timer_.get_executor());
+    connect();
   }
 
   void count_error(std::string what) {
