@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/http_client.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
 
@@ -204,3 +205,37 @@ TEST(BenchBinary, KeysGoUnderTheKeyPrefixAndNotServesByDefault) {
 }
 
 }  // namespace
+
+namespace spillway {
+namespace {
+
+// Against a real nginx that closes every connection after 10 requests (keepalive_requests), with
+// the limit_req set-up of bench/compare_http.sh and bench/latency.sh (try_files, so that the
+// limit applies before the answer): every request gets its answer on a new connection when the
+// old one is closed, none is an error, and nginx admits exactly its burst.
+TEST(BenchNginx, ConnectionsNginxClosesAreOpenedAgainAndItsLimitApplies) {
+  const std::string dir = ::testing::TempDir() + "/bench_nginx_" + std::to_string(getpid());
+  ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  const std::uint16_t port = testing::free_port();
+  std::ofstream(dir + "/nginx.conf")
+      << "daemon off;\nworker_processes 1;\npid " << dir << "/nginx.pid;\nerror_log " << dir
+      << "/error.log;\nevents {}\nhttp {\n  access_log off;\n  client_body_temp_path " << dir
+      << ";\n  keepalive_requests 10;\n"
+      << "  limit_req_zone $binary_remote_addr zone=edge:1m rate=1r/m;\n"
+      << "  server {\n    listen 127.0.0.1:" << port << ";\n"
+      << "    location / { limit_req zone=edge burst=99 nodelay; limit_req_status 429;\n"
+      << "      try_files /nonexistent @ok; }\n"
+      << "    location @ok { return 200 'ok\\n'; }\n  }\n}\n";
+  testing::ChildProcess nginx({"/usr/sbin/nginx", "-c", dir + "/nginx.conf", "-p", dir},
+                              dir + "/nginx.log");
+  ASSERT_TRUE(testing::accepts_connections(port)) << testing::read_file(dir + "/error.log");
+  const BenchRun run =
+      bench("--http http://127.0.0.1:" + std::to_string(port) + "/ --requests 300 --concurrency 2");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_EQ(run.fields.at("errors"), "0");
+  EXPECT_EQ(run.fields.at("admitted"), "100") << "1 + a burst of 99 at 1 per minute";
+  EXPECT_EQ(run.fields.at("denied"), "200");
+}
+
+}  // namespace
+}  // namespace spillway
