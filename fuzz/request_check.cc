@@ -172,13 +172,14 @@ void check_response(const HttpRequest& request, const HttpResponse& response) {
   if (response.body.empty() && auth && (s == 204 || s == 403)) return;  // nginx needs no body
   if ((path == "/" || path == "/dashboard") && s == 200) {
     if (!response.content_type.starts_with("text/")) {
-      violated("a page that is not text", response.content_type + " for " + request.target);
+      violated("a page that is not text",
+               std::string(response.content_type) + " for " + request.target);
     }
     return;
   }
   if (response.content_type != "application/json") {
     violated("unexpected content type",
-             response.content_type + " for " + describe(request, response));
+             std::string(response.content_type) + " for " + describe(request, response));
   }
   json::parse_options options;
   boost::system::error_code ec;

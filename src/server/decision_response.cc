@@ -36,7 +36,9 @@ void add_rate_headers(HttpResponse& response, const std::vector<LayerDecision>& 
                       const Decision& top) {
   response.headers.reserve(6);
   if (!layers.empty() && !layers.front().shadow) {
-    std::string policy, state;
+    std::string policy, state;  // sized once: "\"<name>\";q=<limit>;w=<seconds>" per layer
+    policy.reserve(32 * layers.size());
+    state.reserve(32 * layers.size());
     for (const LayerDecision& l : layers) {
       if (l.shadow) break;  // shadow layers come last, and are not the client's limits
       if (!policy.empty()) {
@@ -141,7 +143,7 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
     }
     body.append("]}");
   } else {
-    response.content_type.clear();  // nginx's answers carry no body, so no type either
+    response.content_type = {};  // nginx's answers carry no body, so no type either
   }
   if (for_nginx) {
     // The plan of the first enforced by_plan layer, for the application behind the proxy

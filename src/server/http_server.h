@@ -41,7 +41,8 @@ struct HttpResponse {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;  // added to Content-Type/Length
   std::string body;
-  std::string content_type = "application/json";
+  // A string literal (static storage: nothing to allocate per response), or empty for none.
+  std::string_view content_type = "application/json";
 };
 
 using Responder = std::function<void(HttpResponse)>;
