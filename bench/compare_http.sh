@@ -23,35 +23,9 @@ scripts/setup.sh
 cmake --preset release >/dev/null
 cmake --build --preset release --target spillway_cli >/dev/null
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-wait_port() { for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
-
-nginx_port=$(free_port)
-cat > "$work/nginx.conf" <<CONF
-daemon off; worker_processes 2; pid $work/nginx.pid; error_log $work/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $work; proxy_temp_path $work; fastcgi_temp_path $work;
-  uwsgi_temp_path $work; scgi_temp_path $work;
-  limit_req_zone \$binary_remote_addr zone=edge:10m rate=1000r/m;
-  server {
-    listen 127.0.0.1:$nginx_port;
-    # limit_req runs in the preaccess phase, after the rewrite phase where return answers: a
-    # return here would answer before the limit is ever applied. try_files comes after it.
-    location / {
-      limit_req zone=edge burst=1000 nodelay; limit_req_status 429; try_files /nonexistent @ok;
-    }
-    location @ok { return 200 "ok\n"; }
-  }
-}
-CONF
-/usr/sbin/nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
-wait_port "$nginx_port"
+# $work, free_port, wait_port, pids, start_nginx (the limit_req yardstick).
+source bench/http_common.sh
+start_nginx
 nginx_workers=""
 for _ in $(seq 50); do
   nginx_workers=$(pgrep -f "nginx: worker process" -P "${pids[0]}" | paste -sd, || true)
