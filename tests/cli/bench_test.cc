@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tests/support/http_client.h"
+#include "tests/support/poll.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
 
@@ -123,10 +124,19 @@ TEST_F(BenchHttp, TheStreamIsDecidedAsThePolicySays) {
 }
 
 // Open loop: the server stopped for 300 ms does not stop the schedule; the requests due meanwhile
-// wait, and their latency, counted from when they were due, shows the stall.
+// wait, and their latency, counted from when they were due, shows the stall. The stall starts
+// 200 ms after the server's first decision (not after a fixed time: bench itself may take half a
+// second to start under a sanitizer).
 TEST_F(BenchHttp, AnOpenLoopChargesAStalledServerForTheRequestsDueDuringTheStall) {
   std::jthread staller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const bool started = spillway::testing::wait_until(
+        [&] {
+          return spillway::testing::http(server_->port(), "GET", "/metrics")
+                     .body.find("spillway_decisions_total{") != std::string::npos;
+        },
+        std::chrono::seconds(20));
+    if (!started) return;  // bench's own output then fails the test
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     ::kill(server_->pid(), SIGSTOP);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     ::kill(server_->pid(), SIGCONT);
