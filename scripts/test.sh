@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, then builds and runs every test three times —
 # a normal build with warnings as errors, ASan+UBSan, and ThreadSanitizer — and runs the
-# libFuzzer targets for 60 s each (scripts/fuzz.sh). The release CLI and the fuzz targets build
-# at nice 19 while tests run. Prints how long each phase took.
+# libFuzzer targets for 60 s each (scripts/fuzz.sh). The fuzz targets build at nice 19 while the
+# tsan tests run. Prints how long each phase took.
 # Usage: scripts/test.sh [--quick]
 #   --quick: builds the test binary (ci preset) and runs the unit tests only (`ctest --preset ci
 #            -L unit`: no redis-server, no child process; under a minute once built).
@@ -63,10 +63,10 @@ else
   end_phase "setup"
   # SPILLWAY_TEST_JOBS: ctest's -j (default: the number of cores; docs/benchmarks.md, section 9).
   test_jobs=${SPILLWAY_TEST_JOBS:-$jobs}
-  # Two builds run at nice 19 beside the tests, which spend much of their time waiting on
-  # redis-server, nginx and child processes: the release CLI (the README's run command builds
-  # it) beside the ci and asan tests, the fuzz targets beside the tsan tests. Each is waited for
-  # before the next build; a failure prints its log and stops the run.
+  # The fuzz targets build at nice 19 beside the tsan tests, which spend much of their time
+  # waiting on redis-server, nginx and child processes; the build is waited for before fuzzing,
+  # and a failure prints its log and stops the run. (The release CLI of the README's run command
+  # is not built here: the ci preset compiles the same sources with warnings as errors.)
   background=0
   background_log=build/background-build.log
   start_background() {
@@ -90,20 +90,10 @@ else
     cmake --build --preset "$preset" -j "$jobs"
     check_labels "$preset"
     end_phase "build $preset"
-    case "$preset" in
-      ci)
-        start_background "release (spillway_cli)" "cmake --preset release >/dev/null &&
-          cmake --build --preset release -j $jobs --target spillway_cli"
-        ;;
-      tsan) start_background "fuzz targets" "scripts/fuzz.sh --build" ;;
-    esac
+    [ "$preset" = tsan ] && start_background "fuzz targets" "scripts/fuzz.sh --build"
     echo "== test: $preset"
     run_ctest --preset "$preset" -j "$test_jobs"
-    end_phase "ctest $preset (with a build beside it)"
-    if [ "$preset" = asan ]; then
-      wait_background
-      end_phase "rest of the release CLI build"
-    fi
+    end_phase "ctest $preset$([ "$preset" = tsan ] && echo " (the fuzz build beside it)")"
   done
   wait_background
   end_phase "rest of the fuzz build"

@@ -32,7 +32,7 @@ using test_util::make_limit;
 using test_util::same_state;
 using test_util::show_state;
 
-constexpr Micros kS = kMicrosPerSecond;
+constexpr Micros kOneSecond = kMicrosPerSecond;
 
 Decision D(bool allowed, std::int64_t limit, std::int64_t remaining, Micros retry, Micros reset) {
   return Decision{allowed, limit, remaining, retry, reset};
@@ -44,28 +44,28 @@ Decision D(bool allowed, std::int64_t limit, std::int64_t remaining, Micros retr
 
 TEST(LimitMake, AcceptsValidAndDefaultsBurstToLimit) {
   for (Algorithm a : kAlgorithms) {
-    auto l = Limit::make(a, 10, kS);
+    auto l = Limit::make(a, 10, kOneSecond);
     ASSERT_TRUE(l.has_value()) << algorithm_name(a) << ": " << l.error().message;
     EXPECT_EQ(l->algorithm(), a);
     EXPECT_EQ(l->limit(), 10);
-    EXPECT_EQ(l->period(), kS);
+    EXPECT_EQ(l->period(), kOneSecond);
     EXPECT_EQ(l->burst(), 10);  // default B = L
   }
-  auto tb = Limit::make(Algorithm::kTokenBucket, 10, kS, 25);
+  auto tb = Limit::make(Algorithm::kTokenBucket, 10, kOneSecond, 25);
   ASSERT_TRUE(tb.has_value());
   EXPECT_EQ(tb->burst(), 25);
-  auto g = Limit::make(Algorithm::kGcra, 10, kS, 1);
+  auto g = Limit::make(Algorithm::kGcra, 10, kOneSecond, 1);
   ASSERT_TRUE(g.has_value());
   EXPECT_EQ(g->burst(), 1);
 }
 
 TEST(LimitMake, ReducesTheEmissionIntervalFraction) {
   // T = P/L = 10^6 / 3000; gcd(3000, 10^6) = 1000 -> 1000/3.
-  auto l = make_limit(Algorithm::kGcra, 3000, kS);
+  auto l = make_limit(Algorithm::kGcra, 3000, kOneSecond);
   EXPECT_EQ(l.limit_units(), 3);
   EXPECT_EQ(l.period_units(), 1000);
   // gcd(60, 6*10^7) = 60 -> T = 10^6/1.
-  auto m = make_limit(Algorithm::kTokenBucket, 60, 60 * kS);
+  auto m = make_limit(Algorithm::kTokenBucket, 60, 60 * kOneSecond);
   EXPECT_EQ(m.limit_units(), 1);
   EXPECT_EQ(m.period_units(), 1'000'000);
   // gcd(7, 10) = 1 -> 10/7.
@@ -82,7 +82,7 @@ TEST(LimitMake, AcceptsRealisticLimits) {
   for (Algorithm a : kAlgorithms) {
     for (const Case& c :
          {Case{1000, kMicrosPerMinute}, Case{600, kMicrosPerMinute}, Case{60, kMicrosPerMinute},
-          Case{5, kMicrosPerMinute}, Case{10, kS}, Case{1'000'000, kMicrosPerHour},
+          Case{5, kMicrosPerMinute}, Case{10, kOneSecond}, Case{1'000'000, kMicrosPerHour},
           Case{1, kMicrosPerDay}, Case{3, 7}, Case{1, 1}}) {
       auto l = Limit::make(a, c.limit, c.period);
       EXPECT_TRUE(l.has_value()) << algorithm_name(a) << " " << c.limit << "/" << c.period << ": "
@@ -101,23 +101,23 @@ void expect_rejected(Result<Limit> r, const std::string& field, const std::strin
 TEST(LimitMake, RejectsBadLimitPeriodAndBurst) {
   for (Algorithm a : kAlgorithms) {
     const std::string n(algorithm_name(a));
-    expect_rejected(Limit::make(a, 0, kS), "limit", n + " limit 0");
-    expect_rejected(Limit::make(a, -5, kS), "limit", n + " limit -5");
+    expect_rejected(Limit::make(a, 0, kOneSecond), "limit", n + " limit 0");
+    expect_rejected(Limit::make(a, -5, kOneSecond), "limit", n + " limit -5");
     expect_rejected(Limit::make(a, 10, 0), "period", n + " period 0");
-    expect_rejected(Limit::make(a, 10, -kS), "period", n + " period -1s");
+    expect_rejected(Limit::make(a, 10, -kOneSecond), "period", n + " period -1s");
     // Far beyond what exact (< 2^52) arithmetic can hold.
-    expect_rejected(Limit::make(a, std::int64_t{1} << 60, kS), "limit", n + " limit 2^60");
+    expect_rejected(Limit::make(a, std::int64_t{1} << 60, kOneSecond), "limit", n + " limit 2^60");
     expect_rejected(Limit::make(a, 10, std::int64_t{1} << 60), "period", n + " period 2^60");
   }
   for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingLog, Algorithm::kSlidingWindow}) {
     const std::string n(algorithm_name(a));
-    expect_rejected(Limit::make(a, 10, kS, 5), "burst", n + " with burst 5");
-    expect_rejected(Limit::make(a, 10, kS, 10), "burst", n + " with burst 10");
+    expect_rejected(Limit::make(a, 10, kOneSecond, 5), "burst", n + " with burst 5");
+    expect_rejected(Limit::make(a, 10, kOneSecond, 10), "burst", n + " with burst 10");
   }
   for (Algorithm a : {Algorithm::kTokenBucket, Algorithm::kGcra}) {
     const std::string n(algorithm_name(a));
-    expect_rejected(Limit::make(a, 10, kS, 0), "burst", n + " burst 0");
-    expect_rejected(Limit::make(a, 10, kS, -3), "burst", n + " burst -3");
+    expect_rejected(Limit::make(a, 10, kOneSecond, 0), "burst", n + " burst 0");
+    expect_rejected(Limit::make(a, 10, kOneSecond, -3), "burst", n + " burst -3");
   }
 }
 
@@ -142,7 +142,7 @@ TEST(AlgorithmNames, RoundTrip) {
 // ================================================================================================
 
 TEST(FixedWindowExample, CountsResetsAndRetries) {
-  const Limit l = limit_for<FixedWindowState>(3, kS);
+  const Limit l = limit_for<FixedWindowState>(3, kOneSecond);
   FixedWindowState s;
   // t = 2.3 s: window 2 = [2 s, 3 s); reset = 3,000,000 - 2,300,000 = 700,000.
   EXPECT_EQ(core::decide(s, l, 2'300'000, 1), D(true, 3, 2, 0, 700'000));  // n = 1, 3 - 1 = 2
@@ -166,7 +166,7 @@ TEST(FixedWindowExample, CountsResetsAndRetries) {
 
 TEST(FixedWindowExample, AdmitsTwoLimitsAcrossAWindowEdgeButGcraDoesNot) {
   // L = 10, P = 1 s: 10 at 999,999 (window 0), 10 at 1,000,000 (window 1): all 20 pass.
-  const Limit fw = limit_for<FixedWindowState>(10, kS);
+  const Limit fw = limit_for<FixedWindowState>(10, kOneSecond);
   FixedWindowState s;
   int admitted = 0;
   for (int i = 0; i < 10; ++i) admitted += core::decide(s, fw, 999'999, 1).allowed ? 1 : 0;
@@ -176,7 +176,7 @@ TEST(FixedWindowExample, AdmitsTwoLimitsAcrossAWindowEdgeButGcraDoesNot) {
   // GCRA, same L, P, B = L = 10, T = 100,000: the burst of 10 at 999,999 leaves
   // tat = 999,999 + 10 * 100,000 = 1,999,999; at 1,000,000: 1,999,999 + 100,000 - 1,000,000
   // = 1,099,999 > B*T = 1,000,000 -> denied. Only 10 pass.
-  const Limit gl = limit_for<GcraState>(10, kS);
+  const Limit gl = limit_for<GcraState>(10, kOneSecond);
   GcraState g;
   admitted = 0;
   for (int i = 0; i < 10; ++i) admitted += core::decide(g, gl, 999'999, 1).allowed ? 1 : 0;
@@ -184,7 +184,7 @@ TEST(FixedWindowExample, AdmitsTwoLimitsAcrossAWindowEdgeButGcraDoesNot) {
   EXPECT_EQ(admitted, 10);
 
   // The sliding log is exact, too: the 10 entries at 999,999 are live until 1,999,999.
-  const Limit ll = limit_for<SlidingLogState>(10, kS);
+  const Limit ll = limit_for<SlidingLogState>(10, kOneSecond);
   SlidingLogState sl;
   admitted = 0;
   for (int i = 0; i < 10; ++i) admitted += core::decide(sl, ll, 999'999, 1).allowed ? 1 : 0;
@@ -195,7 +195,7 @@ TEST(FixedWindowExample, AdmitsTwoLimitsAcrossAWindowEdgeButGcraDoesNot) {
 TEST(FixedWindowExample, DenseTraceCountsWindows) {
   // L = 3000 per 1 s, one request every 50 µs for t in [0, 2,000,000]: windows 0 and 1 give
   // 3000 each, window 2 holds only t = 2,000,000 -> 3000 + 3000 + 1 = 6001.
-  const Limit l = limit_for<FixedWindowState>(3000, kS);
+  const Limit l = limit_for<FixedWindowState>(3000, kOneSecond);
   FixedWindowState s;
   int admitted = 0;
   for (Micros t = 0; t <= 2'000'000; t += 50) admitted += core::decide(s, l, t, 1).allowed ? 1 : 0;
@@ -207,7 +207,7 @@ TEST(FixedWindowExample, DenseTraceCountsWindows) {
 // ================================================================================================
 
 TEST(SlidingLogExample, ExpiresEntriesExactly) {
-  const Limit l = limit_for<SlidingLogState>(3, kS);
+  const Limit l = limit_for<SlidingLogState>(3, kOneSecond);
   SlidingLogState s;
   // (1.0 s, 1): sum 1; reset = 1,000,000 + 1,000,000 - 1,000,000.
   EXPECT_EQ(core::decide(s, l, 1'000'000, 1), D(true, 3, 2, 0, 1'000'000));
@@ -238,7 +238,7 @@ TEST(SlidingLogExample, ExpiresEntriesExactly) {
 // ================================================================================================
 
 TEST(SlidingWindowExample, WeighsThePreviousWindow) {
-  const Limit l = limit_for<SlidingWindowState>(10, kS);
+  const Limit l = limit_for<SlidingWindowState>(10, kOneSecond);
   SlidingWindowState s;
   // t = 0.9 s, window 0: 0 + 10*P <= 10*P -> admitted; remaining floor(10 - 10) = 0;
   // cur > 0 -> idle at (0 + 2)*P = 2,000,000 -> reset 1,100,000.
@@ -309,7 +309,7 @@ TEST(SlidingWindowExample, EarlierNowInTheSameWindowIsTheLastAdmissionTime) {
 
 TEST(TokenBucketExample, RefillsContinuously) {
   // L = 10, P = 1 s, B = 4: T = 100,000 µs per token.
-  const Limit l = limit_for<TokenBucketState>(10, kS, 4);
+  const Limit l = limit_for<TokenBucketState>(10, kOneSecond, 4);
   TokenBucketState s;
   // Full (4) at t = 0; c = 4 -> tau = 0; refill of 4 tokens takes 400,000.
   EXPECT_EQ(core::decide(s, l, 0, 4), D(true, 10, 0, 0, 400'000));
@@ -334,7 +334,7 @@ TEST(TokenBucketExample, RefillsContinuously) {
 
 TEST(TokenBucketExample, BurstAboveLimit) {
   // L = 2, P = 1 s, B = 5: a cost of 5 > L passes from full; 6 > B never does.
-  const Limit l = limit_for<TokenBucketState>(2, kS, 5);
+  const Limit l = limit_for<TokenBucketState>(2, kOneSecond, 5);
   TokenBucketState s;
   EXPECT_EQ(core::decide(s, l, 7'000'000, 6), D(false, 2, 5, kNever, 0));
   // c = 5 -> tau 0; T = 500,000 -> 5 tokens take 2,500,000.
@@ -347,7 +347,7 @@ TEST(TokenBucketExample, BurstAboveLimit) {
 
 TEST(GcraExample, BurstAtOneInstantThenSpacing) {
   // L = 10, P = 1 s, B = 5: T = 100,000.
-  const Limit l = limit_for<GcraState>(10, kS, 5);
+  const Limit l = limit_for<GcraState>(10, kOneSecond, 5);
   GcraState s;
   const Micros t0 = 1'000'000;
   // k-th request at t0: tat = t0 + (k-1)*T; (k-1)T + T <= 5T iff k <= 5.
@@ -374,8 +374,8 @@ TEST(GcraExample, BurstAdmitsExactlyBAtOneInstant) {
     Micros period;
     std::int64_t burst;
   };
-  for (const Case& c : {Case{100, kS, 7}, Case{2, kS, 5}, Case{10, kS, 10}, Case{3000, kS, 1},
-                        Case{1, 60 * kS, 1}, Case{5, 3, 4}}) {
+  for (const Case& c : {Case{100, kOneSecond, 7}, Case{2, kOneSecond, 5}, Case{10, kOneSecond, 10},
+                        Case{3000, kOneSecond, 1}, Case{1, 60 * kOneSecond, 1}, Case{5, 3, 4}}) {
     const Limit l = limit_for<GcraState>(c.limit, c.period, c.burst);
     GcraState s;
     int admitted = 0;
@@ -399,27 +399,27 @@ int dense_count(const Limit& l) {
 
 TEST(GcraExample, ExactAtHighRates) {
   // 3000/s: T = 1000/3 = 333.33 µs; K = 2,000,000 / T = 6000 -> 6000 + B.
-  EXPECT_EQ(dense_count<GcraState>(limit_for<GcraState>(3000, kS)), 9000);     // B = 3000
-  EXPECT_EQ(dense_count<GcraState>(limit_for<GcraState>(3000, kS, 7)), 6007);  // B = 7
+  EXPECT_EQ(dense_count<GcraState>(limit_for<GcraState>(3000, kOneSecond)), 9000);     // B = 3000
+  EXPECT_EQ(dense_count<GcraState>(limit_for<GcraState>(3000, kOneSecond, 7)), 6007);  // B = 7
   // 2000/s: T = 500; K = 4000 -> 4000 + 2000 = 6000 (not unlimited).
-  EXPECT_EQ(dense_count<GcraState>(limit_for<GcraState>(2000, kS)), 6000);
-  EXPECT_EQ(dense_count<GcraState>(limit_for<GcraState>(2000, kS, 2)), 4002);
+  EXPECT_EQ(dense_count<GcraState>(limit_for<GcraState>(2000, kOneSecond)), 6000);
+  EXPECT_EQ(dense_count<GcraState>(limit_for<GcraState>(2000, kOneSecond, 2)), 4002);
   // 300/s: T = 3333.33; K = 600 -> 600 + 300 = 900 (a truncated T would give 333/s).
-  EXPECT_EQ(dense_count<GcraState>(limit_for<GcraState>(300, kS)), 900);
+  EXPECT_EQ(dense_count<GcraState>(limit_for<GcraState>(300, kOneSecond)), 900);
 }
 
 TEST(TokenBucketExample, ExactAtHighRates) {
   // The same limiter as GCRA: same counts.
-  EXPECT_EQ(dense_count<TokenBucketState>(limit_for<TokenBucketState>(3000, kS)), 9000);
-  EXPECT_EQ(dense_count<TokenBucketState>(limit_for<TokenBucketState>(3000, kS, 7)), 6007);
-  EXPECT_EQ(dense_count<TokenBucketState>(limit_for<TokenBucketState>(2000, kS)), 6000);
-  EXPECT_EQ(dense_count<TokenBucketState>(limit_for<TokenBucketState>(300, kS)), 900);
+  EXPECT_EQ(dense_count<TokenBucketState>(limit_for<TokenBucketState>(3000, kOneSecond)), 9000);
+  EXPECT_EQ(dense_count<TokenBucketState>(limit_for<TokenBucketState>(3000, kOneSecond, 7)), 6007);
+  EXPECT_EQ(dense_count<TokenBucketState>(limit_for<TokenBucketState>(2000, kOneSecond)), 6000);
+  EXPECT_EQ(dense_count<TokenBucketState>(limit_for<TokenBucketState>(300, kOneSecond)), 900);
 }
 
 TEST(GcraExample, SubMicrosecondEmissionInterval) {
   // L = 3,000,000 per 1 s: T = 1/3 µs. From idle, B = L passes at once; one µs later exactly
   // 3 more tokens have come back (1 µs / (1/3 µs)).
-  const Limit l = limit_for<GcraState>(3'000'000, kS, 10);
+  const Limit l = limit_for<GcraState>(3'000'000, kOneSecond, 10);
   GcraState s;
   EXPECT_EQ(core::decide(s, l, 5'000'000, 10).allowed, true);
   EXPECT_EQ(core::decide(s, l, 5'000'000, 1).allowed, false);
@@ -440,7 +440,7 @@ using BucketStates = ::testing::Types<TokenBucketState, GcraState>;
 TYPED_TEST_SUITE(BucketTypes, BucketStates);
 
 TYPED_TEST(BucketTypes, FractionalEmissionInterval) {
-  const Limit l = limit_for<TypeParam>(3, kS);
+  const Limit l = limit_for<TypeParam>(3, kOneSecond);
   TypeParam s;
   // From full: c = 3 -> empty; full again after 3T = 1,000,000.
   EXPECT_EQ(core::decide(s, l, 0, 3), D(true, 3, 0, 0, 1'000'000));
@@ -472,7 +472,7 @@ TYPED_TEST_SUITE(AllAlgorithms, AllStates);
 constexpr Micros kT = 5'500'000;
 
 TYPED_TEST(AllAlgorithms, DeniedLargeCostDoesNotLockOutSmallRequests) {
-  const Limit l = limit_for<TypeParam>(10, kS);
+  const Limit l = limit_for<TypeParam>(10, kOneSecond);
   TypeParam s;
   for (int i = 0; i < 9; ++i) ASSERT_TRUE(core::decide(s, l, kT, 1).allowed) << i;
   // Remaining 1: c = 10 (= L, so not "never") is denied and charges nothing.
@@ -490,7 +490,7 @@ TYPED_TEST(AllAlgorithms, DeniedLargeCostDoesNotLockOutSmallRequests) {
 }
 
 TYPED_TEST(AllAlgorithms, DeniedCostAboveRemainingDoesNotLockOut) {
-  const Limit l = limit_for<TypeParam>(10, kS);
+  const Limit l = limit_for<TypeParam>(10, kOneSecond);
   TypeParam s;
   EXPECT_EQ(core::decide(s, l, kT, 4).remaining, 6);  // 10 - 4
   EXPECT_FALSE(core::decide(s, l, kT, 7).allowed);    // 7 > 6
@@ -504,7 +504,7 @@ TYPED_TEST(AllAlgorithms, DeniedCostAboveRemainingDoesNotLockOut) {
 }
 
 TYPED_TEST(AllAlgorithms, CostAboveLimitIsNever) {
-  const Limit l = limit_for<TypeParam>(10, kS);
+  const Limit l = limit_for<TypeParam>(10, kOneSecond);
   TypeParam s;
   // Idle key, c = 11 > L (= B): never; nothing changes; remaining L; nothing to reset.
   EXPECT_EQ(core::decide(s, l, kT, 11), D(false, 10, 10, kNever, 0));
@@ -521,7 +521,7 @@ TYPED_TEST(AllAlgorithms, CostAboveLimitIsNever) {
 }
 
 TYPED_TEST(AllAlgorithms, ClockGoingBackwardsGrantsNothing) {
-  const Limit l = limit_for<TypeParam>(10, kS);
+  const Limit l = limit_for<TypeParam>(10, kOneSecond);
   TypeParam s;
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(core::decide(s, l, kT, 1).allowed) << i;
   const TypeParam used = s;
@@ -543,7 +543,7 @@ TYPED_TEST(AllAlgorithms, AdmissionAtAnEarlierTimeIsChargedAtTheLaterTime) {
   // 5.6 s: window algorithms still hold all 10 (fixed window 5 ends at 6 s, log entries live to
   // 6.5 s, sliding window 5 has cur = 10) -> 0 pass; the buckets refilled 100,000 µs * 10/s = 1
   // token since 5.5 s -> exactly 1 passes. A limiter that stored 4.5 s would grant more.
-  const Limit l = limit_for<TypeParam>(10, kS);
+  const Limit l = limit_for<TypeParam>(10, kOneSecond);
   TypeParam s;
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(core::decide(s, l, kT, 1).allowed) << i;
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(core::decide(s, l, kT - 1'000'000, 1).allowed) << i;
@@ -554,7 +554,7 @@ TYPED_TEST(AllAlgorithms, AdmissionAtAnEarlierTimeIsChargedAtTheLaterTime) {
 }
 
 TYPED_TEST(AllAlgorithms, PeekReportsAndNeverChangesState) {
-  const Limit l = limit_for<TypeParam>(10, kS);
+  const Limit l = limit_for<TypeParam>(10, kOneSecond);
   TypeParam s;
   // Idle key: everything left, nothing to reset, and the key stays idle.
   EXPECT_EQ(core::decide(s, l, kT, 0), D(true, 10, 10, 0, 0));
@@ -586,7 +586,7 @@ TYPED_TEST(AllAlgorithms, PeekReportsAndNeverChangesState) {
 }
 
 TYPED_TEST(AllAlgorithms, RemainingNeverNegativeWhileHammered) {
-  const Limit l = limit_for<TypeParam>(5, kS);
+  const Limit l = limit_for<TypeParam>(5, kOneSecond);
   TypeParam s;
   for (int i = 0; i < 200; ++i) {
     const Micros t = kT + i * 1'000;
@@ -605,7 +605,7 @@ TYPED_TEST(AllAlgorithms, RemainingNeverNegativeWhileHammered) {
 
 TYPED_TEST(AllAlgorithms, NewKeyIsAlreadyIdle) {
   // A default-constructed state is an idle key: idle at any time from 0 on.
-  const Limit l = limit_for<TypeParam>(10, kS);
+  const Limit l = limit_for<TypeParam>(10, kOneSecond);
   EXPECT_LE(core::idle_at(TypeParam{}, l), 0);
   TypeParam s;
   EXPECT_EQ(core::decide(s, l, 0, 0), D(true, 10, 10, 0, 0));
@@ -614,7 +614,7 @@ TYPED_TEST(AllAlgorithms, NewKeyIsAlreadyIdle) {
 TYPED_TEST(AllAlgorithms, IdleAtAfterOneRequest) {
   // L = 10, P = 1 s, one unit at t = 0: fixed window ends at 1 s; the log entry leaves at 1 s;
   // the sliding window forgets cur only after window 1, at 2 s; buckets refill 1 token in T.
-  const Limit l = limit_for<TypeParam>(10, kS);
+  const Limit l = limit_for<TypeParam>(10, kOneSecond);
   TypeParam s;
   ASSERT_TRUE(core::decide(s, l, 0, 1).allowed);
   Micros expected = 0;

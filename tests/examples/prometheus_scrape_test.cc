@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kSource = SPILLWAY_SOURCE_DIR;
+const fs::path kSourceDir = SPILLWAY_SOURCE_DIR;
 
 using Child = testing::ChildProcess;
 
@@ -42,7 +42,7 @@ std::string api(std::uint16_t port, const std::string& path, const std::string& 
   return testing::run_command(command + " 2>&1").out;
 }
 
-std::size_t count_of(const std::string& text, const std::string& what) {
+std::size_t count_in(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
     ++n;
@@ -61,7 +61,7 @@ TEST(PrometheusScrape, ARealPrometheusScrapesSpillwayAndQueriesTheSeriesBack) {
 
   // spillway, with the SaaS example as written (its listen address replaced by a free port).
   testing::ServeProcess spillway(
-      {"--config", (kSource / "examples/config/saas-plans.yaml").string()},
+      {"--config", (kSourceDir / "examples/config/saas-plans.yaml").string()},
       (dir / "spillway.log").string());
   ASSERT_TRUE(spillway.ready()) << spillway.log();
   const std::string target = "127.0.0.1:" + std::to_string(spillway.port());
@@ -79,7 +79,7 @@ TEST(PrometheusScrape, ARealPrometheusScrapesSpillwayAndQueriesTheSeriesBack) {
   const std::uint16_t port = testing::free_port();
   std::ofstream(dir / "prometheus.yml")
       << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-      << "rule_files: ['" << (kSource / "examples/prometheus/spillway-alerts.yml").string()
+      << "rule_files: ['" << (kSourceDir / "examples/prometheus/spillway-alerts.yml").string()
       << "']\n"
       << "scrape_configs:\n"
       << "  - job_name: spillway\n"
@@ -110,7 +110,7 @@ TEST(PrometheusScrape, ARealPrometheusScrapesSpillwayAndQueriesTheSeriesBack) {
   EXPECT_NE(answer.find(R"("status":"success")"), std::string::npos) << answer;
   EXPECT_NE(answer.find(R"("job":"spillway")"), std::string::npos) << answer;
   EXPECT_NE(answer.find(R"("instance":")" + target + "\""), std::string::npos) << answer;
-  EXPECT_EQ(count_of(answer, R"("__name__":"spillway_requests_total")"), 1u) << answer;
+  EXPECT_EQ(count_in(answer, R"("__name__":"spillway_requests_total")"), 1u) << answer;
 
   // The bad request's series, and the backend's state.
   const std::string bad =
@@ -124,9 +124,9 @@ TEST(PrometheusScrape, ARealPrometheusScrapesSpillwayAndQueriesTheSeriesBack) {
   std::string rules;
   EXPECT_TRUE(eventually(30, [&] {
     rules = api(port, "/api/v1/rules");
-    return count_of(rules, R"("health":"ok")") == 6;
+    return count_in(rules, R"("health":"ok")") == 6;
   })) << rules;
-  EXPECT_EQ(count_of(rules, R"("health":"err")"), 0u) << rules;
+  EXPECT_EQ(count_in(rules, R"("health":"err")"), 0u) << rules;
   for (const char* alert :
        {"SpillwayDown", "SpillwayBackendDown", "SpillwayBackendErrors", "SpillwayErrorAnswers",
         "SpillwayRateLimitServiceErrors", "SpillwayShadowDenialsRising"}) {

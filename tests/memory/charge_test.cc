@@ -27,23 +27,23 @@ namespace spillway {
 namespace {
 
 constexpr Micros kPeriod = kMicrosPerMinute;
-constexpr std::int64_t kLimit = 4;  // per minute: T = 15 s
-constexpr std::int64_t kBurst = 6;  // token_bucket's and gcra's, other than the limit
-constexpr Micros kInterval = kPeriod / kLimit;
+constexpr std::int64_t kChargeLimit = 4;  // per minute: T = 15 s
+constexpr std::int64_t kBurst = 6;        // token_bucket's and gcra's, other than the limit
+constexpr Micros kInterval = kPeriod / kChargeLimit;
 constexpr Micros kWindowStart = 1'000'000 * kPeriod;           // every algorithm's window starts
 constexpr Micros kNow = kWindowStart + 10 * kMicrosPerSecond;  // 10 s into that window
 
 Limit limit_of(Algorithm algorithm) {
   const std::optional<std::int64_t> burst =
       takes_burst(algorithm) ? std::optional<std::int64_t>(kBurst) : std::nullopt;
-  return *Limit::make(algorithm, kLimit, kPeriod, burst);
+  return *Limit::make(algorithm, kChargeLimit, kPeriod, burst);
 }
 
 // What a key may owe at most: one limit past empty, in the units a check takes at most at once
 // (burst() is the limit for the window algorithms).
 std::int64_t debt_bound(const Limit& limit) { return (1 + core::kDebtLimits) * limit.burst(); }
 
-std::string show(const Decision& d) {
+std::string show_charge(const Decision& d) {
   return std::string(d.allowed ? "allowed" : "denied") +
          " remaining=" + std::to_string(d.remaining) +
          " retry_after=" + std::to_string(d.retry_after) +
@@ -86,13 +86,13 @@ Decision as_charged(Decision peek) {
 // is still denied, and when it is over, admitted. Returns the wait (0 on a failure).
 Micros expect_waits_exactly(Store& store, std::string_view key, const Limit& limit, Micros at) {
   const Decision denied = check(store, key, limit, 1, at);
-  EXPECT_FALSE(denied.allowed) << show(denied);
-  EXPECT_GT(denied.retry_after, 0) << show(denied);
+  EXPECT_FALSE(denied.allowed) << show_charge(denied);
+  EXPECT_GT(denied.retry_after, 0) << show_charge(denied);
   if (denied.allowed || denied.retry_after <= 0) return 0;
   const Decision early = check(store, key, limit, 1, at + denied.retry_after - 1);
-  EXPECT_FALSE(early.allowed) << "1 µs before retry_after: " << show(early);
+  EXPECT_FALSE(early.allowed) << "1 µs before retry_after: " << show_charge(early);
   const Decision on_time = check(store, key, limit, 1, at + denied.retry_after);
-  EXPECT_TRUE(on_time.allowed) << "at retry_after: " << show(on_time);
+  EXPECT_TRUE(on_time.allowed) << "at retry_after: " << show_charge(on_time);
   return denied.retry_after;
 }
 
@@ -108,7 +108,7 @@ Micros wait_at_the_bound(const Limit& limit) {
     case Algorithm::kSlidingWindow:
       // The next window counts this one's `bound` for the part of it still in view: 1 fits at
       // the r into it with bound * (P - r) <= (L - 1) * P.
-      return kWindowStart + 2 * kPeriod - (kLimit - 1) * kPeriod / bound - kNow;
+      return kWindowStart + 2 * kPeriod - (kChargeLimit - 1) * kPeriod / bound - kNow;
     case Algorithm::kTokenBucket:
     case Algorithm::kGcra:
       // From `bound` intervals owed down to burst - 1, one interval T at a time.
@@ -128,12 +128,12 @@ TEST_P(MemoryCharge, AChargeAboveTheLimitIsAdmittedAndLeavesTheKeyInDebt) {
   EXPECT_EQ(refused.retry_after, kNever) << "as a check: never";
 
   const Decision charged = charge_one(store, "k", limit, cost, kNow);
-  EXPECT_TRUE(charged.allowed) << show(charged);
-  EXPECT_EQ(charged.limit, kLimit);
+  EXPECT_TRUE(charged.allowed) << show_charge(charged);
+  EXPECT_EQ(charged.limit, kChargeLimit);
   EXPECT_EQ(charged.remaining, 0) << "a key in debt has none";
   EXPECT_GT(charged.reset_after, 0);
   const Decision peek = check(store, "k", limit, 0, kNow);
-  EXPECT_FALSE(peek.allowed) << "in debt, even a peek is denied: " << show(peek);
+  EXPECT_FALSE(peek.allowed) << "in debt, even a peek is denied: " << show_charge(peek);
   EXPECT_EQ(charged, as_charged(peek)) << "the charge reports the key as it stands after it";
 
   const Micros wait = expect_waits_exactly(store, "k", limit, kNow);
@@ -148,12 +148,12 @@ TEST_P(MemoryCharge, TheDebtStopsOneLimitPastEmpty) {
   MemoryStore store;
   const Limit limit = limit_of(GetParam());
   const std::int64_t bound = debt_bound(limit);
-  ASSERT_LT(bound, 10 * kLimit);
-  const Decision ten = charge_one(store, "ten", limit, 10 * kLimit, kNow);
+  ASSERT_LT(bound, 10 * kChargeLimit);
+  const Decision ten = charge_one(store, "ten", limit, 10 * kChargeLimit, kNow);
   const Decision at_bound = charge_one(store, "bound", limit, bound, kNow);
   EXPECT_TRUE(ten.allowed);
-  EXPECT_EQ(ten, at_bound) << "ten limits leave what the bound leaves: " << show(ten) << " vs "
-                           << show(at_bound);
+  EXPECT_EQ(ten, at_bound) << "ten limits leave what the bound leaves: " << show_charge(ten)
+                           << " vs " << show_charge(at_bound);
   // More on a key at the bound changes nothing; a key short of it is charged up to it.
   EXPECT_EQ(charge_one(store, "bound", limit, 5, kNow), at_bound);
   ASSERT_TRUE(charge_one(store, "steps", limit, bound - 1, kNow).allowed);
@@ -179,7 +179,7 @@ TEST_P(MemoryCharge, TheDebtStopsOneLimitPastEmpty) {
     // Whatever was charged, the next window starts from nothing.
     const Decision next = check(store, "ten", limit, 1, kWindowStart + kPeriod + 1);
     EXPECT_TRUE(next.allowed);
-    EXPECT_EQ(next.remaining, kLimit - 2) << "the check at the window's start, and this one";
+    EXPECT_EQ(next.remaining, kChargeLimit - 2) << "the check at the window's start, and this one";
   }
 }
 
@@ -230,8 +230,8 @@ TEST(MemoryChargeKeys, EachKeyIsChargedItsCostWhateverTheOthersOwe) {
 
   const Decisions charged = charge(store, keys, 2, kNow);
   ASSERT_EQ(charged.size(), 3u);
-  EXPECT_TRUE(all_allowed(charged))
-      << show(charged[0]) << "; " << show(charged[1]) << "; " << show(charged[2]);
+  EXPECT_TRUE(all_allowed(charged)) << show_charge(charged[0]) << "; " << show_charge(charged[1])
+                                    << "; " << show_charge(charged[2]);
   EXPECT_EQ(charged[0].remaining, 0);
   EXPECT_EQ(charged[1].remaining, 8) << "the request's cost";
   EXPECT_EQ(charged[2].remaining, 30) << "its own cost";
@@ -296,17 +296,17 @@ TEST(OverLimitCacheCharge, AChargeOfAKeyWhoseDenialIsCachedReachesTheStore) {
   const std::uint64_t hits = cache.hits();
 
   const Decision charged = charge_one(cache, "k", limit, 1, kNow);
-  EXPECT_TRUE(charged.allowed) << show(charged);
+  EXPECT_TRUE(charged.allowed) << show_charge(charged);
   EXPECT_FALSE(charged.local) << "a charge is never answered by the cache";
   EXPECT_EQ(cache.hits(), hits);
   // The store owes one interval more: the wait for 1 is T longer.
   const Decision inner = check(cache.inner(), "k", limit, 1, kNow);
   EXPECT_FALSE(inner.allowed);
-  EXPECT_EQ(inner.retry_after, 2 * kT) << show(inner);
+  EXPECT_EQ(inner.retry_after, 2 * kT) << show_charge(inner);
   EXPECT_EQ(charged, as_charged(check(cache.inner(), "k", limit, 0, kNow)));
   // Once the remembered denial is over, the cache asks the store, which still has the debt.
   const Decision after = check(cache, "k", limit, 1, kNow + kT);
-  EXPECT_FALSE(after.allowed) << show(after);
+  EXPECT_FALSE(after.allowed) << show_charge(after);
   EXPECT_FALSE(after.local);
   EXPECT_EQ(after.retry_after, kT);
   EXPECT_TRUE(check(cache, "k", limit, 1, kNow + 2 * kT).allowed);

@@ -18,7 +18,7 @@ const Limit kRequests = *Limit::make(Algorithm::kFixedWindow, 10, kMicrosPerHour
 const Limit kTokens = *Limit::make(Algorithm::kSlidingLog, 1'000, kMicrosPerHour);
 constexpr Micros kNow = 5 * kMicrosPerHour;  // a window's start
 
-struct Fixture {
+struct MemoryReservationFixture {
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(kNow);
   MemoryStore store{{.clock = clock}};
 
@@ -41,7 +41,7 @@ struct Fixture {
 };
 
 TEST(MemoryReservation, ReserveChargesTheEstimatesAllOrNothing) {
-  Fixture f;
+  MemoryReservationFixture f;
   EXPECT_FALSE(f.reserve(600).empty());
   EXPECT_EQ(f.left("rpm", kRequests), 9);
   EXPECT_EQ(f.left("tpm", kTokens), 400);
@@ -50,7 +50,7 @@ TEST(MemoryReservation, ReserveChargesTheEstimatesAllOrNothing) {
 }
 
 TEST(MemoryReservation, CommitGivesBackOrChargesTheDifferenceOnce) {
-  Fixture f;
+  MemoryReservationFixture f;
   const std::string id = f.reserve(600);
   auto settled = f.store.settle_and_wait({.id = id, .cost = 250});
   ASSERT_TRUE(settled.has_value()) << settled.error().message;
@@ -76,7 +76,7 @@ TEST(MemoryReservation, CommitGivesBackOrChargesTheDifferenceOnce) {
 }
 
 TEST(MemoryReservation, WithoutAMeteredLayerTheCostIsEveryLayers) {
-  Fixture f;
+  MemoryReservationFixture f;
   const std::string id = new_reservation_id();
   const KeyedLimit keys[] = {{"a", &kRequests}, {"b", &kTokens}};
   const ReservedLayer layers[] = {{"a", false}, {"b", false}};
@@ -90,7 +90,7 @@ TEST(MemoryReservation, WithoutAMeteredLayerTheCostIsEveryLayers) {
 }
 
 TEST(MemoryReservation, BadSettlementsAreRefusedAndChangeNothing) {
-  Fixture f;
+  MemoryReservationFixture f;
   const std::string id = f.reserve(600);
   const LayerCost unknown[] = {{"tpm", 1}, {"edge", 1}};
   auto refused = f.store.settle_and_wait({.id = id, .costs = unknown});
@@ -110,7 +110,7 @@ TEST(MemoryReservation, BadSettlementsAreRefusedAndChangeNothing) {
 }
 
 TEST(MemoryReservation, AnUnsettledReservationExpiresWithItsEstimateCharged) {
-  Fixture f;
+  MemoryReservationFixture f;
   const std::string id = f.reserve(600, std::chrono::seconds(30));
   f.clock->advance(30 * kMicrosPerSecond);
   auto late = f.store.settle_and_wait({.id = id, .cost = 0});
@@ -153,7 +153,7 @@ TEST(MemoryReservation, HeldReservationsAreBoundedAndCounted) {
 
 TEST(MemoryReservation, RacingSettlementsOfOneIdSettleItOnce) {
   for (int round = 0; round < 20; ++round) {
-    Fixture f;
+    MemoryReservationFixture f;
     const std::string id = f.reserve(600);
     std::atomic<int> settled{0}, conflicts{0};
     std::vector<std::jthread> threads;
@@ -175,7 +175,7 @@ TEST(MemoryReservation, RacingSettlementsOfOneIdSettleItOnce) {
 // 8 threads reserve estimates and commit actual costs at or below them, all in one window: the
 // actual costs admitted never add up to more than the limit, and every unit refunded is usable.
 TEST(MemoryReservation, ActualCostsAdmittedNeverExceedTheLimitUnderRaces) {
-  Fixture f;
+  MemoryReservationFixture f;
   std::atomic<std::int64_t> actual_total{0};
   std::vector<std::jthread> threads;
   for (int t = 0; t < 8; ++t) {

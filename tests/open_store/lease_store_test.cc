@@ -91,8 +91,8 @@ struct Instance {
   std::unique_ptr<LeaseStore> store;
 };
 
-struct Fixture {
-  Fixture() : clock(std::make_shared<ManualClock>(kStart)) {}
+struct LeaseFixture {
+  LeaseFixture() : clock(std::make_shared<ManualClock>(kStart)) {}
   std::shared_ptr<ManualClock> clock;
   MemoryStore shared{MemoryStoreOptions{.clock = clock}};
   Decision peek(std::string_view key, const Limit& limit, Micros now) {
@@ -171,7 +171,7 @@ TEST(LeaseMath, BadSpecsNameTheirField) {
 // One LeaseStore.
 
 TEST(LeaseStore, ChecksAreDecidedFromLeasesWithFewCallsAndNothingOverTheLimit) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit limit = make_limit(Algorithm::kGcra, 10'000, kSecond);  // cap 1,000
   const LeaseSpec spec{};
@@ -192,7 +192,7 @@ TEST(LeaseStore, ChecksAreDecidedFromLeasesWithFewCallsAndNothingOverTheLimit) {
 }
 
 TEST(LeaseStore, TheFirstLeaseIsTheRequestsOwnCostAndLeasesGrowWithDemand) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit limit = make_limit(Algorithm::kFixedWindow, 1'000, kSecond);
   const LeaseSpec spec{.max_age = 100'000, .max_share_permille = 100};
@@ -206,7 +206,7 @@ TEST(LeaseStore, TheFirstLeaseIsTheRequestsOwnCostAndLeasesGrowWithDemand) {
 }
 
 TEST(LeaseStore, AnIdleLeaseIsGivenBackAndForgotten) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit limit = make_limit(Algorithm::kFixedWindow, 1'000, kSecond);
   const LeaseSpec spec{.max_age = 100'000, .max_share_permille = 100};
@@ -226,7 +226,7 @@ TEST(LeaseStore, AnIdleLeaseIsGivenBackAndForgotten) {
 }
 
 TEST(LeaseStore, AFixedWindowLeaseNeverCrossesItsWindowsEnd) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit limit = make_limit(Algorithm::kFixedWindow, 100, kSecond);
   const LeaseSpec spec{.max_age = 500'000, .max_share_permille = 1000};
@@ -243,7 +243,7 @@ TEST(LeaseStore, AFixedWindowLeaseNeverCrossesItsWindowsEnd) {
 }
 
 TEST(LeaseStore, AllOrNothingWithAnExactLayerThatDenies) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit leased = make_limit(Algorithm::kGcra, 1'000, kSecond);
   const Limit exact = make_limit(Algorithm::kFixedWindow, 2, kSecond);
@@ -267,7 +267,7 @@ TEST(LeaseStore, AllOrNothingWithAnExactLayerThatDenies) {
 }
 
 TEST(LeaseStore, AllOrNothingAcrossTwoLeasedLayers) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit wide = make_limit(Algorithm::kFixedWindow, 1'000, kSecond);
   const Limit narrow = make_limit(Algorithm::kFixedWindow, 3, kSecond);
@@ -288,7 +288,7 @@ TEST(LeaseStore, AllOrNothingAcrossTwoLeasedLayers) {
 }
 
 TEST(LeaseStore, ASharedDenialIsRememberedUntilItsRetryAfter) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   Instance b(f.shared, f.clock);
   const Limit limit = make_limit(Algorithm::kFixedWindow, 10, kSecond);
@@ -309,7 +309,7 @@ TEST(LeaseStore, ASharedDenialIsRememberedUntilItsRetryAfter) {
 }
 
 TEST(LeaseStore, ACostAboveTheLimitIsNeverAdmittedAndSaysSo) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit limit = make_limit(Algorithm::kGcra, 10, kSecond);
   const LeaseSpec spec{};
@@ -321,7 +321,7 @@ TEST(LeaseStore, ACostAboveTheLimitIsNeverAdmittedAndSaysSo) {
 }
 
 TEST(LeaseStore, WhenTheSharedStoreFailsHeldLeasesDecideUntilTheyEndThenTheErrorComes) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit limit = make_limit(Algorithm::kGcra, 10'000, kSecond);
   const LeaseSpec spec{.max_age = 100'000, .max_share_permille = 100};
@@ -347,7 +347,7 @@ TEST(LeaseStore, WhenTheSharedStoreFailsHeldLeasesDecideUntilTheyEndThenTheError
 // An instance that dies with a lease (here: its last calls fail, so nothing is given back) strands
 // its units: they stay charged, nobody else is credited them, and the next window is whole again.
 TEST(LeaseStore, AnInstanceKilledWithALeaseStrandsItsUnitsAndNoOneOverAdmits) {
-  Fixture f;
+  LeaseFixture f;
   const Limit limit = make_limit(Algorithm::kFixedWindow, 100, kSecond);
   const LeaseSpec spec{.max_age = 500'000, .max_share_permille = 500};  // leases of up to 50
   auto a = std::make_unique<Instance>(f.shared, f.clock);
@@ -367,7 +367,7 @@ TEST(LeaseStore, AnInstanceKilledWithALeaseStrandsItsUnitsAndNoOneOverAdmits) {
 }
 
 TEST(LeaseStore, ANonLeasedRequestAndAPeekGoStraightToTheSharedStore) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit limit = make_limit(Algorithm::kGcra, 10, kSecond);
   Result<Decision> d = a.store->check("plain", limit, 1, kStart);
@@ -382,7 +382,7 @@ TEST(LeaseStore, ANonLeasedRequestAndAPeekGoStraightToTheSharedStore) {
 }
 
 TEST(LeaseStore, AResetEndsTheLeaseWithoutGivingItBack) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit limit = make_limit(Algorithm::kFixedWindow, 100, kSecond);
   const LeaseSpec spec{.max_age = 100'000, .max_share_permille = 500};
@@ -400,7 +400,7 @@ TEST(LeaseStore, AResetEndsTheLeaseWithoutGivingItBack) {
 }
 
 TEST(LeaseStore, MetricsNameEveryState) {
-  Fixture f;
+  LeaseFixture f;
   Instance a(f.shared, f.clock);
   const Limit limit = make_limit(Algorithm::kGcra, 1'000, kSecond);
   const LeaseSpec spec{};

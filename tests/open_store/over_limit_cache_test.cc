@@ -23,7 +23,7 @@
 namespace spillway {
 namespace {
 
-constexpr Micros kStart = 1'000 * kMicrosPerSecond;  // a whole second: a window start
+constexpr Micros kCacheStart = 1'000 * kMicrosPerSecond;  // a whole second: a window start
 
 // Counts the calls that reach the wrapped store.
 class CountingStore final : public Store {
@@ -48,16 +48,17 @@ class CountingStore final : public Store {
   std::unique_ptr<Store> inner_;
 };
 
-Limit make_limit(Algorithm algorithm, std::int64_t limit, Micros period,
-                 std::optional<std::int64_t> burst = std::nullopt) {
+Limit cache_limit(Algorithm algorithm, std::int64_t limit, Micros period,
+                  std::optional<std::int64_t> burst = std::nullopt) {
   Result<Limit> made = Limit::make(algorithm, limit, period, burst);
   EXPECT_TRUE(made.has_value()) << made.error().message;
   return *made;
 }
 
 // A cache over a counting wrapper over a MemoryStore, all on one ManualClock.
-struct Fixture {
-  explicit Fixture(std::size_t max_entries = 16) : clock(std::make_shared<ManualClock>(kStart)) {
+struct CacheFixture {
+  explicit CacheFixture(std::size_t max_entries = 16)
+      : clock(std::make_shared<ManualClock>(kCacheStart)) {
     auto memory = std::make_unique<MemoryStore>(MemoryStoreOptions{.clock = clock});
     auto counting = std::make_unique<CountingStore>(std::move(memory));
     counter = counting.get();
@@ -82,8 +83,8 @@ struct Fixture {
 };
 
 TEST(OverLimitCache, ASecondCheckOfADeniedKeyIsAnsweredLocally) {
-  Fixture f;
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 2, kMicrosPerSecond);
+  CacheFixture f;
+  const Limit limit = cache_limit(Algorithm::kFixedWindow, 2, kMicrosPerSecond);
   EXPECT_TRUE(f.check("olc-local", limit).allowed);
   EXPECT_TRUE(f.check("olc-local", limit).allowed);
   const Decision denied = f.check("olc-local", limit);
@@ -112,8 +113,8 @@ TEST(OverLimitCache, ASecondCheckOfADeniedKeyIsAnsweredLocally) {
 TEST(OverLimitCache, ADenialExpiresExactlyAtSentPlusRetryAfter) {
   for (Algorithm algorithm : kAlgorithms) {
     SCOPED_TRACE(std::string(algorithm_name(algorithm)));
-    Fixture f;
-    const Limit limit = make_limit(algorithm, 1, kMicrosPerSecond);
+    CacheFixture f;
+    const Limit limit = cache_limit(algorithm, 1, kMicrosPerSecond);
     const std::string key = "olc-expiry-" + std::string(algorithm_name(algorithm));
     ASSERT_TRUE(f.check(key, limit).allowed);
     f.clock->advance(100'000);
@@ -142,9 +143,9 @@ TEST(OverLimitCache, ADenialExpiresExactlyAtSentPlusRetryAfter) {
 }
 
 TEST(OverLimitCache, ACostBelowTheCachedCostGoesToTheStore) {
-  Fixture f;
+  CacheFixture f;
   // 4 tokens, one back every second.
-  const Limit limit = make_limit(Algorithm::kTokenBucket, 4, 4 * kMicrosPerSecond);
+  const Limit limit = cache_limit(Algorithm::kTokenBucket, 4, 4 * kMicrosPerSecond);
   ASSERT_TRUE(f.check("olc-cost", limit, 3).allowed);  // 1 left
   const Decision denied3 = f.check("olc-cost", limit, 3);
   ASSERT_FALSE(denied3.allowed);
@@ -173,8 +174,8 @@ TEST(OverLimitCache, ACostBelowTheCachedCostGoesToTheStore) {
 }
 
 TEST(OverLimitCache, PeeksAlwaysGoToTheStore) {
-  Fixture f;
-  const Limit limit = make_limit(Algorithm::kGcra, 1, kMicrosPerSecond);
+  CacheFixture f;
+  const Limit limit = cache_limit(Algorithm::kGcra, 1, kMicrosPerSecond);
   ASSERT_TRUE(f.check("olc-peek", limit).allowed);
   ASSERT_FALSE(f.check("olc-peek", limit).allowed);
   const int calls = f.counter->calls();
@@ -184,8 +185,8 @@ TEST(OverLimitCache, PeeksAlwaysGoToTheStore) {
 }
 
 TEST(OverLimitCache, ACostAboveTheLimitIsCachedUntilEvicted) {
-  Fixture f;
-  const Limit limit = make_limit(Algorithm::kSlidingLog, 2, kMicrosPerSecond);
+  CacheFixture f;
+  const Limit limit = cache_limit(Algorithm::kSlidingLog, 2, kMicrosPerSecond);
   const Decision never = f.check("olc-never", limit, 3);
   ASSERT_FALSE(never.allowed);
   ASSERT_EQ(never.retry_after, kNever);
@@ -199,8 +200,8 @@ TEST(OverLimitCache, ACostAboveTheLimitIsCachedUntilEvicted) {
 }
 
 TEST(OverLimitCache, KeepsAtMostMaxEntriesLeastRecentlyUsedFirst) {
-  Fixture f(2);
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 1, 10 * kMicrosPerSecond);
+  CacheFixture f(2);
+  const Limit limit = cache_limit(Algorithm::kFixedWindow, 1, 10 * kMicrosPerSecond);
   for (const char* key : {"olc-lru-a", "olc-lru-b", "olc-lru-c"}) {
     ASSERT_TRUE(f.check(key, limit).allowed);
     ASSERT_FALSE(f.check(key, limit).allowed);
@@ -222,8 +223,8 @@ TEST(OverLimitCache, KeepsAtMostMaxEntriesLeastRecentlyUsedFirst) {
 }
 
 TEST(OverLimitCache, NoEntriesCachesNothing) {
-  Fixture f(0);
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
+  CacheFixture f(0);
+  const Limit limit = cache_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
   ASSERT_TRUE(f.check("olc-zero", limit).allowed);
   EXPECT_FALSE(f.check("olc-zero", limit).local);
   EXPECT_FALSE(f.check("olc-zero", limit).local);
@@ -232,8 +233,8 @@ TEST(OverLimitCache, NoEntriesCachesNothing) {
 }
 
 TEST(OverLimitCache, ClearCachesEmptiesItAndPassesItOn) {
-  Fixture f;
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
+  CacheFixture f;
+  const Limit limit = cache_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
   ASSERT_TRUE(f.check("olc-clear", limit).allowed);
   ASSERT_FALSE(f.check("olc-clear", limit).allowed);
   ASSERT_EQ(f.cache->entries(), 1u);
@@ -246,9 +247,9 @@ TEST(OverLimitCache, ClearCachesEmptiesItAndPassesItOn) {
 }
 
 TEST(OverLimitCache, SeparateLimitsOfOneKeyAreSeparateEntries) {
-  Fixture f;
-  const Limit one = make_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
-  const Limit two = make_limit(Algorithm::kFixedWindow, 2, kMicrosPerSecond);
+  CacheFixture f;
+  const Limit one = cache_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
+  const Limit two = cache_limit(Algorithm::kFixedWindow, 2, kMicrosPerSecond);
   ASSERT_TRUE(f.check("olc-limits", one).allowed);
   ASSERT_FALSE(f.check("olc-limits", one).allowed);
   const Decision other = f.check("olc-limits", two);
@@ -257,9 +258,9 @@ TEST(OverLimitCache, SeparateLimitsOfOneKeyAreSeparateEntries) {
 }
 
 TEST(OverLimitCache, CheckAllWithACachedKeyDeniesWithoutACallAndChargesNothing) {
-  Fixture f;
-  const Limit tight = make_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
-  const Limit loose = make_limit(Algorithm::kFixedWindow, 5, kMicrosPerSecond);
+  CacheFixture f;
+  const Limit tight = cache_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
+  const Limit loose = cache_limit(Algorithm::kFixedWindow, 5, kMicrosPerSecond);
   ASSERT_TRUE(f.check("olc-all-x", tight).allowed);
   ASSERT_FALSE(f.check("olc-all-x", tight).allowed);
   const int calls = f.counter->calls();
@@ -293,8 +294,8 @@ TEST(OverLimitCache, CheckAllWithACachedKeyDeniesWithoutACallAndChargesNothing) 
 }
 
 TEST(OverLimitCache, AsyncChecksUseTheCacheToo) {
-  Fixture f;
-  const Limit limit = make_limit(Algorithm::kTokenBucket, 1, kMicrosPerSecond);
+  CacheFixture f;
+  const Limit limit = cache_limit(Algorithm::kTokenBucket, 1, kMicrosPerSecond);
   std::optional<Result<Decision>> got;
   auto record = [&](Result<Decision> d) { got = std::move(d); };
   f.cache->check_async("olc-async", limit, 1, std::nullopt, record);
@@ -311,8 +312,8 @@ TEST(OverLimitCache, AsyncChecksUseTheCacheToo) {
 }
 
 TEST(OverLimitCache, InvalidInputIsRejectedBeforeTheCache) {
-  Fixture f;
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
+  CacheFixture f;
+  const Limit limit = cache_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
   Result<Decision> empty_key = f.cache->check("", limit, 1);
   ASSERT_FALSE(empty_key.has_value());
   EXPECT_EQ(empty_key.error().code, Errc::kInvalidArgument);
@@ -338,7 +339,7 @@ void exactness_property(Algorithm algorithm) {
   RC_PRE(made.has_value());
   const Limit limit = *made;
 
-  auto clock = std::make_shared<ManualClock>(kStart + *rc::gen::inRange<Micros>(0, 3'000'000));
+  auto clock = std::make_shared<ManualClock>(kCacheStart + *rc::gen::inRange<Micros>(0, 3'000'000));
   OverLimitCache cached(std::make_unique<MemoryStore>(MemoryStoreOptions{.clock = clock}),
                         *rc::gen::inRange<std::size_t>(1, 4), clock);
   MemoryStore reference(MemoryStoreOptions{.clock = clock});

@@ -26,13 +26,13 @@ constexpr auto kXff = ClientIpHeader::kXForwardedFor;
 constexpr auto kForwarded = ClientIpHeader::kForwarded;
 constexpr auto kRealIp = ClientIpHeader::kXRealIp;
 
-IpAddress ip(std::string_view text) {
+IpAddress address_of(std::string_view text) {
   Result<IpAddress> parsed = parse_ip(text);
   EXPECT_TRUE(parsed.has_value()) << text << ": " << parsed.error().message;
   return parsed.value_or(IpAddress{});
 }
 
-std::vector<Cidr> trusted() {
+std::vector<Cidr> trusted_proxies() {
   std::vector<Cidr> out;
   for (const char* text : {"10.0.0.0/8", "127.0.0.1/32", "fd00::/8"})
     out.push_back(*parse_cidr(text));
@@ -41,7 +41,7 @@ std::vector<Cidr> trusted() {
 
 Result<IpAddress> client(std::string_view peer, ClientIpHeader header,
                          const std::vector<std::string_view>& lines) {
-  return client_address(ip(peer), header, lines, trusted());
+  return client_address(address_of(peer), header, lines, trusted_proxies());
 }
 
 std::string show(const std::vector<std::string_view>& lines) {
@@ -63,7 +63,7 @@ void expect_found(const std::vector<Found>& cases) {
     Result<IpAddress> got = client(c.peer, c.header, c.lines);
     ASSERT_TRUE(got.has_value()) << client_ip_header_name(c.header) << " " << show(c.lines) << ": "
                                  << got.error().message;
-    EXPECT_EQ(*got, ip(c.expected))
+    EXPECT_EQ(*got, address_of(c.expected))
         << client_ip_header_name(c.header) << " " << show(c.lines) << " from " << c.peer;
   }
 }
@@ -112,13 +112,13 @@ TEST(ClientAddress, UntrustedPeerIgnoresEveryHeader) {
       {"2001:db8::9", kXff, {"203.0.113.7"}, "2001:db8::9"},
   });
   // And with no trusted proxies at all, nobody is believed.
-  Result<IpAddress> got = client_address(ip("10.0.0.1"), kXff, {}, {});
+  Result<IpAddress> got = client_address(address_of("10.0.0.1"), kXff, {}, {});
   ASSERT_TRUE(got.has_value());
-  EXPECT_EQ(*got, ip("10.0.0.1"));
+  EXPECT_EQ(*got, address_of("10.0.0.1"));
   const std::vector<std::string_view> lines = {"203.0.113.7"};
-  got = client_address(ip("10.0.0.1"), kXff, lines, {});
+  got = client_address(address_of("10.0.0.1"), kXff, lines, {});
   ASSERT_TRUE(got.has_value());
-  EXPECT_EQ(*got, ip("10.0.0.1"));
+  EXPECT_EQ(*got, address_of("10.0.0.1"));
 }
 
 TEST(ClientAddress, AbsentOrBlankHeaderIsThePeer) {

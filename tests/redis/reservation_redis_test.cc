@@ -45,19 +45,20 @@ namespace {
 using namespace std::chrono_literals;
 
 // One redis-server for the file (the cluster is testing::shared_cluster()).
-testing::RedisServer& server() {
+testing::RedisServer& reservation_server() {
   static testing::RedisServer* instance = new testing::RedisServer();
   return *instance;
 }
 
-std::string unique_prefix() {
+std::string reservation_prefix() {
   static std::atomic<int> counter{0};
   return "resv" + std::to_string(getpid()) + "-" + std::to_string(counter++);
 }
 
 // A store on `url`, connected (tests/support/reservation_checks.h).
-std::unique_ptr<RedisStore> open_on(const std::string& url, const std::string& prefix,
-                                    bool dry_run_first = true) {
+std::unique_ptr<RedisStore> open_reservation_store(const std::string& url,
+                                                   const std::string& prefix,
+                                                   bool dry_run_first = true) {
   return testing::open_ready_store(url, prefix, dry_run_first);
 }
 
@@ -65,7 +66,7 @@ std::unique_ptr<RedisStore> open_on(const std::string& url, const std::string& p
 // What the stores answered, printed and compared.
 // ------------------------------------------------------------------------------------------------
 
-std::string show(const Decision& d) {
+std::string show_redis(const Decision& d) {
   std::ostringstream out;
   out << (d.allowed ? "allowed" : "denied") << " limit=" << d.limit << " remaining=" << d.remaining
       << " retry_after=" << d.retry_after << " reset_after=" << d.reset_after;
@@ -73,29 +74,29 @@ std::string show(const Decision& d) {
   return out.str();
 }
 
-std::string show(const SettledLayer& layer) {
+std::string show_redis(const SettledLayer& layer) {
   return layer.label + ": estimate=" + std::to_string(layer.estimate) +
          " actual=" + std::to_string(layer.actual) + " refunded=" + std::to_string(layer.refunded) +
-         " charged=" + std::to_string(layer.charged) + " after " + show(layer.after);
+         " charged=" + std::to_string(layer.charged) + " after " + show_redis(layer.after);
 }
 
 // A list of decisions or settled layers, one shown after another.
 template <typename List>
 std::string show_list(const List& items) {
   std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : "; ") + show(items[i]);
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : "; ") + show_redis(items[i]);
   return out + "]";
 }
-std::string show(const Decisions& decisions) { return show_list(decisions); }
-std::string show(const Settled& settled) { return show_list(settled); }
+std::string show_redis(const Decisions& decisions) { return show_list(decisions); }
+std::string show_redis(const Settled& settled) { return show_list(settled); }
 
-std::string show(const Error& error) {
+std::string show_redis(const Error& error) {
   return std::string(errc_name(error.code)) + " (" + error.message + ")";
 }
 
 template <typename T>
-std::string show(const Result<T>& result) {
-  return result ? show(*result) : "error " + show(result.error());
+std::string show_redis(const Result<T>& result) {
+  return result ? show_redis(*result) : "error " + show_redis(result.error());
 }
 
 bool same(const Decisions& a, const Decisions& b) { return a == b; }
@@ -122,7 +123,7 @@ bool same(const Result<T>& a, const Result<T>& b) {
 
 // Uniform in [lo, hi), whatever the size of the case.
 template <typename T>
-T pick(T lo, T hi) {
+T pick_redis(T lo, T hi) {
   return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
 }
 
@@ -150,11 +151,11 @@ class Differential {
     for (const Backend& other : others_) {
       auto got = run(*other.store);
       if (!same(want, got)) {
-        RC_FAIL("history:" + log_ + "\nmemory: " + show(want) + "\n" + other.name + ": " +
-                show(got));
+        RC_FAIL("history:" + log_ + "\nmemory: " + show_redis(want) + "\n" + other.name + ": " +
+                show_redis(got));
       }
     }
-    log_ += "\n    -> " + show(want);
+    log_ += "\n    -> " + show_redis(want);
     return want;
   }
 
@@ -195,11 +196,11 @@ std::int64_t estimate_of_cost(const Made& made) {
 }
 
 Limit random_limit() {
-  const Algorithm algorithm = kAlgorithms[static_cast<std::size_t>(pick(0, kAlgorithmCount))];
-  const std::int64_t limit = pick<std::int64_t>(1, 6);
-  const Micros period = pick<Micros>(100, 3'001);
+  const Algorithm algorithm = kAlgorithms[static_cast<std::size_t>(pick_redis(0, kAlgorithmCount))];
+  const std::int64_t limit = pick_redis<std::int64_t>(1, 6);
+  const Micros period = pick_redis<Micros>(100, 3'001);
   std::optional<std::int64_t> burst;
-  if (takes_burst(algorithm)) burst = pick<std::int64_t>(1, 6);
+  if (takes_burst(algorithm)) burst = pick_redis<std::int64_t>(1, 6);
   Result<Limit> made = Limit::make(algorithm, limit, period, burst);
   if (!made) RC_FAIL("Limit::make: " + made.error().message);
   return *made;
@@ -235,16 +236,16 @@ enum class Step {
 
 // One history on the memory store, one Redis and (with_cluster) a Redis Cluster.
 void reservations_like_memory(bool with_cluster) {
-  const std::string prefix = unique_prefix();
+  const std::string prefix = reservation_prefix();
   MemoryStore memory;
-  std::unique_ptr<RedisStore> redis = open_on(server().url(), prefix);
+  std::unique_ptr<RedisStore> redis = open_reservation_store(reservation_server().url(), prefix);
   if (!redis) RC_FAIL("no Redis store");
   std::vector<Backend> others = {{"redis", redis.get()}};
   std::unique_ptr<RedisStore> cluster;
   bool dry_run_first = true;
   if (with_cluster) {
-    dry_run_first = pick(0, 2) == 0;
-    cluster = open_on(testing::shared_cluster().url(), prefix, dry_run_first);
+    dry_run_first = pick_redis(0, 2) == 0;
+    cluster = open_reservation_store(testing::shared_cluster().url(), prefix, dry_run_first);
     if (!cluster) RC_FAIL("no Redis Cluster store");
     others.push_back({"cluster", cluster.get()});
   }
@@ -256,12 +257,12 @@ void reservations_like_memory(bool with_cluster) {
   // 1 to 3 targets of 1 to 3 layers each; a later target's first layer is sometimes the first
   // target's (one key that two kinds of request share).
   std::deque<Limit> limits;  // stable addresses
-  std::vector<std::vector<Layer>> targets(static_cast<std::size_t>(pick(1, 4)));
+  std::vector<std::vector<Layer>> targets(static_cast<std::size_t>(pick_redis(1, 4)));
   for (std::size_t t = 0; t < targets.size(); ++t) {
-    const int layer_count = pick(1, 4);
+    const int layer_count = pick_redis(1, 4);
     for (int j = 0; j < layer_count; ++j) {
       const std::string label = "layer" + std::to_string(j);
-      if (t > 0 && j == 0 && pick(0, 4) == 0) {
+      if (t > 0 && j == 0 && pick_redis(0, 4) == 0) {
         targets[t].push_back({targets[0][0].key, targets[0][0].limit, label});
       } else {
         limits.push_back(random_limit());
@@ -274,15 +275,16 @@ void reservations_like_memory(bool with_cluster) {
     }
   }
   const auto pick_target = [&]() -> const std::vector<Layer>& {
-    return targets[static_cast<std::size_t>(pick<int>(0, static_cast<int>(targets.size())))];
+    return targets[static_cast<std::size_t>(pick_redis<int>(0, static_cast<int>(targets.size())))];
   };
   // The keyed limits of a request: each layer charged the request's cost or, now and then, a
   // cost of its own (a layer that counts something else).
   const auto keyed = [](const std::vector<Layer>& layers, std::string& text) {
     std::vector<KeyedLimit> checks;
     for (const Layer& layer : layers) {
-      const std::int64_t own =
-          pick(0, 3) == 0 ? pick<std::int64_t>(0, layer.limit->limit() + 2) : kRequestCost;
+      const std::int64_t own = pick_redis(0, 3) == 0
+                                   ? pick_redis<std::int64_t>(0, layer.limit->limit() + 2)
+                                   : kRequestCost;
       checks.push_back({layer.key, layer.limit, own});
       text += " " + layer.key + (own == kRequestCost ? "" : "@" + std::to_string(own));
     }
@@ -291,10 +293,10 @@ void reservations_like_memory(bool with_cluster) {
 
   std::vector<Made> open;
   std::vector<Made> settled;
-  Micros now = pick<Micros>(1'000'000, 2'000'000);
-  const int steps = pick(1, 50);
+  Micros now = pick_redis<Micros>(1'000'000, 2'000'000);
+  const int steps = pick_redis(1, 50);
   for (int s = 0; s < steps; ++s) {
-    const int kind = pick(0, 100);
+    const int kind = pick_redis(0, 100);
     Step step = kind < 18   ? Step::kTime
                 : kind < 30 ? Step::kCheck
                 : kind < 50 ? Step::kReserve
@@ -314,13 +316,13 @@ void reservations_like_memory(bool with_cluster) {
     const std::string at = " now=" + std::to_string(now);
 
     if (step == Step::kTime) {
-      const int how = pick(0, 8);
+      const int how = pick_redis(0, 8);
       if (how < 5) {
-        now += pick<Micros>(0, 400);
+        now += pick_redis<Micros>(0, 400);
       } else if (how < 7) {
-        now += pick<Micros>(0, 6'001);  // past every period: windows roll, buckets refill
+        now += pick_redis<Micros>(0, 6'001);  // past every period: windows roll, buckets refill
       } else {
-        now = std::max<Micros>(0, now - pick<Micros>(0, 1'500));  // back in time
+        now = std::max<Micros>(0, now - pick_redis<Micros>(0, 1'500));  // back in time
       }
       continue;
     }
@@ -328,7 +330,7 @@ void reservations_like_memory(bool with_cluster) {
     if (step == Step::kCheck) {
       std::string text = "check_all" + at;
       const std::vector<KeyedLimit> checks = keyed(pick_target(), text);
-      const std::int64_t cost = pick<std::int64_t>(0, 4);
+      const std::int64_t cost = pick_redis<std::int64_t>(0, 4);
       text += " cost=" + std::to_string(cost);
       const auto want =
           all.on_all(text, [&](Store& store) { return store.check_all(checks, cost, now); });
@@ -340,13 +342,13 @@ void reservations_like_memory(bool with_cluster) {
       std::string text = "reserve" + at;
       const std::vector<Layer>& layers = pick_target();
       const std::vector<KeyedLimit> checks = keyed(layers, text);
-      const std::int64_t cost = pick<std::int64_t>(0, 4);
+      const std::int64_t cost = pick_redis<std::int64_t>(0, 4);
       Made made;
       made.id = new_reservation_id();
       for (std::size_t j = 0; j < layers.size(); ++j) {
         made.labels.push_back(layers[j].label);
         made.estimates.push_back(cost_of(checks[j], cost));
-        made.metered.push_back(pick(0, 3) == 0);
+        made.metered.push_back(pick_redis(0, 3) == 0);
       }
       std::vector<ReservedLayer> reserved;  // views of made.labels, complete by now
       for (std::size_t j = 0; j < layers.size(); ++j) {
@@ -374,11 +376,12 @@ void reservations_like_memory(bool with_cluster) {
       for (const Layer& layer : layers) {
         const std::int64_t room = std::max(layer.limit->limit(), layer.limit->burst());
         most = std::max(most, room);
-        const std::int64_t own = pick(0, 3) == 0 ? pick<std::int64_t>(0, room + 4) : kRequestCost;
+        const std::int64_t own =
+            pick_redis(0, 3) == 0 ? pick_redis<std::int64_t>(0, room + 4) : kRequestCost;
         checks.push_back({layer.key, layer.limit, own});
         text += " " + layer.key + (own == kRequestCost ? "" : "@" + std::to_string(own));
       }
-      const std::int64_t cost = pick<std::int64_t>(0, most + 4);
+      const std::int64_t cost = pick_redis<std::int64_t>(0, most + 4);
       text += " cost=" + std::to_string(cost);
       const Result<StoreRequest> request =
           StoreRequest::make(checks, cost, now, Operation::kCharge);
@@ -394,9 +397,9 @@ void reservations_like_memory(bool with_cluster) {
 
     if (step == Step::kAgain) {  // a second settlement of a settled id: a conflict everywhere
       const Made& made =
-          settled[static_cast<std::size_t>(pick<int>(0, static_cast<int>(settled.size())))];
-      const bool cancel = pick(0, 2) == 0;
-      const std::int64_t cost = pick<std::int64_t>(0, 5);
+          settled[static_cast<std::size_t>(pick_redis<int>(0, static_cast<int>(settled.size())))];
+      const bool cancel = pick_redis(0, 2) == 0;
+      const std::int64_t cost = pick_redis<std::int64_t>(0, 5);
       const Settlement settlement{.id = made.id, .cancel = cancel, .cost = cost, .now = now};
       const auto want = all.on_all(
           "settle again " + made.id + (cancel ? " cancel" : " cost=" + std::to_string(cost)) + at,
@@ -415,7 +418,8 @@ void reservations_like_memory(bool with_cluster) {
     }
 
     // The others settle (or try to settle) an open reservation.
-    const std::size_t index = static_cast<std::size_t>(pick<int>(0, static_cast<int>(open.size())));
+    const std::size_t index =
+        static_cast<std::size_t>(pick_redis<int>(0, static_cast<int>(open.size())));
     const Made& made = open[index];
     std::vector<LayerCost> costs;
     std::optional<std::int64_t> single;
@@ -423,39 +427,41 @@ void reservations_like_memory(bool with_cluster) {
     if (step == Step::kUnknownLabel) {
       // Refused, changing nothing: the reservation stays open, and a valid settlement of it (now
       // or later) still works.
-      if (pick(0, 2) == 0) costs.push_back({made.labels.front(), 0});
+      if (pick_redis(0, 2) == 0) costs.push_back({made.labels.front(), 0});
       costs.push_back({"no-such-layer", 1});
-      if (pick(0, 2) == 0) std::reverse(costs.begin(), costs.end());
+      if (pick_redis(0, 2) == 0) std::reverse(costs.begin(), costs.end());
       const Settlement settlement{.id = made.id, .costs = costs, .now = now};
       const auto want = all.on_all("settle " + made.id + " naming an unknown label" + at,
                                    [&](Store& store) { return store.settle_and_wait(settlement); });
       if (want || want.error().code != Errc::kInvalidArgument) {
         all.fail("expected kInvalidArgument");
       }
-      if (pick(0, 2) == 0) continue;
+      if (pick_redis(0, 2) == 0) continue;
       costs.clear();
       single = estimate_of_cost(made);
     } else if (step == Step::kCommit) {
       const std::int64_t estimate = estimate_of_cost(made);
-      const int fate = pick(0, 3);
-      single = fate == 0   ? (estimate == 0 ? 0 : pick<std::int64_t>(0, estimate))  // below
-               : fate == 1 ? estimate                                               // at
-                           : estimate + pick<std::int64_t>(1, 5);                   // above: debt
+      const int fate = pick_redis(0, 3);
+      single = fate == 0   ? (estimate == 0 ? 0 : pick_redis<std::int64_t>(0, estimate))  // below
+               : fate == 1 ? estimate                                                     // at
+                           : estimate + pick_redis<std::int64_t>(1, 5);  // above: debt
     } else if (step == Step::kCommitByLabel) {
       for (std::size_t j = 0; j < made.labels.size(); ++j) {
-        if (pick(0, 2) == 0) {
-          costs.push_back({made.labels[j], pick<std::int64_t>(0, made.estimates[j] + 4)});
+        if (pick_redis(0, 2) == 0) {
+          costs.push_back({made.labels[j], pick_redis<std::int64_t>(0, made.estimates[j] + 4)});
         }
       }
       if (costs.empty()) {
-        costs.push_back({made.labels.back(), pick<std::int64_t>(0, made.estimates.back() + 4)});
+        costs.push_back(
+            {made.labels.back(), pick_redis<std::int64_t>(0, made.estimates.back() + 4)});
       }
-      if (pick(0, 2) == 0) std::reverse(costs.begin(), costs.end());
-      if (pick(0, 3) == 0) single = pick<std::int64_t>(0, estimate_of_cost(made) + 4);
+      if (pick_redis(0, 2) == 0) std::reverse(costs.begin(), costs.end());
+      if (pick_redis(0, 3) == 0) single = pick_redis<std::int64_t>(0, estimate_of_cost(made) + 4);
     } else {  // kCancel: every layer back to 0, whatever else the settlement says
       cancel = true;
-      if (pick(0, 3) == 0) costs.push_back({made.labels.front(), pick<std::int64_t>(0, 5)});
-      if (pick(0, 3) == 0) single = pick<std::int64_t>(0, 5);
+      if (pick_redis(0, 3) == 0)
+        costs.push_back({made.labels.front(), pick_redis<std::int64_t>(0, 5)});
+      if (pick_redis(0, 3) == 0) single = pick_redis<std::int64_t>(0, 5);
     }
     std::string text = "settle " + made.id + (cancel ? " cancel" : "");
     if (single) text += " cost=" + std::to_string(*single);
@@ -555,7 +561,8 @@ long long key_count(const testing::RedisServer& node) {
 }
 
 TEST(RedisReservation, AnUnsettledReservationExpiresByRedisClockWithItsEstimateCharged) {
-  std::unique_ptr<RedisStore> store = open_on(server().url(), unique_prefix());
+  std::unique_ptr<RedisStore> store =
+      open_reservation_store(reservation_server().url(), reservation_prefix());
   ASSERT_TRUE(store != nullptr);
   // The same explicit `now` throughout: only Redis' own clock (PX) can expire the short one.
   const Reserved brief = reserve_tokens(*store, "rpm", "tpm", 600, kNow, 300ms);
@@ -569,14 +576,15 @@ TEST(RedisReservation, AnUnsettledReservationExpiresByRedisClockWithItsEstimateC
   std::this_thread::sleep_for(800ms);
 
   const Result<Settled> late = store->settle_and_wait({.id = brief.id, .cost = 0, .now = kNow});
-  ASSERT_FALSE(late.has_value()) << "settled after its ttl: " << show(late);
+  ASSERT_FALSE(late.has_value()) << "settled after its ttl: " << show_redis(late);
   EXPECT_EQ(late.error().code, Errc::kNotFound) << late.error().message;
   const Result<Settled> cancelled =
       store->settle_and_wait({.id = brief.id, .cancel = true, .now = kNow});
-  ASSERT_FALSE(cancelled.has_value()) << "cancelled after its ttl: " << show(cancelled);
+  ASSERT_FALSE(cancelled.has_value()) << "cancelled after its ttl: " << show_redis(cancelled);
   EXPECT_EQ(cancelled.error().code, Errc::kNotFound) << cancelled.error().message;
   const Result<Settled> late_unclocked = store->settle_and_wait({.id = unclocked.id, .cost = 0});
-  ASSERT_FALSE(late_unclocked.has_value()) << "settled after its ttl: " << show(late_unclocked);
+  ASSERT_FALSE(late_unclocked.has_value())
+      << "settled after its ttl: " << show_redis(late_unclocked);
   EXPECT_EQ(late_unclocked.error().code, Errc::kNotFound) << late_unclocked.error().message;
 
   // The expired estimates stay charged: 1000 - 600 - 100 tokens and 10 - 2 requests left.
@@ -596,9 +604,9 @@ TEST(RedisReservation, AnUnsettledReservationExpiresByRedisClockWithItsEstimateC
 }
 
 TEST(RedisReservation, TwoSettlementsRacingForOneIdSettleItOnce) {
-  const std::string prefix = unique_prefix();
-  std::unique_ptr<RedisStore> one = open_on(server().url(), prefix);
-  std::unique_ptr<RedisStore> two = open_on(server().url(), prefix);
+  const std::string prefix = reservation_prefix();
+  std::unique_ptr<RedisStore> one = open_reservation_store(reservation_server().url(), prefix);
+  std::unique_ptr<RedisStore> two = open_reservation_store(reservation_server().url(), prefix);
   ASSERT_TRUE(one != nullptr && two != nullptr);
   for (int round = 0; round < 20; ++round) {
     const std::string rpm = "race-rpm-" + std::to_string(round);
@@ -621,11 +629,11 @@ TEST(RedisReservation, TwoSettlementsRacingForOneIdSettleItOnce) {
       }
     }  // joined
     ASSERT_NE(answers[0].has_value(), answers[1].has_value())
-        << "round " << round << ": exactly one settlement must win; commit " << show(answers[0])
-        << ", cancel " << show(answers[1]);
+        << "round " << round << ": exactly one settlement must win; commit "
+        << show_redis(answers[0]) << ", cancel " << show_redis(answers[1]);
     const std::size_t won = answers[0].has_value() ? 0 : 1;
     const Result<Settled>& lost = answers[1 - won];
-    EXPECT_EQ(lost.error().code, Errc::kConflict) << "round " << round << ": " << show(lost);
+    EXPECT_EQ(lost.error().code, Errc::kConflict) << "round " << round << ": " << show_redis(lost);
     // Only the winner's settlement counts: the commit leaves 900 tokens and 9 requests, the
     // cancel gives everything back.
     EXPECT_EQ(remaining(*two, tpm, kTokens, kNow), won == 0 ? 900 : 1'000) << "round " << round;
@@ -634,9 +642,9 @@ TEST(RedisReservation, TwoSettlementsRacingForOneIdSettleItOnce) {
 }
 
 TEST(RedisReservation, AReservationMadeThroughOneStoreSettlesThroughAnother) {
-  const std::string prefix = unique_prefix();
-  std::unique_ptr<RedisStore> maker = open_on(server().url(), prefix);
-  std::unique_ptr<RedisStore> settler = open_on(server().url(), prefix);
+  const std::string prefix = reservation_prefix();
+  std::unique_ptr<RedisStore> maker = open_reservation_store(reservation_server().url(), prefix);
+  std::unique_ptr<RedisStore> settler = open_reservation_store(reservation_server().url(), prefix);
   ASSERT_TRUE(maker != nullptr && settler != nullptr);
   const Reserved reserved = reserve_tokens(*maker, "rpm", "tpm", 600, kNow);
   ASSERT_TRUE(reserved.admitted());
@@ -650,11 +658,11 @@ TEST(RedisReservation, AReservationMadeThroughOneStoreSettlesThroughAnother) {
   // Settled once, whichever store object asks again.
   const Result<Settled> again =
       maker->settle_and_wait({.id = reserved.id, .cancel = true, .now = kNow});
-  ASSERT_FALSE(again.has_value()) << show(again);
+  ASSERT_FALSE(again.has_value()) << show_redis(again);
   EXPECT_EQ(again.error().code, Errc::kConflict) << again.error().message;
   const Result<Settled> again_there =
       settler->settle_and_wait({.id = reserved.id, .cost = 0, .now = kNow});
-  ASSERT_FALSE(again_there.has_value()) << show(again_there);
+  ASSERT_FALSE(again_there.has_value()) << show_redis(again_there);
   EXPECT_EQ(again_there.error().code, Errc::kConflict) << again_there.error().message;
   EXPECT_EQ(remaining(*settler, "tpm", kTokens, kNow), 750);
 
@@ -670,13 +678,13 @@ TEST(RedisReservation, AReservationMadeThroughOneStoreSettlesThroughAnother) {
   EXPECT_EQ(remaining(*settler, "tpm", kTokens, kNow), 0);
   const Result<Settled> unknown =
       settler->settle_and_wait({.id = "never-made", .cost = 1, .now = kNow});
-  ASSERT_FALSE(unknown.has_value()) << show(unknown);
+  ASSERT_FALSE(unknown.has_value()) << show_redis(unknown);
   EXPECT_EQ(unknown.error().code, Errc::kNotFound) << unknown.error().message;
 }
 
 TEST(RedisReservation, ADeniedReservationLeavesNothingBehind) {
   testing::RedisServer own;  // alone on it: DBSIZE counts this test's keys only
-  std::unique_ptr<RedisStore> store = open_on(own.url(), unique_prefix());
+  std::unique_ptr<RedisStore> store = open_reservation_store(own.url(), reservation_prefix());
   ASSERT_TRUE(store != nullptr);
   const Reserved first = reserve_tokens(*store, "rpm", "tpm", 600, kNow);
   ASSERT_TRUE(first.admitted());
@@ -703,7 +711,7 @@ TEST(RedisReservation, ADeniedReservationLeavesNothingBehind) {
   for (const Reserved* refused : {&denied, &never}) {
     const Result<Settled> settled =
         store->settle_and_wait({.id = refused->id, .cancel = true, .now = kNow});
-    ASSERT_FALSE(settled.has_value()) << "a denied reservation was kept: " << show(settled);
+    ASSERT_FALSE(settled.has_value()) << "a denied reservation was kept: " << show_redis(settled);
     EXPECT_EQ(settled.error().code, Errc::kNotFound) << settled.error().message;
   }
   // The admitted one still settles.
@@ -737,7 +745,8 @@ std::vector<long long> keys_per_primary(const testing::RedisCluster& cluster) {
 // any primary, and the id is unknown.
 void expect_denial_on_one_slot_leaves_nothing(bool dry_run_first) {
   testing::RedisCluster& cluster = testing::shared_cluster();
-  std::unique_ptr<RedisStore> store = open_on(cluster.url(), unique_prefix(), dry_run_first);
+  std::unique_ptr<RedisStore> store =
+      open_reservation_store(cluster.url(), reservation_prefix(), dry_run_first);
   ASSERT_TRUE(store != nullptr);
   const std::string rpm = key_on(*store, kRequests, "rpm", 100);
   const std::string tpm = key_on(*store, kTokens, "tpm", 9000);
@@ -759,7 +768,7 @@ void expect_denial_on_one_slot_leaves_nothing(bool dry_run_first) {
   EXPECT_EQ(remaining(*store, tpm, kTokens, kNow), 400);
   const Result<Settled> unknown =
       store->settle_and_wait({.id = denied.id, .cancel = true, .now = kNow});
-  ASSERT_FALSE(unknown.has_value()) << "a denied reservation was kept: " << show(unknown);
+  ASSERT_FALSE(unknown.has_value()) << "a denied reservation was kept: " << show_redis(unknown);
   EXPECT_EQ(unknown.error().code, Errc::kNotFound) << unknown.error().message;
 
   // The admitted one settles on both slots: 500 of its 600 tokens back, its request kept.

@@ -10,7 +10,7 @@
 namespace spillway {
 namespace {
 
-std::unique_ptr<RedisStore> open_on(const std::string& url, const std::string& prefix) {
+std::unique_ptr<RedisStore> open_reset_store(const std::string& url, const std::string& prefix) {
   RedisStoreOptions options;
   options.url = url;
   options.key_prefix = prefix;
@@ -48,13 +48,13 @@ void expect_reset_forgets(RedisStore& store, int keys) {
 
 TEST(RedisReset, DeletesTheKeysAndSaysWhichHeldState) {
   testing::RedisServer server;
-  auto store = open_on(server.url(), "reset");
+  auto store = open_reset_store(server.url(), "reset");
   expect_reset_forgets(*store, 5);
 }
 
 TEST(RedisResetCluster, DeletesKeysOfEverySlot) {
   testing::RedisCluster& cluster = testing::shared_cluster();
-  auto store = open_on(cluster.url(), "reset");
+  auto store = open_reset_store(cluster.url(), "reset");
   expect_reset_forgets(*store, 12);  // digests of 12 callers: several slots, several nodes
 }
 

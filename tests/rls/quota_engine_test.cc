@@ -38,7 +38,7 @@ descriptors:
   return all;
 }
 
-struct Fixture {
+struct QuotaFixture {
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(100 * 60 * kSecond);
   MemoryStore store{MemoryStoreOptions{.clock = clock}};
   std::shared_ptr<const RlsRules> loaded = rules();
@@ -68,7 +68,7 @@ QuotaUsage usage(std::string value, Micros elapsed, std::uint64_t allowed,
 }
 
 TEST(QuotaEngine, EachBucketIsToldByItsRule) {
-  Fixture f;
+  QuotaFixture f;
   QuotaStream stream(f.service);
   auto answered = f.report(
       stream, "q",
@@ -87,7 +87,7 @@ TEST(QuotaEngine, EachBucketIsToldByItsRule) {
 }
 
 TEST(QuotaEngine, AnAssignmentIsChargedBeforeItIsSentAndExtensionsPayTheirRefill) {
-  Fixture f;
+  QuotaFixture f;
   QuotaStream stream(f.service);
   // 100 requests in 1 s: 1.25 x 100 x 2 s = 250 wanted, but 1000/min gives 33 in 2 s.
   auto first = f.report(stream, "q", {usage("window", kSecond, 60, 40)});
@@ -117,7 +117,7 @@ TEST(QuotaEngine, AnAssignmentIsChargedBeforeItIsSentAndExtensionsPayTheirRefill
 }
 
 TEST(QuotaEngine, WhenLittleIsLeftTheBucketShrinksThenDenies) {
-  Fixture f;
+  QuotaFixture f;
   // Other streams take most of the window first (14 new buckets of 33 + 33).
   for (int i = 0; i < 14; ++i) {
     QuotaStream taker(f.service);
@@ -144,7 +144,7 @@ TEST(QuotaEngine, WhenLittleIsLeftTheBucketShrinksThenDenies) {
 }
 
 TEST(QuotaEngine, BadReportsAreRefusedNamingWhatWasWrong) {
-  Fixture f;
+  QuotaFixture f;
   struct Case {
     std::string domain;
     std::vector<QuotaUsage> usages;

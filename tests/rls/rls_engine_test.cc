@@ -18,7 +18,7 @@
 namespace spillway::rls {
 namespace {
 
-constexpr Micros kStart = 19'676 * kMicrosPerDay;  // a whole day: every unit's window starts
+constexpr Micros kEngineStart = 19'676 * kMicrosPerDay;  // a whole day: every unit's window starts
 constexpr std::uint32_t kUnlimited = std::numeric_limits<std::uint32_t>::max();
 
 std::shared_ptr<const RlsRules> rules_of(std::initializer_list<std::string_view> files) {
@@ -36,9 +36,9 @@ RlsDescriptor desc(std::vector<RlsEntry> entries, std::optional<std::uint64_t> h
   return RlsDescriptor{.entries = std::move(entries), .limit = limit, .hits_addend = hits};
 }
 
-struct Fixture {
-  explicit Fixture(std::shared_ptr<const RlsRules> rules, RlsOptions options = {})
-      : clock(std::make_shared<ManualClock>(kStart)),
+struct EngineFixture {
+  explicit EngineFixture(std::shared_ptr<const RlsRules> rules, RlsOptions options = {})
+      : clock(std::make_shared<ManualClock>(kEngineStart)),
         store(MemoryStoreOptions{.clock = clock}),
         engine(store, std::move(rules), with_clock(std::move(options))) {}
 
@@ -93,7 +93,7 @@ descriptors:
 )";
 
 TEST(RlsEngine, CountsDownThenDeniesWithTheRuleAndTheReset) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   const RlsRequest request{.domain = "e_basic", .descriptors = {desc({{"database", "users"}})}};
   for (std::uint32_t left : {2u, 1u, 0u}) {
     RlsResponse r = f.ok(request);
@@ -119,7 +119,7 @@ TEST(RlsEngine, CountsDownThenDeniesWithTheRuleAndTheReset) {
 }
 
 TEST(RlsEngine, ADeniedRequestChargesNoneOfItsDescriptors) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   const RlsRequest request{.domain = "e_basic",
                            .descriptors = {desc({{"wide", "aon"}}), desc({{"narrow", "aon"}})}};
   RlsResponse first = f.ok(request);
@@ -135,7 +135,7 @@ TEST(RlsEngine, ADeniedRequestChargesNoneOfItsDescriptors) {
 }
 
 TEST(RlsEngine, ChargeOnDenyChargesTheDescriptorsThatAdmit) {
-  Fixture f(rules_of({kBasic}), RlsOptions{.charge_on_deny = true});
+  EngineFixture f(rules_of({kBasic}), RlsOptions{.charge_on_deny = true});
   const RlsRequest request{.domain = "e_basic",
                            .descriptors = {desc({{"wide", "cod"}}), desc({{"narrow", "cod"}})}};
   EXPECT_EQ(f.ok(request).overall_code, Code::kOk);
@@ -148,7 +148,7 @@ TEST(RlsEngine, ChargeOnDenyChargesTheDescriptorsThatAdmit) {
 
 TEST(RlsEngine, AnEarlierDenialInTheSameRequestIsNotChargedEither) {
   // The denying descriptor first, then one that would admit.
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   ASSERT_EQ(f.ok({.domain = "e_basic", .descriptors = {desc({{"narrow", "first"}})}}).overall_code,
             Code::kOk);
   RlsResponse r = f.ok({.domain = "e_basic",
@@ -160,7 +160,7 @@ TEST(RlsEngine, AnEarlierDenialInTheSameRequestIsNotChargedEither) {
 }
 
 TEST(RlsEngine, HitsAddendOfTheRequestAndOfADescriptor) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   // The request's hits_addend: 0 means 1.
   RlsResponse one = f.ok({.domain = "e_basic", .descriptors = {desc({{"wide", "h0"}})}});
   EXPECT_EQ(one.statuses[0].limit_remaining, 4u);
@@ -190,7 +190,7 @@ TEST(RlsEngine, HitsAddendOfTheRequestAndOfADescriptor) {
 }
 
 TEST(RlsEngine, AHitsAddendAboveTheLimitIsDenied) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   RlsResponse r =
       f.ok({.domain = "e_basic", .descriptors = {desc({{"wide", "huge"}}, 1'000'000'000'000ULL)}});
   EXPECT_EQ(r.overall_code, Code::kOverLimit);
@@ -198,7 +198,7 @@ TEST(RlsEngine, AHitsAddendAboveTheLimitIsDenied) {
 }
 
 TEST(RlsEngine, ARequestLimitOverridesTheRule) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   const LimitOverride two_per_second{.requests_per_unit = 2, .unit = Unit::kSecond};
   const RlsRequest request{
       .domain = "e_basic",
@@ -258,7 +258,7 @@ descriptors:
 )";
 
 TEST(RlsEngine, UnlimitedIsOkWithoutALimit) {
-  Fixture f(rules_of({kSpecial}));
+  EngineFixture f(rules_of({kSpecial}));
   for (int i = 0; i < 3; ++i) {
     RlsResponse r = f.ok({.domain = "e_special", .descriptors = {desc({{"ldap", "u"}})}});
     EXPECT_EQ(r.overall_code, Code::kOk);
@@ -271,7 +271,7 @@ TEST(RlsEngine, UnlimitedIsOkWithoutALimit) {
 }
 
 TEST(RlsEngine, ZeroRequestsPerUnitIsAlwaysOverTheLimitAndBlocksTheRest) {
-  Fixture f(rules_of({kSpecial}));
+  EngineFixture f(rules_of({kSpecial}));
   f.clock->advance(20 * kMicrosPerSecond);
   RlsResponse r = f.ok(
       {.domain = "e_special", .descriptors = {desc({{"counted", "z"}}), desc({{"blocked", "z"}})}});
@@ -284,7 +284,7 @@ TEST(RlsEngine, ZeroRequestsPerUnitIsAlwaysOverTheLimitAndBlocksTheRest) {
   EXPECT_EQ(f.remaining("e_special", {{"counted", "z"}}), 4u) << "not charged: the request failed";
   EXPECT_EQ(f.engine.stats().get("e_special", "blocked", Stat::kOverLimit), 1u);
 
-  Fixture charging(rules_of({kSpecial}), RlsOptions{.charge_on_deny = true});
+  EngineFixture charging(rules_of({kSpecial}), RlsOptions{.charge_on_deny = true});
   RlsResponse c = charging.ok(
       {.domain = "e_special", .descriptors = {desc({{"counted", "z"}}), desc({{"blocked", "z"}})}});
   EXPECT_EQ(c.overall_code, Code::kOverLimit);
@@ -292,7 +292,7 @@ TEST(RlsEngine, ZeroRequestsPerUnitIsAlwaysOverTheLimitAndBlocksTheRest) {
 }
 
 TEST(RlsEngine, ReplacesDropsTheNamedRuleFromTheRequest) {
-  Fixture f(rules_of({kSpecial}));
+  EngineFixture f(rules_of({kSpecial}));
   const RlsRequest both{.domain = "e_special",
                         .descriptors = {desc({{"general", "g"}}), desc({{"special", "s"}})}};
   for (std::uint32_t left : {2u, 1u, 0u}) {
@@ -312,7 +312,7 @@ TEST(RlsEngine, ReplacesDropsTheNamedRuleFromTheRequest) {
 }
 
 TEST(RlsEngine, ShadowModeNeverDeniesButCounts) {
-  Fixture f(rules_of({kSpecial}));
+  EngineFixture f(rules_of({kSpecial}));
   const RlsRequest request{.domain = "e_special", .descriptors = {desc({{"shadow", "x"}})}};
   for (int i = 0; i < 3; ++i) {
     RlsResponse r = f.ok(request);
@@ -328,7 +328,7 @@ TEST(RlsEngine, ShadowModeNeverDeniesButCounts) {
 }
 
 TEST(RlsEngine, AShadowDescriptorIsNotChargedWhenTheRequestIsDenied) {
-  Fixture f(rules_of({kSpecial}));
+  EngineFixture f(rules_of({kSpecial}));
   RlsResponse r = f.ok({.domain = "e_special",
                         .descriptors = {desc({{"shadow", "sd"}}), desc({{"blocked", "sd"}})}});
   EXPECT_EQ(r.overall_code, Code::kOverLimit);
@@ -337,7 +337,7 @@ TEST(RlsEngine, AShadowDescriptorIsNotChargedWhenTheRequestIsDenied) {
 }
 
 TEST(RlsEngine, UnknownDomainsAndDescriptorsAreOkWithoutALimit) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   RlsResponse domain = f.ok(
       {.domain = "e_unknown", .descriptors = {desc({{"database", "users"}}), desc({{"a", "b"}})}});
   EXPECT_EQ(domain.overall_code, Code::kOk);
@@ -353,7 +353,7 @@ TEST(RlsEngine, UnknownDomainsAndDescriptorsAreOkWithoutALimit) {
 }
 
 TEST(RlsEngine, RejectsInvalidInput) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   const std::vector<RlsRequest> bad = {
       {.domain = "", .descriptors = {desc({{"wide", "x"}})}},
       {.domain = "e_basic", .descriptors = {}},
@@ -378,7 +378,7 @@ TEST(RlsEngine, RejectsInvalidInput) {
 TEST(RlsEngine, ResponseHeadersComeFromTheDescriptorWithTheLeastRemaining) {
   for (ResponseHeaders kind :
        {ResponseHeaders::kOff, ResponseHeaders::kDraft, ResponseHeaders::kXRateLimit}) {
-    Fixture f(rules_of({kBasic}), RlsOptions{.response_headers = kind});
+    EngineFixture f(rules_of({kBasic}), RlsOptions{.response_headers = kind});
     f.clock->advance(15 * kMicrosPerSecond + 1);
     RlsResponse r = f.ok({.domain = "e_basic",
                           .descriptors = {desc({{"wide", "hdr"}}, 4), desc({{"nope", "x"}}),
@@ -400,7 +400,7 @@ TEST(RlsEngine, ResponseHeadersComeFromTheDescriptorWithTheLeastRemaining) {
 }
 
 TEST(RlsEngine, StatsUseTheRulesPathsNested) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   f.ok({.domain = "e_basic",
         .descriptors = {desc({{"parent", "p"}, {"child", "c1"}})},
         .hits_addend = 2});
@@ -416,7 +416,7 @@ TEST(RlsEngine, StatsUseTheRulesPathsNested) {
 }
 
 TEST(RlsEngine, DescriptorsWithTheSameKeyInOneRequestAreEachCharged) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   RlsResponse r = f.ok(
       {.domain = "e_basic", .descriptors = {desc({{"wide", "same"}}), desc({{"wide", "same"}})}});
   EXPECT_EQ(r.overall_code, Code::kOk);
@@ -428,7 +428,7 @@ TEST(RlsEngine, DescriptorsWithTheSameKeyInOneRequestAreEachCharged) {
 // charged (remaining 0 afterwards), although the header promises that a denied request charges
 // none (only descriptors of different costs are excepted). Enable once fixed.
 TEST(RlsEngine, TheSameDescriptorTwiceInADeniedRequestChargesNothing) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   RlsResponse r = f.ok(
       {.domain = "e_basic", .descriptors = {desc({{"narrow", "dup"}}), desc({{"narrow", "dup"}})}});
   EXPECT_EQ(r.overall_code, Code::kOverLimit) << "2 hits on a limit of 1";
@@ -436,7 +436,7 @@ TEST(RlsEngine, TheSameDescriptorTwiceInADeniedRequestChargesNothing) {
 }
 
 TEST(RlsEngine, SetRulesSwapsTheRules) {
-  Fixture f(rules_of({kBasic}));
+  EngineFixture f(rules_of({kBasic}));
   const RlsRequest request{.domain = "e_basic", .descriptors = {desc({{"narrow", "swap"}})}};
   EXPECT_EQ(f.ok(request).overall_code, Code::kOk);
   EXPECT_EQ(f.ok(request).overall_code, Code::kOverLimit);
@@ -448,7 +448,7 @@ TEST(RlsEngine, SetRulesSwapsTheRules) {
 }
 
 TEST(RlsEngine, DenialsFromTheOverLimitCacheAreCountedAsLocal) {
-  auto clock = std::make_shared<ManualClock>(kStart);
+  auto clock = std::make_shared<ManualClock>(kEngineStart);
   OverLimitCache store(std::make_unique<MemoryStore>(MemoryStoreOptions{.clock = clock}), 16,
                        clock);
   RlsEngine engine(store, rules_of({kBasic}), RlsOptions{.clock = clock});
@@ -500,7 +500,7 @@ descriptors:
 )";
 
 TEST(RlsEngine, AFailedReportOnlyPeekKeepsTheDenial) {
-  auto clock = std::make_shared<ManualClock>(kStart);
+  auto clock = std::make_shared<ManualClock>(kEngineStart);
   MemoryStore memory(MemoryStoreOptions{.clock = clock});
   PeeksFail store(memory);
   RlsEngine engine(store, rules_of({kReview}), {.clock = clock});
@@ -525,7 +525,7 @@ TEST(RlsEngine, AFailedReportOnlyPeekKeepsTheDenial) {
 }
 
 TEST(RlsEngine, ACacheDenialMakesNoBackendCallForTheOthers) {
-  auto clock = std::make_shared<ManualClock>(kStart);
+  auto clock = std::make_shared<ManualClock>(kEngineStart);
   MemoryStore memory(MemoryStoreOptions{.clock = clock});
   OverLimitCache cache(std::make_unique<PeeksFail>(memory), 100, clock);
   RlsEngine engine(cache, rules_of({kReview}), {.clock = clock});
@@ -551,7 +551,7 @@ TEST(RlsEngine, ACacheDenialMakesNoBackendCallForTheOthers) {
 }
 
 TEST(RlsEngine, HeadersShowTheDenyingLimitNotAShadowOne) {
-  Fixture f(rules_of({kReview}), {.response_headers = ResponseHeaders::kDraft});
+  EngineFixture f(rules_of({kReview}), {.response_headers = ResponseHeaders::kDraft});
   // shadow_small (1/day) is over; one (1/hour) denies on the second request.
   f.ok(
       {.domain = "e_review", .descriptors = {desc({{"shadow_small", "h"}}), desc({{"one", "h"}})}});
@@ -565,7 +565,7 @@ TEST(RlsEngine, HeadersShowTheDenyingLimitNotAShadowOne) {
 }
 
 TEST(RlsEngine, AnOverrideOfAShadowRuleIsEnforcedAndUnnamed) {
-  Fixture f(rules_of({kReview}));
+  EngineFixture f(rules_of({kReview}));
   const RlsRequest request{
       .domain = "e_review",
       .descriptors = {desc({{"shadowed", "ovr"}}, std::nullopt, LimitOverride{1, Unit::kHour})}};
@@ -576,7 +576,7 @@ TEST(RlsEngine, AnOverrideOfAShadowRuleIsEnforcedAndUnnamed) {
 }
 
 TEST(RlsEngine, AnUnlimitedRuleIsNeverReplaced) {
-  Fixture f(rules_of({kReview}));
+  EngineFixture f(rules_of({kReview}));
   RlsResponse r = f.ok(
       {.domain = "e_review", .descriptors = {desc({{"free", "x"}}), desc({{"replacer", "x"}})}});
   EXPECT_EQ(r.statuses[0].limit_remaining, kUnlimited);
@@ -584,7 +584,7 @@ TEST(RlsEngine, AnUnlimitedRuleIsNeverReplaced) {
 }
 
 TEST(RlsEngine, ALongKeyIsRefusedOnlyWhereACounterIsNeeded) {
-  Fixture f(rules_of({kReview}));
+  EngineFixture f(rules_of({kReview}));
   const std::string long_value(2000, 'v');
   RlsResponse unmatched =
       f.ok({.domain = "e_review", .descriptors = {desc({{"no_such_key", long_value}})}});
@@ -612,7 +612,7 @@ descriptors:
 )";
 
 TEST(RlsEngine, AnAfterResponseRuleChargesADescriptorsOwnHitsWithoutACheck) {
-  Fixture f(rules_of({kCharge}));
+  EngineFixture f(rules_of({kCharge}));
   const std::vector<RlsEntry> tokens = {{"tokens", "t"}};
   const CurrentLimit tpm{"tpm", 10'000, Unit::kMinute};
   // Without a hits_addend of its own: checked, and charged the request's.
@@ -654,7 +654,7 @@ TEST(RlsEngine, AnAfterResponseRuleChargesADescriptorsOwnHitsWithoutACheck) {
 }
 
 TEST(RlsEngine, AnAfterResponseDescriptorIsChargedWhenAnotherIsOverTheLimit) {
-  Fixture f(rules_of({kCharge}));
+  EngineFixture f(rules_of({kCharge}));
   ASSERT_EQ(f.ok({.domain = "e_charge", .descriptors = {desc({{"requests", "mix"}})}}).overall_code,
             Code::kOk)
       << "the minute's one request";

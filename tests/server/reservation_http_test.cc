@@ -29,7 +29,7 @@ policy::Config llm_config() {
   return config;
 }
 
-struct Fixture {
+struct ReservationFixture {
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(kStart);
   testing::RunningService service = testing::start_service(
       llm_config(), std::make_unique<MemoryStore>(MemoryStoreOptions{.clock = clock}));
@@ -66,7 +66,7 @@ std::int64_t number(const boost::json::object& o, std::string_view field) {
 }
 
 TEST(ReservationHttp, TokensPerMinuteReserveThenCommitTheRealCost) {
-  Fixture f;
+  ReservationFixture f;
   const boost::json::object a = f.reserve(4'000, 200);
   ASSERT_TRUE(a.contains("reservation")) << boost::json::serialize(a);
   EXPECT_EQ(number(a, "reservation_expires_ms"), 10 * 60 * 1000);
@@ -119,7 +119,7 @@ TEST(ReservationHttp, TokensPerMinuteReserveThenCommitTheRealCost) {
 }
 
 TEST(ReservationHttp, SettledOnceAndBadInputChangesNothing) {
-  Fixture f;
+  ReservationFixture f;
   const boost::json::object a = f.reserve(500, 200);
   const std::string id(a.at("reservation").as_string());
   const std::string with_id = R"({"reservation":")" + id + R"(")";
@@ -161,7 +161,7 @@ TEST(ReservationHttp, SettledOnceAndBadInputChangesNothing) {
 }
 
 TEST(ReservationHttp, LimitReservesItsOneKeyAndAnEmptyCostsIsRefused) {
-  Fixture f;
+  ReservationFixture f;
   const boost::json::object r =
       f.post("/v1/limit",
              R"({"key":"export-1","limit":100,"period":"1h","algorithm":"fixed_window","cost":40,)"
@@ -181,7 +181,7 @@ TEST(ReservationHttp, LimitReservesItsOneKeyAndAnEmptyCostsIsRefused) {
 }
 
 TEST(ReservationHttp, MetricsCountReservationsAndUnits) {
-  Fixture f;
+  ReservationFixture f;
   const boost::json::object a = f.reserve(1'000, 200);
   f.post("/v1/commit",
          R"({"reservation":")" + std::string(a.at("reservation").as_string()) + R"(","cost":400})",

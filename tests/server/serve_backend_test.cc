@@ -25,7 +25,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::RedisServer;
 
-std::string temp(const std::string& name) {
+std::string backend_temp(const std::string& name) {
   return "/tmp/spillway_serve_backend_" + std::to_string(::getpid()) + "_" + name;
 }
 
@@ -52,7 +52,7 @@ TEST(ServeBackend, ADeadBackendIsOneLineThenOnErrorAnswersAndALineWhenItAnswersA
   RedisServer redis("requirepass s3cret");
   const std::string url = "redis://:s3cret@127.0.0.1:" + std::to_string(redis.port());
   redis.stop();  // the port stays reserved for start(); nothing listens on it meanwhile
-  testing::ServeProcess serve({"--backend", url}, temp("dead.log"));
+  testing::ServeProcess serve({"--backend", url}, backend_temp("dead.log"));
   ASSERT_TRUE(serve.ready()) << serve.log();
   const std::string log = serve.log();
   const std::string line =
@@ -93,7 +93,7 @@ TEST(ServeBackend, RequireBackendExitsOneWithTheLine) {
   EXPECT_NE(flag.err.find("--require-backend: not starting"), std::string::npos) << flag.err;
   EXPECT_EQ(flag.err.find("listening"), std::string::npos) << flag.err;
 
-  const std::string config = temp("require.yaml");
+  const std::string config = backend_temp("require.yaml");
   std::ofstream(config) << "backend:\n  url: " << dead << "\n  require_at_start: true\n";
   const testing::BinaryRun file =
       testing::run_binary("serve --listen 127.0.0.1:0 --config " + config);
@@ -106,7 +106,8 @@ TEST(ServeBackend, RequireBackendExitsOneWithTheLine) {
 
   // A backend that answers: --require-backend starts as usual.
   RedisServer redis;
-  testing::ServeProcess serve({"--backend", redis.url(), "--require-backend"}, temp("live.log"));
+  testing::ServeProcess serve({"--backend", redis.url(), "--require-backend"},
+                              backend_temp("live.log"));
   ASSERT_TRUE(serve.ready()) << serve.log();
   EXPECT_EQ(serve.log().find("not answering"), std::string::npos) << serve.log();
 }
@@ -136,7 +137,7 @@ void first_requests_are_charged(RedisServer& redis, const std::string& url,
                                 const std::string& name) {
   const int before = connections_to(redis.port());
   redis.pause();
-  testing::ServeProcess serve({"--backend", url}, temp(name));
+  testing::ServeProcess serve({"--backend", url}, backend_temp(name));
   testing::wait_until([&] { return connections_to(redis.port()) > before; }, 20s);
   const bool connected = connections_to(redis.port()) > before;
   const std::string while_stopped = serve.log();
@@ -171,7 +172,7 @@ TEST(ServeBackend, AGrpcPortInUseIsOneLineAndExitOneBeforeListening) {
   socklen_t len = sizeof(addr);
   ASSERT_EQ(::getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const std::string port = std::to_string(ntohs(addr.sin_port));
-  const std::string rules = temp("rules.yaml");
+  const std::string rules = backend_temp("rules.yaml");
   std::ofstream(rules) << "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, "
                           "requests_per_unit: 5}\n";
 

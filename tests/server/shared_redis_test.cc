@@ -13,14 +13,14 @@
 namespace spillway {
 namespace {
 
-std::string temp(const std::string& name) {
+std::string shared_temp(const std::string& name) {
   return ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
 }
 
 TEST(SharedRedis, TwoServersAdmitExactlyTheLimitTogether) {
   testing::RedisServer redis;
-  testing::ServeProcess a({"--backend", redis.url()}, temp("serve_a.log"));
-  testing::ServeProcess b({"--backend", redis.url()}, temp("serve_b.log"));
+  testing::ServeProcess a({"--backend", redis.url()}, shared_temp("serve_a.log"));
+  testing::ServeProcess b({"--backend", redis.url()}, shared_temp("serve_b.log"));
   ASSERT_TRUE(a.ready()) << a.log();
   ASSERT_TRUE(b.ready()) << b.log();
   std::atomic<int> admitted{0}, failed{0};
@@ -48,10 +48,10 @@ TEST(SharedRedis, TwoServersAdmitExactlyTheLimitTogether) {
 
 TEST(SharedRedis, RedisKilledUnderLoadFollowsOnErrorAndRecovers) {
   testing::RedisServer redis;
-  const std::string config = temp("on_error_allow.yaml");
+  const std::string config = shared_temp("on_error_allow.yaml");
   std::ofstream(config) << "backend:\n  timeout: 100ms\n  on_error: allow\n";
   testing::ServeProcess server({"--config", config, "--backend", redis.url()},
-                               temp("serve_kill.log"));
+                               shared_temp("serve_kill.log"));
   ASSERT_TRUE(server.ready()) << server.log();
 
   std::atomic<bool> stop{false};

@@ -120,23 +120,23 @@ TEST(StatsJson, NumbersArePlainDecimalsNeverExponents) {
   }
 }
 
-testing::RedisServer& redis() {
+testing::RedisServer& stats_redis() {
   static testing::RedisServer* server = new testing::RedisServer();
   return *server;
 }
 
 using Running = testing::RunningService;
 
-Running start(const std::string& backend, policy::Config config) {
+Running start_stats(const std::string& backend, policy::Config config) {
   static int counter = 0;
   std::unique_ptr<Store> store;
   if (backend == "memory") {
     store = std::make_unique<MemoryStore>();
     config.backend.url = "memory";
   } else {
-    config.backend.url = redis().url();
+    config.backend.url = stats_redis().url();
     store = std::move(*RedisStore::open(
-        {.url = redis().url(),
+        {.url = stats_redis().url(),
          .key_prefix = "stats" + std::to_string(getpid()) + "-" + std::to_string(counter++)}));
   }
   return testing::start_service(std::move(config), std::move(store));
@@ -160,7 +160,7 @@ std::int64_t layer_count(const json::object& stats, const std::string& layer,
 class Stats : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Stats, CountersFollowTheRequestsAndTheMostDeniedKeyLeads) {
-  Running s = start(GetParam(), policy::default_config());
+  Running s = start_stats(GetParam(), policy::default_config());
   json::object before = stats_of(s.port());
   EXPECT_EQ(before.at("total_decisions").to_number<std::int64_t>(), 0);
   EXPECT_EQ(before.at("top_denied").as_array().size(), 0u);
@@ -200,7 +200,7 @@ TEST_P(Stats, CountersFollowTheRequestsAndTheMostDeniedKeyLeads) {
 
 // A key denied by a by_plan layer is listed with the plan in force when it was denied.
 TEST_P(Stats, ADenialByAPlanLayerNamesThePlan) {
-  Running s = start(GetParam(), policy::default_config());
+  Running s = start_stats(GetParam(), policy::default_config());
   // /orders is no route of the endpoint layer: the gateway's free plan (60/min) denies.
   const std::string body = R"({"ip":"203.0.113.9","api_key":"gamma-key","endpoint":"/orders"})";
   for (int i = 0; i < 63; ++i) http(s.port(), "POST", "/v1/check", body);
@@ -215,7 +215,7 @@ TEST_P(Stats, ADenialByAPlanLayerNamesThePlan) {
 TEST_P(Stats, ClearKeysAReloadAndTheDashboardSwitch) {
   policy::Config config = policy::default_config();
   config.server.dashboard_mask_keys = false;
-  Running s = start(GetParam(), config);
+  Running s = start_stats(GetParam(), config);
   for (int i = 0; i < 7; ++i) {
     http(s.port(), "POST", "/v1/limit", R"({"key":"user-9","limit":5,"period":"1m"})");
   }

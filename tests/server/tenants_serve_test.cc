@@ -143,7 +143,7 @@ std::string trimmed(std::string text) {
 
 using testing::lines_of;
 
-std::size_t count_of(const std::string& text, const std::string& what) {
+std::size_t count_in_log(const std::string& text, const std::string& what) {
   std::size_t count = 0;
   for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
     ++count;
@@ -252,7 +252,7 @@ class Instance {
 };
 
 // An API key no other test or process uses.
-std::string fresh_api_key() {
+std::string fresh_tenant_key() {
   std::random_device random;
   std::ostringstream out;
   out << "sk-live-" << std::hex << random() << random() << random();
@@ -449,7 +449,7 @@ TEST(TenantsServe, AdminRefusesMissingAndWrongTokensAndChangesNothing) {
       R"(spillway admin: refused GET "/v1/tenants" from 127.0.0.1: no Authorization: Bearer )"
       "token\n";
   EXPECT_NE(server.log().find(first_line), std::string::npos) << server.log();
-  EXPECT_LE(count_of(server.log(), "spillway admin: refused"),
+  EXPECT_LE(count_in_log(server.log(), "spillway admin: refused"),
             1u + static_cast<std::size_t>(burst_seconds.count()))
       << server.log();
   const std::string wrong_line =
@@ -612,7 +612,7 @@ TEST(TenantsServe, BadRecordsAre400sNamingTheFieldAndChangeNothing) {
     EXPECT_EQ(server.decide(key).plan, "free") << key;
   }
   // Only the two accepted writes were audited.
-  EXPECT_EQ(count_of(server.log(), "spillway audit:"), 2u) << server.log();
+  EXPECT_EQ(count_in_log(server.log(), "spillway audit:"), 2u) << server.log();
 
   // The same imports without their bad line go in: the 400s were about that line.
   const testing::HttpReply fine =
@@ -714,8 +714,8 @@ std::vector<std::pair<std::string, Clock::duration>> expect_instances_follow_eac
     EXPECT_LT(delay, 1s) << what;
   }
   // Each audited its own writes only.
-  EXPECT_EQ(count_of(a.log(), "spillway audit: token=ops"), 2u) << a.log();
-  EXPECT_EQ(count_of(b.log(), "spillway audit: token=ops"), 2u) << b.log();
+  EXPECT_EQ(count_in_log(a.log(), "spillway audit: token=ops"), 2u) << a.log();
+  EXPECT_EQ(count_in_log(b.log(), "spillway audit: token=ops"), 2u) << b.log();
   return delays;
 }
 
@@ -908,7 +908,7 @@ TEST(TenantsServe, CliSetGetListDeleteImport) {
   EXPECT_EQ(server.get("k1").status, 404);
   EXPECT_EQ(server.total(), 8);
   // Every change audited once, under the token's name: 5 sets, 3 imports, 1 delete.
-  EXPECT_EQ(count_of(server.log(), "spillway audit: token=ops "), 9u) << server.log();
+  EXPECT_EQ(count_in_log(server.log(), "spillway audit: token=ops "), 9u) << server.log();
 }
 
 // DELETE /v1/tenants/{key}/counters/{layer}: a caller whose limit was hit by mistake gets its
@@ -918,14 +918,14 @@ void expect_reset_gives_the_budget_back(const std::string& url, const std::strin
   Scratch dir(name);
   Instance server(write_config(dir, "a", url), dir.path("a.log"));
   ASSERT_TRUE(server.ready()) << server.log();
-  const std::string key = fresh_api_key(), other = fresh_api_key();
+  const std::string key = fresh_tenant_key(), other = fresh_tenant_key();
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(server.decide(key).allowed);
     EXPECT_TRUE(server.decide(other).allowed);
   }
   EXPECT_FALSE(server.decide(key).allowed);
   // A custom rate used up too: its key is reset with the plans'.
-  const std::string contract = fresh_api_key();
+  const std::string contract = fresh_tenant_key();
   ASSERT_EQ(server.put(contract, R"({"limits":{"gateway":"1/min"}})").status, 200);
   EXPECT_TRUE(server.decide(contract).allowed);
   EXPECT_FALSE(server.decide(contract).allowed);
@@ -976,8 +976,8 @@ TEST(TenantsServe, RedisResetGivesACallersBudgetBack) {
 TEST(TenantsServe, NoApiKeyInClearInRedisAfterTenantWrites) {
   Scratch dir("secrecy");
   testing::RedisServer redis;
-  const std::string api_key = fresh_api_key();
-  const std::string imported_key = fresh_api_key();
+  const std::string api_key = fresh_tenant_key();
+  const std::string imported_key = fresh_tenant_key();
   // MONITOR: every command Redis receives, with its arguments.
   testing::ChildProcess monitor(
       {"/usr/bin/redis-cli", "-p", std::to_string(redis.port()), "monitor"},
