@@ -34,15 +34,7 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --l
 pids+=($!)
 until redis-cli -p "$redis_port" ping >/dev/null 2>&1; do sleep 0.05; done
 
-mkdir -p "$work/rules"
-cat > "$work/rules/bench.yaml" <<'YAML'
-domain: bench
-descriptors:
-  - key: open
-    rate_limit: {unit: hour, requests_per_unit: 1000000}
-  - key: hot
-    rate_limit: {unit: hour, requests_per_unit: 10}
-YAML
+rules=$PWD/bench/rls_rules  # domain "bench": descriptors `open` and `hot`
 
 script_calls() {
   redis-cli -p "$redis_port" info commandstats |
@@ -55,7 +47,7 @@ run() {
   port=$(free_port)
   config=$work/$name.yaml
   printf 'server: {access_log: off, grpc_listen: "127.0.0.1:%s"}\nbackend: {url: "%s", over_limit_cache: %s}\nrls: {config: "%s"}\n' \
-    "$port" "$backend" "$cache" "$work/rules" > "$config"
+    "$port" "$backend" "$cache" "$rules" > "$config"
   redis-cli -p "$redis_port" flushall >/dev/null
   "$bin" serve --config "$config" --listen 127.0.0.1:0 2>"$work/$name.log" &
   local pid=$!

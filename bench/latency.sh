@@ -32,13 +32,6 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --d
   --logfile "$work/redis.log" & pids+=($!)
 wait_port "$redis_port"
 
-mkdir -p "$work/rules"
-cat > "$work/rules/bench.yaml" <<'YAML'
-domain: bench
-descriptors:
-  - key: open
-    rate_limit: {unit: hour, requests_per_unit: 1000000}
-YAML
 serve() {  # name backend_url -> "http_port grpc_port"
   local port grpc_port
   port=$(free_port)
@@ -46,7 +39,7 @@ serve() {  # name backend_url -> "http_port grpc_port"
   cat > "$work/$1.yaml" <<CONF
 server: {listen: "127.0.0.1:$port", threads: 2, grpc_listen: "127.0.0.1:$grpc_port"}
 backend: {url: "$2"}
-rls: {config: "$work/rules"}
+rls: {config: "$PWD/bench/rls_rules"}
 CONF
   cat bench/seed_layers.yaml >> "$work/$1.yaml"
   "$spillway" serve --config "$work/$1.yaml" >/dev/null 2>&1 &

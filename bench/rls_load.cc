@@ -17,11 +17,11 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "src/cli/latency_histogram.h"
+#include "src/cli/schedule_wait.h"
 
 namespace pb = envoy::service::ratelimit::v3;
 using Clock = std::chrono::steady_clock;
@@ -92,21 +92,12 @@ struct Slot {
   }
 };
 
-// Sleeps until `at` while it is far, then spins.
-void wait_until(Clock::time_point at) {
-  for (Clock::time_point now = Clock::now(); now < at; now = Clock::now()) {
-    if (at - now > std::chrono::microseconds(200)) {
-      std::this_thread::sleep_until(at - std::chrono::microseconds(100));
-    }
-  }
-}
-
 // Open loop: the calls due until `end`, each on a free slot (waiting for one if all are busy).
 void run_scheduled(Load& load, std::vector<Slot>& slots, double rate, Clock::time_point start) {
   const auto interval =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / rate));
   for (Clock::time_point due = start; due < load.end; due += interval) {
-    wait_until(due);
+    spillway::cli::wait_until(due);
     int slot = 0;
     {
       std::unique_lock lock(load.mutex);

@@ -90,10 +90,14 @@ else
     cmake --build --preset "$preset" -j "$jobs"
     check_labels "$preset"
     end_phase "build $preset"
-    [ "$preset" = tsan ] && start_background "fuzz targets" "scripts/fuzz.sh --build"
+    beside=""
+    if [ "$preset" = tsan ]; then
+      start_background "fuzz targets" "scripts/fuzz.sh --build"
+      beside=" (the fuzz build beside it)"
+    fi
     echo "== test: $preset"
     run_ctest --preset "$preset" -j "$test_jobs"
-    end_phase "ctest $preset$([ "$preset" = tsan ] && echo " (the fuzz build beside it)")"
+    end_phase "ctest $preset$beside"
   done
   wait_background
   end_phase "rest of the fuzz build"

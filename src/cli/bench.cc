@@ -17,6 +17,7 @@
 #include "src/cli/args.h"
 #include "src/cli/http_load.h"
 #include "src/cli/latency_histogram.h"
+#include "src/cli/schedule_wait.h"
 
 namespace spillway::cli {
 namespace {
@@ -183,15 +184,6 @@ void stop_after(const BenchSetup& setup, std::atomic<bool>& stop) {
   if (setup.requests > 0) return;
   std::this_thread::sleep_for(setup.duration);
   stop = true;
-}
-
-// Waits for `at` on a schedule: sleeps while it is far, spins the last 100 µs.
-void wait_until(Steady::time_point at) {
-  for (Steady::time_point now = Steady::now(); now < at; now = Steady::now()) {
-    if (at - now > std::chrono::microseconds(200)) {
-      std::this_thread::sleep_until(at - std::chrono::microseconds(100));
-    }
-  }
 }
 
 // The time between two scheduled checks of one lane when `lanes` share --rate.
