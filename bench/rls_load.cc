@@ -6,17 +6,18 @@
 // all are in flight waits for one to end), and each latency counts from the call's scheduled time.
 // Each call asks about one descriptor {KEY: v<i>}, i cycling over VALUES values. Prints
 //   calls_per_second=… ok=… over_limit=… errors=… p50_us=… p99_us=… p999_us=… max_us=…
-// Exit 1 when any call failed.
+// Exit 1 when any call failed, 2 (naming the argument) when an argument is not what it must be.
 #include <grpcpp/grpcpp.h>
 
-#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
@@ -112,6 +113,19 @@ void run_scheduled(Load& load, std::vector<Slot>& slots, double rate, Clock::tim
   load.done_cv.wait(lock, [&] { return load.free_slots.size() == slots.size(); });
 }
 
+// A whole number from 1 to `most`, or nothing (after a line on stderr naming the argument).
+std::optional<int> whole(const char* name, const char* text, int most) {
+  int value = 0;
+  const std::string_view view(text);
+  const auto [end, ec] = std::from_chars(view.data(), view.data() + view.size(), value);
+  if (ec == std::errc() && end == view.data() + view.size() && value >= 1 && value <= most) {
+    return value;
+  }
+  std::fprintf(stderr, "rls_load: %s \"%s\" must be a whole number from 1 to %d\n", name, text,
+               most);
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,29 +133,31 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: rls_load HOST:PORT DOMAIN KEY VALUES IN_FLIGHT SECONDS [RATE]\n");
     return 2;
   }
+  const std::optional<int> values = whole("VALUES", argv[4], 100'000'000);
+  const std::optional<int> in_flight = whole("IN_FLIGHT", argv[5], 100'000);
+  const std::optional<int> seconds = whole("SECONDS", argv[6], 86'400);
+  const std::optional<int> rate = argc == 8 ? whole("RATE", argv[7], 100'000'000) : 0;
+  if (!values || !in_flight || !seconds || !rate) return 2;
   auto channel = grpc::CreateChannel(argv[1], grpc::InsecureChannelCredentials());
   auto stub = pb::RateLimitService::NewStub(channel);
-  const int in_flight = std::max(1, std::atoi(argv[5]));
-  const int seconds = std::max(1, std::atoi(argv[6]));
-  const double rate = argc == 8 ? std::atof(argv[7]) : 0;
   Load load;
   load.stub = stub.get();
   load.domain = argv[2];
   load.key = argv[3];
-  load.values = std::max(1, std::atoi(argv[4]));
-  load.open_loop = rate > 0;
+  load.values = *values;
+  load.open_loop = *rate > 0;
   const Clock::time_point start = Clock::now();
-  load.end = start + std::chrono::seconds(seconds);
-  std::vector<Slot> slots(static_cast<std::size_t>(in_flight));
-  for (int i = 0; i < in_flight; ++i) {
+  load.end = start + std::chrono::seconds(*seconds);
+  std::vector<Slot> slots(static_cast<std::size_t>(*in_flight));
+  for (int i = 0; i < *in_flight; ++i) {
     slots[static_cast<std::size_t>(i)].load = &load;
     slots[static_cast<std::size_t>(i)].index = i;
     load.free_slots.push_back(i);
   }
   if (load.open_loop) {
-    run_scheduled(load, slots, rate, start);
+    run_scheduled(load, slots, *rate, start);
   } else {
-    load.running = in_flight;
+    load.running = *in_flight;
     for (Slot& slot : slots) slot.send();
     std::unique_lock lock(load.mutex);
     load.done_cv.wait(lock, [&] { return load.running == 0; });

@@ -56,6 +56,29 @@ bool iequals_prefix(std::string_view text, std::string_view lower_prefix) {
   return true;
 }
 
+// `text` without the spaces and tabs around it.
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// A header line's value: after the first ':', trimmed.
+std::string_view value_of(std::string_view line) {
+  return trimmed(line.substr(line.find(':') + 1));
+}
+
+// Whether a Connection value (a comma-separated list) holds the token "close", in any case.
+bool has_close_token(std::string_view value) {
+  for (;;) {
+    const std::size_t comma = value.find(',');
+    const std::string_view token = trimmed(value.substr(0, comma));
+    if (token.size() == 5 && iequals_prefix(token, "close")) return true;
+    if (comma == std::string_view::npos) return false;
+    value.remove_prefix(comma + 1);
+  }
+}
+
 // One answer at the front of `bytes`: its status and total length, once it is all there.
 struct Answer {
   int status = 0;
@@ -73,23 +96,28 @@ Answer read_answer(std::string_view bytes) {
     answer.problem = "not an HTTP/1.x answer";
     return answer;
   }
-  std::from_chars(head.data() + 9, head.data() + 12, answer.status);
+  if (std::from_chars(head.data() + 9, head.data() + 12, answer.status).ptr != head.data() + 12) {
+    answer.problem = "an answer without a 3-digit status code";
+    return answer;
+  }
   std::size_t body = 0;
-  for (std::size_t at = head.find("\r\n"); at != std::string_view::npos;
-       at = head.find("\r\n", at + 2)) {
-    const std::string_view line = head.substr(at + 2);
+  // `head` ends with "\r\n": each line after the status line ends where the next "\r\n" is.
+  for (std::size_t at = head.find("\r\n"); at + 2 < head.size(); at = head.find("\r\n", at + 2)) {
+    const std::string_view line = head.substr(at + 2, head.find("\r\n", at + 2) - at - 2);
     if (iequals_prefix(line, "transfer-encoding:")) {
       answer.problem = "a chunked answer (this client reads Content-Length only)";
       return answer;
     }
-    if (iequals_prefix(line, "connection:")) {
-      const std::size_t value = line.find_first_not_of(' ', 11);
-      answer.close = value != std::string_view::npos && iequals_prefix(line.substr(value), "close");
-    }
+    if (iequals_prefix(line, "connection:")) answer.close = has_close_token(value_of(line));
     if (iequals_prefix(line, "content-length:")) {
-      std::size_t i = 15;
-      while (i < line.size() && line[i] == ' ') ++i;
-      std::from_chars(line.data() + i, line.data() + line.size(), body);
+      const std::string_view value = value_of(line);
+      const auto [end_of_number, ec] =
+          std::from_chars(value.data(), value.data() + value.size(), body);
+      if (ec != std::errc() || end_of_number != value.data() + value.size() || body > kMaxAnswer) {
+        answer.problem = "Content-Length \"" + std::string(value.substr(0, 32)) +
+                         "\" is not a number up to 65536";
+        return answer;
+      }
     }
   }
   if (bytes.size() >= end + 4 + body) answer.length = end + 4 + body;
@@ -108,7 +136,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
           static_cast<double>(load.connections) / static_cast<double>(load.rate)));
       scheduled_ = run.start + interval_ * index / load.connections - interval_;
     }
-    host_header_ = load.target.host + ":" + load.target.port;
+    const bool ipv6 = load.target.host.find(':') != std::string::npos;
+    host_header_ =
+        (ipv6 ? "[" + load.target.host + "]" : load.target.host) + ":" + load.target.port;
   }
 
   void start() { connect(); }
@@ -241,8 +271,22 @@ Result<HttpTarget> parse_http_target(std::string_view url) {
   const std::size_t slash = rest.find('/');
   target.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
   const std::string_view authority = rest.substr(0, slash);
-  const std::size_t colon = authority.rfind(':');
-  target.host = std::string(authority.substr(0, colon));
+  std::size_t colon = authority.rfind(':');  // before the port, if there is one
+  if (authority.starts_with('[')) {          // [IPv6]:port
+    const std::size_t bracket = authority.find(']');
+    if (bracket == std::string_view::npos) {
+      return invalid_argument("--http: \"" + std::string(url) +
+                              "\" opens \"[\" and never closes it");
+    }
+    if (bracket + 1 < authority.size() && authority[bracket + 1] != ':') {
+      return invalid_argument("--http: after \"]\" in \"" + std::string(url) +
+                              "\" only \":PORT\" may follow");
+    }
+    target.host = std::string(authority.substr(1, bracket - 1));
+    colon = bracket + 1 < authority.size() ? bracket + 1 : std::string_view::npos;
+  } else {
+    target.host = std::string(authority.substr(0, colon));
+  }
   target.port = colon == std::string_view::npos ? "80" : std::string(authority.substr(colon + 1));
   int port = 0;
   const auto [end, ec] =

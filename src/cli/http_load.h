@@ -21,12 +21,13 @@
 namespace spillway::cli {
 
 struct HttpTarget {
-  std::string host;  // a numeric address or a name
+  std::string host;  // a numeric address (IPv6 without its brackets) or a name
   std::string port;  // "80" when the URL names none
   std::string path;  // "/" when the URL names none
 };
 
-// Parses http://HOST[:PORT][/PATH]; an error names what is wrong with the URL.
+// Parses http://HOST[:PORT][/PATH], HOST a name, an IPv4 address or [an IPv6 address]; an error
+// names what is wrong with the URL.
 Result<HttpTarget> parse_http_target(std::string_view url);
 
 struct HttpLoad {

@@ -1,9 +1,14 @@
 // spillway bench: totals add up, exactly the limit is admitted on one key, bad arguments exit 2,
 // and an unreachable backend exits 1 with the reason (errors counted apart from checks/s).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -70,6 +75,8 @@ TEST(BenchBinary, BadArgumentsExitTwo) {
       {"--http http://127.0.0.1:99999/v1/check", "port \"99999\""},
       {"--http http://:8080/", "no host"},
       {"--http http://127.0.0.1:8080/ --backend memory", "--http and --backend"},
+      {"--http http://[::1/v1/check", "never closes it"},
+      {"--http http://[::1]8080/v1/check", "only \":PORT\" may follow"},
   };
   for (const auto& [args, names] : named) {
     const BenchRun run = bench(args);
@@ -158,6 +165,87 @@ TEST(BenchHttpDown, AServerThatIsNotThereExitsOneNamingTheConnect) {
             "/v1/check --requests 10 --concurrency 2");
   EXPECT_EQ(run.status, 1) << run.output;
   EXPECT_NE(run.output.find("connect"), std::string::npos) << run.output;
+}
+
+// An IPv6 address in brackets is an address to connect to, not a name to resolve.
+TEST(BenchHttpDown, ABracketedIpv6AddressIsConnectedToNotResolved) {
+  const BenchRun run =
+      bench("--http http://[::1]:" + std::to_string(spillway::testing::free_port()) +
+            "/v1/check --requests 4 --concurrency 2");
+  EXPECT_EQ(run.status, 1) << run.output;
+  EXPECT_NE(run.output.find("connect"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("resolve"), std::string::npos) << run.output;
+}
+
+// A server on loopback that answers every request with `answer` and then closes the connection,
+// `connections` times; what it counted is read after the bench ends.
+class CannedHttpServer {
+ public:
+  CannedHttpServer(std::string answer, int connections) : answer_(std::move(answer)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::listen(listener_, 16);
+    socklen_t length = sizeof address;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::jthread([this, connections] {
+      for (int i = 0; i < connections; ++i) {
+        const int client = ::accept(listener_, nullptr, nullptr);
+        if (client < 0) return;
+        std::string request;
+        std::array<char, 4096> buffer{};
+        while (request.find("\r\n\r\n") == std::string::npos) {  // the body is tiny: ignored
+          const ssize_t n = ::recv(client, buffer.data(), buffer.size(), 0);
+          if (n <= 0) break;
+          request.append(buffer.data(), static_cast<std::size_t>(n));
+        }
+        ::send(client, answer_.data(), answer_.size(), MSG_NOSIGNAL);
+        ::close(client);
+        ++served_;
+      }
+    });
+  }
+  ~CannedHttpServer() {
+    ::shutdown(listener_, SHUT_RDWR);  // ends a pending accept
+    if (thread_.joinable()) thread_.join();
+    ::close(listener_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1/check"; }
+  int served() const { return served_; }
+
+ private:
+  std::string answer_;
+  int listener_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<int> served_{0};
+  std::jthread thread_;
+};
+
+// "Connection: close" is a token of a list, in any case: each answer comes on a new connection,
+// none is an error.
+TEST(BenchHttpDown, AConnectionCloseTokenInAListIsAReconnectNotAnError) {
+  CannedHttpServer server(
+      "HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 2\r\n\r\nok", 3);
+  const BenchRun run = bench("--http " + server.url() + " --requests 3 --concurrency 1");
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_EQ(run.fields.at("admitted"), "3") << run.output;
+  EXPECT_EQ(run.fields.at("errors"), "0") << run.output;
+  EXPECT_EQ(server.served(), 3);
+}
+
+// A Content-Length that is not a number, or one past what the client reads, is an error naming
+// it, not an answer framed by a guess.
+TEST(BenchHttpDown, AMalformedContentLengthIsAnErrorNamingIt) {
+  for (const std::string length : {"12abc", "18446744073709551615", "-1"}) {
+    CannedHttpServer server("HTTP/1.1 200 OK\r\nContent-Length: " + length + "\r\n\r\nok", 1);
+    const BenchRun run = bench("--http " + server.url() + " --requests 1 --concurrency 1");
+    EXPECT_EQ(run.status, 1) << length << ": " << run.output;
+    EXPECT_NE(run.output.find("Content-Length \"" + length + "\""), std::string::npos)
+        << length << ": " << run.output;
+  }
 }
 
 TEST(BenchBinary, UnreachableRedisExitsOneWithTheReason) {
