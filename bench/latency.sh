@@ -17,6 +17,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-5}
+if ! [[ $seconds =~ ^[1-9][0-9]{0,4}$ ]]; then
+  echo "usage: bench/latency.sh [SECONDS_PER_RUN] (a whole number of seconds, 1 to 99999; got \"$seconds\")" >&2
+  exit 2
+fi
 scripts/setup.sh
 cmake --preset release >/dev/null
 cmake --build --preset release --target spillway_cli rls_load >/dev/null
