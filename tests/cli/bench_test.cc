@@ -1,8 +1,6 @@
 // spillway bench: totals add up, exactly the limit is admitted on one key, bad arguments exit 2,
 // and an unreachable backend exits 1 with the reason (errors counted apart from checks/s).
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -182,15 +180,7 @@ TEST(BenchHttpDown, ABracketedIpv6AddressIsConnectedToNotResolved) {
 class CannedHttpServer {
  public:
   CannedHttpServer(std::string answer, int connections) : answer_(std::move(answer)) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    ::listen(listener_, 16);
-    socklen_t length = sizeof address;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
-    port_ = ntohs(address.sin_port);
+    listener_ = spillway::testing::listen_on_loopback(port_);
     thread_ = std::jthread([this, connections] {
       for (int i = 0; i < connections; ++i) {
         const int client = ::accept(listener_, nullptr, nullptr);

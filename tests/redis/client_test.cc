@@ -25,6 +25,7 @@
 
 #include "src/redis/url.h"
 #include "tests/support/poll.h"
+#include "tests/support/process.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway::redis {
@@ -639,24 +640,11 @@ int count_dropped_connections(std::uint16_t port, int listen_fd,
   return accepted;
 }
 
-int listen_on_loopback(std::uint16_t& port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  ::listen(fd, 128);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  port = ntohs(address.sin_port);
-  return fd;
-}
-
 TEST(RedisClient, ReconnectsAreCappedPerSecondWhenTheServerDropsEveryConnection) {
   // Backoff 1-2 ms and 8 connections: uncapped, that is hundreds of attempts a second.
   for (const int cap : {10, 1000}) {
     std::uint16_t port = 0;
-    const int listener = listen_on_loopback(port);
+    const int listener = testing::listen_on_loopback(port);
     int accepted = 0;
     {
       Client client({.port = port,

@@ -28,18 +28,30 @@
 
 namespace spillway::testing {
 
-// A port on 127.0.0.1 that was free a moment ago.
-inline std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// A TCP socket bound to 127.0.0.1 on a port the kernel picked, which is written to `port`;
+// listening when `backlog` > 0. The caller closes it.
+inline int loopback_socket(std::uint16_t& port, int backlog = 0) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  if (backlog > 0) ::listen(fd, backlog);
   socklen_t len = sizeof(addr);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  port = ntohs(addr.sin_port);
+  return fd;
 }
+
+// A port on 127.0.0.1 that was free a moment ago.
+inline std::uint16_t free_port() {
+  std::uint16_t port = 0;
+  ::close(loopback_socket(port));
+  return port;
+}
+
+// A listening socket on 127.0.0.1 (its port written to `port`), for a test's own server.
+inline int listen_on_loopback(std::uint16_t& port) { return loopback_socket(port, 128); }
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path);
