@@ -290,8 +290,14 @@ function launch(args, dir, rulesPath) {
         resolve(server);
       }
     });
+    let stopping = false;
     child.once('exit', (code, signal) => {
       fail(new Error(`spillway serve exited (code ${code}, signal ${signal}) before listening; args ${args.join(' ')}; stderr:\n${stderr}`));
+      // A server that dies under a test (a crash, a sanitizer's report) shows why at once, in
+      // the test's output, whatever the test then asserts.
+      if (settled && !stopping) {
+        process.stderr.write(`spillway serve (pid ${child.pid}) exited under the test (code ${code}, signal ${signal}); its stderr:\n${stderr}\n`);
+      }
     });
 
     const server = {
@@ -313,10 +319,17 @@ function launch(args, dir, rulesPath) {
       signal(sig) {
         child.kill(sig);
       },
+      // Stops the server; throws if it had died before (a crash) or its stderr holds a
+      // sanitizer's report, so that no test passes over either.
       async stop() {
         if (this.rls) this.rls.close();
+        const died = child.exitCode !== null || child.signalCode !== null;
+        stopping = true;
         await killChild(child);
         await removeDir(dir);
+        if (died || /Sanitizer|runtime error:/.test(stderr)) {
+          throw new Error(`spillway serve (pid ${child.pid}) ${died ? `had exited (code ${child.exitCode}, signal ${child.signalCode})` : 'reported a sanitizer finding'}; its stderr:\n${stderr}`);
+        }
       },
     };
   });

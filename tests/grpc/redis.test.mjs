@@ -78,28 +78,28 @@ describe('redis backend', () => {
     assert.equal((await allowServer.rls.check('redis', [['cached', unique('pre')]])).overall_code, 'OK');
     await redis.stop();
 
-    const started = Date.now();
+    // Promptly means without waiting for the backend's 1 s timeout: the server answers
+    // UNAVAILABLE from the store's own "not connected" (or, once it opened, the circuit), where a
+    // call left to time out would answer DEADLINE_EXCEEDED. Checked by what the answer says, not
+    // by the wall clock (a loaded machine can delay any answer in transit; the client's deadline
+    // is long so that such a delay cannot pass for a timeout either).
+    const unavailableFromTheStore = (err) => {
+      assert.equal(err.code, 14, `UNAVAILABLE, got ${err.code} ${err.details}`);
+      assert.match(err.details, /^backend: (redis 127\.0\.0\.1:\d+: (not connected|connection)|circuit open)/);
+      return true;
+    };
     await assert.rejects(
-      server.rls.check('redis', [['cached', unique('down')]], { deadlineMs: 5000 }),
-      (err) => {
-        assert.ok([14, 4].includes(err.code), `UNAVAILABLE or DEADLINE_EXCEEDED, got ${err.code} ${err.details}`);
-        return true;
-      },
+      server.rls.check('redis', [['cached', unique('down')]], { deadlineMs: 20000 }),
+      unavailableFromTheStore,
     );
-    const elapsed = Date.now() - started;
-    assert.ok(elapsed < 2500, `answered in ${elapsed} ms`);
-
-    // Again, and on a fresh descriptor: still an error, still prompt.
-    const again = Date.now();
-    await assert.rejects(server.rls.check('redis', [['conc', unique('down')]], { deadlineMs: 5000 }), (err) =>
-      [14, 4].includes(err.code),
+    // Again, and on a fresh descriptor: still the same error.
+    await assert.rejects(
+      server.rls.check('redis', [['conc', unique('down')]], { deadlineMs: 20000 }),
+      unavailableFromTheStore,
     );
-    assert.ok(Date.now() - again < 2500);
 
-    const allowStarted = Date.now();
-    const allowed = await allowServer.rls.check('redis', [['cached', unique('down')]], { deadlineMs: 5000 });
+    const allowed = await allowServer.rls.check('redis', [['cached', unique('down')]], { deadlineMs: 20000 });
     assert.equal(allowed.overall_code, 'OK');
-    assert.ok(Date.now() - allowStarted < 2500);
 
     // Health follows the backend, as GET /readyz does: NOT_SERVING while Redis is gone (for ""
     // and for the service's name), though the listener still answers.
