@@ -18,7 +18,7 @@ shift || true
 requests=${REQUESTS:-300000}
 
 cmake --preset release >/dev/null
-cmake --build --preset release --target print_script >/dev/null
+cmake --build --preset release --target print_script spillway_cli >/dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 workdir=$(mktemp -d)
 # Redis on one core and the load on the other, when taskset is there (less noise).
@@ -51,7 +51,21 @@ for extra in "$@"; do
   runs+=("${extra%%=*} x8|${extra#*=}|8|8$batch_keys '' 0$batch_numbers")
 done
 
+# Through the client: spillway bench sends GCRA checks one per call (--batch 1), 50 in flight,
+# with its real keys and arguments, to the same Redis ("client" in the file column).
+runs+=("gcra via client|client|1|")
+
 measure() {  # file, checks per call, args -> µs of Redis CPU per check
+  if [ "$1" = client ]; then
+    redis-cli -p "$port" flushall >/dev/null
+    redis-cli -p "$port" script flush >/dev/null
+    redis-cli -p "$port" config resetstat >/dev/null
+    "${pin_load[@]}" build/release/src/spillway bench --backend "redis://127.0.0.1:$port" \
+      --batch 1 --concurrency 50 --keys 10000 --limit 100 --requests "$requests" >/dev/null
+    redis-cli -p "$port" info commandstats | tr -d '\r' |
+      sed -n 's/^cmdstat_evalsha:.*usec_per_call=\([0-9.]*\).*/\1/p'
+    return
+  fi
   local sha
   sha=$(redis-cli -p "$port" -x SCRIPT LOAD < "$1")
   redis-cli -p "$port" flushall >/dev/null
