@@ -39,7 +39,9 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 200;
-  std::vector<std::pair<std::string, std::string>> headers;  // added to Content-Type/Length
+  // Added to Content-Type/Length. A name is a string literal (static storage: nothing to
+  // allocate per response); a value is the response's own.
+  std::vector<std::pair<std::string_view, std::string>> headers;
   std::string body;
   // A string literal (static storage: nothing to allocate per response), or empty for none.
   std::string_view content_type = "application/json";
