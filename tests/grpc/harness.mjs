@@ -261,9 +261,11 @@ function launch(args, dir, rulesPath) {
     const timer = setTimeout(() => {
       fail(new Error(`spillway serve did not announce its listeners within 15 s; stderr:\n${stderr}`));
     }, 15000);
+    let stopping = false;  // set when this harness kills the server (not a death under a test)
     function fail(err) {
       if (settled) return;
       settled = true;
+      stopping = true;
       clearTimeout(timer);
       killChild(child).finally(() => reject(err));
     }
@@ -290,7 +292,6 @@ function launch(args, dir, rulesPath) {
         resolve(server);
       }
     });
-    let stopping = false;
     child.once('exit', (code, signal) => {
       fail(new Error(`spillway serve exited (code ${code}, signal ${signal}) before listening; args ${args.join(' ')}; stderr:\n${stderr}`));
       // A server that dies under a test (a crash, a sanitizer's report) shows why at once, in
