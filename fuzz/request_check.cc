@@ -154,7 +154,8 @@ void check_response(const HttpRequest& request, const HttpResponse& response) {
   }
   for (const auto& [name, value] : response.headers) {
     if (!is_token(name) || !is_safe_value(value)) {
-      violated("response header is not a token with a safe value", std::string(name) + ": " + value);
+      violated("response header is not a token with a safe value",
+               std::string(name) + ": " + value);
     }
   }
   if (!is_safe_value(response.content_type)) violated("unsafe content type");
