@@ -79,15 +79,18 @@ std::optional<policy::Config> load_command_config(std::string_view command,
 }
 
 BackendOptions backend_options(const policy::Config& config) {
-  return {.redis = {.key_prefix = config.backend.key_prefix,
-                    .timeout = config.backend.timeout,
-                    .tls = config.backend.tls,
-                    .key_hash = {.hash = config.backend.key_hash}},
-          .breaker = {.failures = config.backend.breaker_failures,
-                      .probe_interval = config.backend.breaker_probe},
-          .local_fallback = config.backend.on_error == policy::OnError::kLocal,
-          .over_limit_cache = config.backend.over_limit_cache,
-          .leases = LeaseStoreOptions{}};
+  BackendOptions options{.redis = {.key_prefix = config.backend.key_prefix,
+                                   .timeout = config.backend.timeout,
+                                   .tls = config.backend.tls,
+                                   .key_hash = {.hash = config.backend.key_hash}},
+                         .breaker = {.failures = config.backend.breaker_failures,
+                                     .probe_interval = config.backend.breaker_probe},
+                         .local_fallback = config.backend.on_error == policy::OnError::kLocal,
+                         .over_limit_cache = config.backend.over_limit_cache,
+                         .leases = LeaseStoreOptions{}};
+  if (config.backend.max_batch) options.redis.max_batch = *config.backend.max_batch;
+  if (config.backend.max_in_flight) options.redis.max_in_flight = *config.backend.max_in_flight;
+  return options;
 }
 
 Preflight preflight(const policy::Config& config, const std::string& file,
@@ -145,6 +148,14 @@ Preflight preflight(const policy::Config& config, const std::string& file,
   if (!config.backend.tenants_file.empty() && is_redis_url(config.backend.url)) {
     problems.add("backend.tenants_file",
                  "is for the memory backend; with Redis the tenant records live in Redis");
+  }
+  for (auto [name, value] : {std::pair{"backend.max_batch", config.backend.max_batch},
+                             std::pair{"backend.max_in_flight", config.backend.max_in_flight}}) {
+    if (value && !is_redis_url(config.backend.url)) {
+      problems.add(name,
+                   "is for a Redis backend (it batches script calls); the memory backend "
+                   "makes none");
+    }
   }
 
   // The rules: needed by the gRPC listener, and loaded whenever named (a rules path that does not

@@ -113,6 +113,11 @@ struct BackendConfig {
   std::chrono::milliseconds breaker_probe{1000};
   std::optional<TlsConfig> tls;
   std::size_t over_limit_cache = 0;  // Redis: keys of the exact local cache of denials; 0 = off
+  // Redis: the most checks in one script call (1 to 4096; 1: no batching), and the script calls
+  // in flight per algorithm before checks wait to be batched (1 to 4096). Unset: the store's
+  // defaults (RedisStoreOptions: 128 and 2).
+  std::optional<int> max_batch;
+  std::optional<int> max_in_flight;
   // serve: a backend that does not answer within its connect timeout at start is fatal (exit 1)
   // instead of a warning (then on_error answers until it does).
   bool require_at_start = false;

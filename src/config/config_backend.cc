@@ -65,12 +65,12 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
   if (node.IsNull()) return;
   expect_map(node, "backend",
              "a mapping of url, key_prefix, key_hash, key_secret_file, timeout, on_error, "
-             "breaker_failures, breaker_probe, tls, over_limit_cache, require_at_start, "
-             "tenants_file");
+             "breaker_failures, breaker_probe, tls, over_limit_cache, max_batch, max_in_flight, "
+             "require_at_start, tenants_file");
   Fields fields(node, "backend",
                 {"url", "key_prefix", "key_hash", "key_secret_file", "timeout", "on_error",
-                 "breaker_failures", "breaker_probe", "tls", "over_limit_cache", "require_at_start",
-                 "tenants_file"});
+                 "breaker_failures", "breaker_probe", "tls", "over_limit_cache", "max_batch",
+                 "max_in_flight", "require_at_start", "tenants_file"});
   if (const Entry* tenants = fields.find("tenants_file"))
     collect([&] {
       backend.tenants_file =
@@ -85,6 +85,12 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
       backend.over_limit_cache = static_cast<std::size_t>(
           whole_number(cache->value, fields.path("over_limit_cache"), 0, 100'000'000));
     });
+  for (auto [name, out] : {std::pair{"max_batch", &backend.max_batch},
+                           std::pair{"max_in_flight", &backend.max_in_flight}}) {
+    if (const Entry* entry = fields.find(name))
+      collect(
+          [&] { *out = static_cast<int>(whole_number(entry->value, fields.path(name), 1, 4096)); });
+  }
   bool url_read = true;  // the TLS check below needs the URL as written
   if (const Entry* url = fields.find("url"))
     url_read = collect([&] {

@@ -86,15 +86,15 @@ TEST(SeriesStyle, JsonForThePagesScripts) {
 }
 
 // One drawn line of the SVG: its attributes by name.
-using Attributes = std::map<std::string, std::string>;
+using ChartAttributes = std::map<std::string, std::string>;
 
-std::vector<Attributes> elements(const std::string& svg, const std::string& tag) {
-  std::vector<Attributes> found;
+std::vector<ChartAttributes> elements(const std::string& svg, const std::string& tag) {
+  std::vector<ChartAttributes> found;
   const std::regex element("<" + tag + R"(\s([^>]*)/>)");
   const std::regex attribute(R"re(([a-z-]+)="([^"]*)")re");
   for (auto e = std::sregex_iterator(svg.begin(), svg.end(), element); e != std::sregex_iterator();
        ++e) {
-    Attributes attributes;
+    ChartAttributes attributes;
     const std::string body = (*e)[1];
     for (auto a = std::sregex_iterator(body.begin(), body.end(), attribute);
          a != std::sregex_iterator(); ++a) {
@@ -122,7 +122,7 @@ TEST(SimulateSvg, AdmittedLinesAreCoolAndCoincidingOnesStayVisible) {
   ASSERT_EQ(run.status, 0) << run.err;
   const std::string svg = slurp(path);
   std::remove(path.c_str());
-  const std::vector<Attributes> lines = elements(svg, "polyline");
+  const std::vector<ChartAttributes> lines = elements(svg, "polyline");
   ASSERT_EQ(lines.size(), 6u) << "offered and five algorithms:\n" << svg;
   const char* names[] = {"offered",        "fixed_window", "sliding_log",
                          "sliding_window", "token_bucket", "gcra"};
@@ -137,8 +137,8 @@ TEST(SimulateSvg, AdmittedLinesAreCoolAndCoincidingOnesStayVisible) {
 
   // The legend's sample of each line: the <line> elements with a width (the grid's and the
   // axis' have none).
-  std::vector<Attributes> samples = elements(svg, "line");
-  std::erase_if(samples, [](const Attributes& a) { return !a.contains("stroke-width"); });
+  std::vector<ChartAttributes> samples = elements(svg, "line");
+  std::erase_if(samples, [](const ChartAttributes& a) { return !a.contains("stroke-width"); });
   ASSERT_EQ(samples.size(), lines.size()) << svg;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     for (const char* a : {"stroke", "stroke-width", "stroke-dasharray"}) {
@@ -149,11 +149,11 @@ TEST(SimulateSvg, AdmittedLinesAreCoolAndCoincidingOnesStayVisible) {
   }
 
   for (std::size_t i = 1; i < lines.size(); ++i) {
-    const Attributes& later = lines[i];
+    const ChartAttributes& later = lines[i];
     EXPECT_TRUE(cool(later.at("stroke"))) << names[i] << " admitted: " << later.at("stroke");
     ASSERT_TRUE(later.contains("stroke-width")) << names[i];
     for (std::size_t j = 1; j < i; ++j) {
-      const Attributes& earlier = lines[j];
+      const ChartAttributes& earlier = lines[j];
       const std::string pair = std::string(names[j]) + " and " + names[i] + " (drawn over it)";
       EXPECT_NE(later.at("stroke"), earlier.at("stroke")) << pair << ": one colour";
       EXPECT_LT(std::stod(later.at("stroke-width")), std::stod(earlier.at("stroke-width")))

@@ -21,7 +21,7 @@
 namespace spillway::cli {
 namespace {
 
-std::string temp_path(const std::string& name) {
+std::string simulate_temp_path(const std::string& name) {
   static int calls = 0;
   return "/tmp/spillway_sim_" + std::to_string(getpid()) + "_" + std::to_string(calls++) + "_" +
          name;
@@ -219,7 +219,7 @@ TEST(Simulation, SeriesBucketsAreRoundAndFew) {
 // every pattern and every algorithm.
 TEST(SimulateBinary, CountsEqualReplayOnTheSameTraceForEveryPatternAndAlgorithm) {
   for (std::string_view name : pattern_names()) {
-    const std::string trace = temp_path("trace.csv");
+    const std::string trace = simulate_temp_path("trace.csv");
     const std::string flags = "--limit 7 --period 2s";
     testing::BinaryRun sim =
         testing::run_binary("simulate --pattern " + std::string(name) +
@@ -255,8 +255,8 @@ TEST(SimulateBinary, CountsEqualReplayOnTheSameTraceForEveryPatternAndAlgorithm)
 }
 
 TEST(SimulateBinary, WritesTheReportTheSeriesAndTheChart) {
-  const std::string html = temp_path("report.html"), csv = temp_path("series.csv"),
-                    svg = temp_path("chart.svg");
+  const std::string html = simulate_temp_path("report.html"),
+                    csv = simulate_temp_path("series.csv"), svg = simulate_temp_path("chart.svg");
   testing::BinaryRun run = testing::run_binary(
       "simulate --trace " + std::string(SPILLWAY_SOURCE_DIR) +
       "/examples/traces/login-burst.csv --limit 5 --period 1s --algorithms gcra,fixed_window "
@@ -303,7 +303,7 @@ TEST(SimulateBinary, WritesTheReportTheSeriesAndTheChart) {
 TEST(SimulateBinary, DashIsStandardInputOrOutputAndWrittenFilesAreAnnounced) {
   const std::string trace = "t_us,key\n0,a\n10,a\n20,a\n30,b\n1000000,a\n";
   const std::string flags = " --limit 2 --period 1s --algorithms gcra,fixed_window";
-  const std::string file = temp_path("trace.csv");
+  const std::string file = simulate_temp_path("trace.csv");
   std::ofstream(file) << trace;
   const testing::BinaryRun from_file = testing::run_binary("simulate --trace " + file + flags);
   ASSERT_EQ(from_file.status, 0) << from_file.err;
@@ -314,7 +314,7 @@ TEST(SimulateBinary, DashIsStandardInputOrOutputAndWrittenFilesAreAnnounced) {
   EXPECT_EQ(parse_summary(from_stdin.out).at("gcra")[1], 4) << from_stdin.out;
 
   // --csv -: the series on stdout, the summary on stderr; the SVG file is announced.
-  const std::string svg = temp_path("chart.svg");
+  const std::string svg = simulate_temp_path("chart.svg");
   const testing::BinaryRun csv =
       testing::run_binary("simulate --trace -" + flags + " --csv - --svg " + svg, trace);
   ASSERT_EQ(csv.status, 0) << csv.err;
@@ -386,7 +386,7 @@ TEST(SimulateBinary, BadOptionsExitTwoNamingTheOption) {
     EXPECT_TRUE(run.out.empty()) << c.args;
   }
   // A line the store would refuse (a key over 1024 bytes) is a bad trace too (exit 1).
-  const std::string long_key = temp_path("long.csv");
+  const std::string long_key = simulate_temp_path("long.csv");
   std::ofstream(long_key) << "0,a\n1," << std::string(1100, 'k') << "\n";
   testing::BinaryRun refused =
       testing::run_binary("simulate --trace " + long_key + " --limit 1 --period 1s");
@@ -394,7 +394,7 @@ TEST(SimulateBinary, BadOptionsExitTwoNamingTheOption) {
   EXPECT_NE(refused.err.find("trace line 2"), std::string::npos) << refused.err;
   std::remove(long_key.c_str());
   // A bad line in a trace file is a bad trace (exit 1), named by its line.
-  const std::string bad = temp_path("bad.csv");
+  const std::string bad = simulate_temp_path("bad.csv");
   std::ofstream(bad) << "0,a\n5,\n";
   testing::BinaryRun run =
       testing::run_binary("simulate --trace " + bad + " --limit 1 --period 1s");

@@ -263,6 +263,9 @@ TEST(ValidateBinary, RefusesBadAdminAndTenantSettings) {
        "decision"},
       {"server:\n  admin_token_file: " + tokens + "\n", "only read with server.admin_listen"},
       {"backend:\n  url: redis://127.0.0.1:6379\n  tenants_file: /tmp/t\n", "memory backend"},
+      {"backend:\n  max_batch: 256\n", "backend.max_batch: is for a Redis backend"},
+      {"backend:\n  url: memory\n  max_in_flight: 8\n",
+       "backend.max_in_flight: is for a Redis backend"},
   };
   for (const Case& c : cases) {
     const std::string path = write_config(c.yaml);

@@ -537,6 +537,32 @@ TEST(ConfigRls, BadValuesNameTheField) {
   }
 }
 
+TEST(ConfigBackend, RedisBatchingKnobsAreReadAndBounded) {
+  Result<Config> config =
+      parse_config("backend: {url: 'redis://127.0.0.1:6379', max_batch: 256, max_in_flight: 8}\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->backend.max_batch, 256);
+  EXPECT_EQ(config->backend.max_in_flight, 8);
+
+  Result<Config> defaults = parse_config("backend: {url: 'redis://127.0.0.1:6379'}\n");
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().message;
+  EXPECT_FALSE(defaults->backend.max_batch.has_value());
+  EXPECT_FALSE(defaults->backend.max_in_flight.has_value());
+
+  const std::pair<const char*, const char*> cases[] = {
+      {"backend: {max_batch: 0}\n", "line 1: backend.max_batch: "},
+      {"backend: {max_batch: 4097}\n", "line 1: backend.max_batch: "},
+      {"backend: {max_batch: lots}\n", "line 1: backend.max_batch: "},
+      {"backend: {max_in_flight: -2}\n", "line 1: backend.max_in_flight: "},
+      {"backend: {max_in_flight: 1.5}\n", "line 1: backend.max_in_flight: "},
+  };
+  for (const auto& [text, expected] : cases) {
+    Result<Config> bad = parse_config(text);
+    ASSERT_FALSE(bad.has_value()) << text;
+    EXPECT_TRUE(bad.error().message.starts_with(expected)) << text << " -> " << bad.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace spillway::policy
 

@@ -285,12 +285,12 @@ TEST(OverLimitCacheCharge, AChargeOfAKeyWhoseDenialIsCachedReachesTheStore) {
   OverLimitCache cache(std::make_unique<MemoryStore>(MemoryStoreOptions{.clock = clock}), 100,
                        clock);
   const Limit limit = *Limit::make(Algorithm::kGcra, 2, kPeriod);  // T = 30 s, burst 2
-  constexpr Micros kT = kPeriod / 2;
+  constexpr Micros kHalfPeriod = kPeriod / 2;
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(check(cache, "k", limit, 1, kNow).allowed) << i;
   const Decision denied = check(cache, "k", limit, 1, kNow);
   ASSERT_FALSE(denied.allowed);
   ASSERT_FALSE(denied.local);
-  ASSERT_EQ(denied.retry_after, kT);
+  ASSERT_EQ(denied.retry_after, kHalfPeriod);
   ASSERT_EQ(cache.entries(), 1u);
   ASSERT_TRUE(check(cache, "k", limit, 1, kNow).local) << "the denial is remembered";
   const std::uint64_t hits = cache.hits();
@@ -302,14 +302,14 @@ TEST(OverLimitCacheCharge, AChargeOfAKeyWhoseDenialIsCachedReachesTheStore) {
   // The store owes one interval more: the wait for 1 is T longer.
   const Decision inner = check(cache.inner(), "k", limit, 1, kNow);
   EXPECT_FALSE(inner.allowed);
-  EXPECT_EQ(inner.retry_after, 2 * kT) << show_charge(inner);
+  EXPECT_EQ(inner.retry_after, 2 * kHalfPeriod) << show_charge(inner);
   EXPECT_EQ(charged, as_charged(check(cache.inner(), "k", limit, 0, kNow)));
   // Once the remembered denial is over, the cache asks the store, which still has the debt.
-  const Decision after = check(cache, "k", limit, 1, kNow + kT);
+  const Decision after = check(cache, "k", limit, 1, kNow + kHalfPeriod);
   EXPECT_FALSE(after.allowed) << show_charge(after);
   EXPECT_FALSE(after.local);
-  EXPECT_EQ(after.retry_after, kT);
-  EXPECT_TRUE(check(cache, "k", limit, 1, kNow + 2 * kT).allowed);
+  EXPECT_EQ(after.retry_after, kHalfPeriod);
+  EXPECT_TRUE(check(cache, "k", limit, 1, kNow + 2 * kHalfPeriod).allowed);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ using test_util::limit_for;
 using test_util::make_limit;
 using test_util::show;
 
-constexpr Micros kS = kMicrosPerSecond;
+constexpr Micros kStoreSecond = kMicrosPerSecond;
 constexpr Micros kHour = kMicrosPerHour;
 
 constexpr auto& kAll = kAlgorithms;  // every algorithm of the list
@@ -54,15 +54,15 @@ MemoryStoreOptions manual_options(std::shared_ptr<ManualClock> clock, std::size_
 // ------------------------------------------------------------------------------------------------
 
 template <typename T>
-T pick(T lo, T hi) {  // whole range regardless of rapidcheck's size; still shrinks
+T store_pick(T lo, T hi) {  // whole range regardless of rapidcheck's size; still shrinks
   return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
 }
 
 template <typename State>
 void store_matches_pure() {
-  const std::int64_t limit = pick<std::int64_t>(1, 51);
-  const Micros period = pick<Micros>(1, 10'000'001);
-  const std::int64_t burst = pick<std::int64_t>(1, 61);
+  const std::int64_t limit = store_pick<std::int64_t>(1, 51);
+  const Micros period = store_pick<Micros>(1, 10'000'001);
+  const std::int64_t burst = store_pick<std::int64_t>(1, 61);
   const Limit lim = limit_for<State>(limit, period, burst);
   const int n = *rc::gen::inRange(1, 151);
   const std::string key = *rc::gen::nonEmpty(rc::gen::container<std::string>(
@@ -75,23 +75,23 @@ void store_matches_pure() {
     bool sweep_before;
   };
   std::vector<Step> steps;
-  Micros t = pick<Micros>(0, 1'000'000'000'000);
+  Micros t = store_pick<Micros>(0, 1'000'000'000'000);
   for (int i = 0; i < n; ++i) {
-    const int kind = pick(0, 10);
+    const int kind = store_pick(0, 10);
     Micros dt = 0;
     if (kind < 3) {
       dt = 0;
     } else if (kind < 6) {
-      dt = pick<Micros>(1, period / limit + 2);
+      dt = store_pick<Micros>(1, period / limit + 2);
     } else if (kind < 9) {
-      dt = pick<Micros>(1, 2 * period + 2);
+      dt = store_pick<Micros>(1, 2 * period + 2);
     } else {
-      dt = -pick<Micros>(1, period + 2);
+      dt = -store_pick<Micros>(1, period + 2);
     }
     t = std::max<Micros>(0, t + dt);
     const std::int64_t cost =
-        pick(0, 2) == 0 ? 1 : pick<std::int64_t>(0, std::max(limit, burst) + 3);
-    steps.push_back(Step{t, cost, pick(0, 8) == 0});
+        store_pick(0, 2) == 0 ? 1 : store_pick<std::int64_t>(0, std::max(limit, burst) + 3);
+    steps.push_back(Step{t, cost, store_pick(0, 8) == 0});
   }
   // A sweep at time s may forget a key that is idle at s; that changes nothing for any later
   // request at or after s. So sweep only at the earliest time still to come.
@@ -162,7 +162,7 @@ TEST(MemoryStoreConcurrency, OneHotKeyAdmitsExactlyTheLimit) {
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {
         for (int i = 0; i < kPerThread; ++i) {
-          const auto d = store.check("hot", lim, 1, 7 * kS);
+          const auto d = store.check("hot", lim, 1, 7 * kStoreSecond);
           if (!d) {
             errors.fetch_add(1);
           } else {
@@ -176,7 +176,7 @@ TEST(MemoryStoreConcurrency, OneHotKeyAdmitsExactlyTheLimit) {
     std::atomic<bool> done{false};
     std::thread sweeper([&] {
       while (!done.load()) {
-        store.sweep(7 * kS);
+        store.sweep(7 * kStoreSecond);
         (void)store.size();
         std::this_thread::yield();
       }
@@ -188,7 +188,7 @@ TEST(MemoryStoreConcurrency, OneHotKeyAdmitsExactlyTheLimit) {
     EXPECT_EQ(bad_remaining.load(), 0) << algorithm_name(a);
     EXPECT_EQ(admitted.load(), kLimit) << algorithm_name(a);
     EXPECT_EQ(store.size(), 1u) << algorithm_name(a);
-    const auto peek = store.check("hot", lim, 0, 7 * kS);
+    const auto peek = store.check("hot", lim, 0, 7 * kStoreSecond);
     ASSERT_TRUE(peek.has_value());
     EXPECT_EQ(peek->remaining, 0) << algorithm_name(a);
   }
@@ -211,7 +211,7 @@ TEST(MemoryStoreConcurrency, ManyKeysEachAdmitExactlyTheLimit) {
         for (int round = 0; round < kRounds; ++round) {
           for (int k = 0; k < kKeys; ++k) {
             const int key = (k + t * 5) % kKeys;  // threads start at different keys
-            const auto d = store.check("user:" + std::to_string(key), lim, 1, 3 * kS);
+            const auto d = store.check("user:" + std::to_string(key), lim, 1, 3 * kStoreSecond);
             if (!d) {
               errors.fetch_add(1);
             } else if (d->allowed) {
@@ -251,7 +251,7 @@ TEST(MemoryStore, DestructorStopsTheBackgroundSweeper) {
   MemoryStoreOptions o = manual_options(std::make_shared<ManualClock>(0));
   o.sweep_interval = std::chrono::milliseconds(1);
   auto store = std::make_unique<MemoryStore>(std::move(o));
-  ASSERT_TRUE(store->check("k", make_limit(Algorithm::kGcra, 1, kS)).value().allowed);
+  ASSERT_TRUE(store->check("k", make_limit(Algorithm::kGcra, 1, kStoreSecond)).value().allowed);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(destroyed_within(std::move(store), std::chrono::seconds(10)));
 }
@@ -260,7 +260,7 @@ TEST(MemoryStoreConcurrency, BackgroundSweeperKeepsBusyKeysAndDropsIdleOnes) {
   // The background sweeper reads the injected clock. While the clock stands still at 7 s, keys
   // in use are not idle and each still admits exactly L; once the clock moves 2 h on, every key
   // is idle and the sweeper empties the store on its own.
-  auto clock = std::make_shared<ManualClock>(7 * kS);
+  auto clock = std::make_shared<ManualClock>(7 * kStoreSecond);
   MemoryStoreOptions o = manual_options(clock, 8);
   o.sweep_interval = std::chrono::milliseconds(1);
   auto owned = std::make_unique<MemoryStore>(std::move(o));
@@ -303,15 +303,15 @@ TEST(MemoryStoreConcurrency, BackgroundSweeperKeepsBusyKeysAndDropsIdleOnes) {
 
 TEST(MemoryStore, DifferentLimitsOnOneKeyAreIndependent) {
   MemoryStore store(manual_options(std::make_shared<ManualClock>(0)));
-  const Limit a = make_limit(Algorithm::kGcra, 5, kS);
-  const Limit b = make_limit(Algorithm::kGcra, 5, 2 * kS);     // other period
-  const Limit c = make_limit(Algorithm::kGcra, 6, kS);         // other limit
-  const Limit d = make_limit(Algorithm::kGcra, 5, kS, 3);      // other burst
-  const Limit e = make_limit(Algorithm::kFixedWindow, 5, kS);  // other algorithm
-  const Limit f = make_limit(Algorithm::kSlidingLog, 5, kS);
-  const Limit g = make_limit(Algorithm::kSlidingWindow, 5, kS);
-  const Limit h = make_limit(Algorithm::kTokenBucket, 5, kS);
-  const Micros now = 10 * kS;
+  const Limit a = make_limit(Algorithm::kGcra, 5, kStoreSecond);
+  const Limit b = make_limit(Algorithm::kGcra, 5, 2 * kStoreSecond);     // other period
+  const Limit c = make_limit(Algorithm::kGcra, 6, kStoreSecond);         // other limit
+  const Limit d = make_limit(Algorithm::kGcra, 5, kStoreSecond, 3);      // other burst
+  const Limit e = make_limit(Algorithm::kFixedWindow, 5, kStoreSecond);  // other algorithm
+  const Limit f = make_limit(Algorithm::kSlidingLog, 5, kStoreSecond);
+  const Limit g = make_limit(Algorithm::kSlidingWindow, 5, kStoreSecond);
+  const Limit h = make_limit(Algorithm::kTokenBucket, 5, kStoreSecond);
+  const Micros now = 10 * kStoreSecond;
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(store.check("user", a, 1, now).value().allowed);
   EXPECT_FALSE(store.check("user", a, 1, now).value().allowed);
   struct Expect {
@@ -337,37 +337,38 @@ TEST(MemoryStore, KeysAreComparedAsWholeByteStrings) {
       "a", "a:b", "a:b:c",    "ab", std::string("a\0b", 3), std::string("a\0", 2),
       "A", "a ",  "\xff\xfe", "b:c"};
   for (const auto& k : keys) {
-    const auto r = store.check(k, lim, 1, kS);
+    const auto r = store.check(k, lim, 1, kStoreSecond);
     ASSERT_TRUE(r.has_value());
     EXPECT_TRUE(r->allowed) << "key of " << k.size() << " bytes collided";
   }
-  for (const auto& k : keys) EXPECT_FALSE(store.check(k, lim, 1, kS).value().allowed);
+  for (const auto& k : keys) EXPECT_FALSE(store.check(k, lim, 1, kStoreSecond).value().allowed);
   EXPECT_EQ(store.size(), std::size(keys));
 }
 
 TEST(MemoryStore, RejectsInvalidInputAndChangesNothing) {
   MemoryStore store(manual_options(std::make_shared<ManualClock>(0)));
-  const Limit lim = make_limit(Algorithm::kGcra, 5, kS);
+  const Limit lim = make_limit(Algorithm::kGcra, 5, kStoreSecond);
   const auto expect_invalid = [](const Result<Decision>& r, const char* what) {
     ASSERT_FALSE(r.has_value()) << what << " was accepted: " << show(*r);
     EXPECT_EQ(r.error().code, Errc::kInvalidArgument) << what;
     EXPECT_FALSE(r.error().message.empty()) << what;
   };
-  expect_invalid(store.check("", lim, 1, kS), "empty key");
-  expect_invalid(store.check(std::string(kMaxKeyBytes + 1, 'k'), lim, 1, kS), "1025-byte key");
-  expect_invalid(store.check("k", lim, -1, kS), "cost -1");
-  expect_invalid(store.check("k", lim, std::numeric_limits<std::int64_t>::min(), kS),
+  expect_invalid(store.check("", lim, 1, kStoreSecond), "empty key");
+  expect_invalid(store.check(std::string(kMaxKeyBytes + 1, 'k'), lim, 1, kStoreSecond),
+                 "1025-byte key");
+  expect_invalid(store.check("k", lim, -1, kStoreSecond), "cost -1");
+  expect_invalid(store.check("k", lim, std::numeric_limits<std::int64_t>::min(), kStoreSecond),
                  "cost INT64_MIN");
   expect_invalid(store.check("k", lim, 1, -1), "now -1");
   expect_invalid(store.check("k", lim, 1, kMaxNow + 1), "now past kMaxNow");
   EXPECT_EQ(store.size(), 0u);
   // The longest key is fine.
-  const auto longest = store.check(std::string(kMaxKeyBytes, 'k'), lim, 1, kS);
+  const auto longest = store.check(std::string(kMaxKeyBytes, 'k'), lim, 1, kStoreSecond);
   ASSERT_TRUE(longest.has_value()) << longest.error().message;
   EXPECT_TRUE(longest->allowed);
   EXPECT_EQ(store.size(), 1u);
   // A huge cost is either rejected as input or denied for good; never admitted, never a crash.
-  const auto huge = store.check("k", lim, std::numeric_limits<std::int64_t>::max(), kS);
+  const auto huge = store.check("k", lim, std::numeric_limits<std::int64_t>::max(), kStoreSecond);
   if (huge.has_value()) {
     EXPECT_FALSE(huge->allowed);
     EXPECT_EQ(huge->retry_after, kNever);
@@ -380,11 +381,11 @@ TEST(MemoryStore, RejectsInvalidInputAndChangesNothing) {
 TEST(MemoryStore, PeekAndDeniedChecksDoNotCreateKeys) {
   MemoryStore store(manual_options(std::make_shared<ManualClock>(0)));
   for (Algorithm a : kAll) {
-    const Limit lim = make_limit(a, 5, kS);
-    const auto peek = store.check("ghost", lim, 0, 3 * kS);
+    const Limit lim = make_limit(a, 5, kStoreSecond);
+    const auto peek = store.check("ghost", lim, 0, 3 * kStoreSecond);
     ASSERT_TRUE(peek.has_value());
     EXPECT_EQ(*peek, (Decision{true, 5, 5, 0, 0})) << algorithm_name(a);
-    const auto never = store.check("ghost", lim, 6, 3 * kS);  // 6 > L = B = 5
+    const auto never = store.check("ghost", lim, 6, 3 * kStoreSecond);  // 6 > L = B = 5
     ASSERT_TRUE(never.has_value());
     EXPECT_EQ(*never, (Decision{false, 5, 5, kNever, 0})) << algorithm_name(a);
     EXPECT_EQ(store.size(), 0u) << algorithm_name(a);
@@ -392,16 +393,16 @@ TEST(MemoryStore, PeekAndDeniedChecksDoNotCreateKeys) {
 }
 
 TEST(MemoryStore, UsesTheInjectedClock) {
-  auto clock = std::make_shared<ManualClock>(5 * kS);
+  auto clock = std::make_shared<ManualClock>(5 * kStoreSecond);
   MemoryStore store(manual_options(clock));
-  const Limit lim = make_limit(Algorithm::kFixedWindow, 2, kS);
+  const Limit lim = make_limit(Algorithm::kFixedWindow, 2, kStoreSecond);
   // Window 5 = [5 s, 6 s): reset 1 s from 5.0 s.
-  EXPECT_EQ(store.check("k", lim).value(), (Decision{true, 2, 1, 0, kS}));
+  EXPECT_EQ(store.check("k", lim).value(), (Decision{true, 2, 1, 0, kStoreSecond}));
   clock->advance(400'000);  // 5.4 s
   EXPECT_EQ(store.check("k", lim).value(), (Decision{true, 2, 0, 0, 600'000}));
   EXPECT_EQ(store.check("k", lim).value(), (Decision{false, 2, 0, 600'000, 600'000}));
-  clock->set(6 * kS);
-  EXPECT_EQ(store.check("k", lim).value(), (Decision{true, 2, 1, 0, kS}));
+  clock->set(6 * kStoreSecond);
+  EXPECT_EQ(store.check("k", lim).value(), (Decision{true, 2, 1, 0, kStoreSecond}));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -447,7 +448,7 @@ TEST(MemoryStore, NeverTracksMoreThanMaxKeys) {
   std::vector<std::string> tracked;
   for (int k = 0; k < 100; ++k) {
     const std::string key = "key-" + std::to_string(k);
-    const auto r = store.check(key, lim, 1, kS);
+    const auto r = store.check(key, lim, 1, kStoreSecond);
     if (r.has_value()) {
       EXPECT_TRUE(r->allowed) << key;
       tracked.push_back(key);
@@ -460,10 +461,10 @@ TEST(MemoryStore, NeverTracksMoreThanMaxKeys) {
   EXPECT_FALSE(tracked.empty());
   EXPECT_EQ(store.size(), tracked.size());
   for (const auto& key : tracked) {
-    const auto second = store.check(key, lim, 1, kS);
+    const auto second = store.check(key, lim, 1, kStoreSecond);
     ASSERT_TRUE(second.has_value()) << key;
     EXPECT_TRUE(second->allowed) << key;
-    const auto third = store.check(key, lim, 1, kS);
+    const auto third = store.check(key, lim, 1, kStoreSecond);
     ASSERT_TRUE(third.has_value()) << key;
     EXPECT_FALSE(third->allowed) << key;  // L = 2 exactly
   }
@@ -478,7 +479,7 @@ TEST(MemoryStore, SweepDropsOnlyIdleKeys) {
   // One unit at t = 0 with L = 10, P = 1 s: idle at 1 s (fixed window, sliding log), 2 s
   // (sliding window), T = 100,000 (buckets).
   for (Algorithm a : kAll) {
-    ASSERT_TRUE(store.check("short", make_limit(a, 10, kS), 1, 0).value().allowed);
+    ASSERT_TRUE(store.check("short", make_limit(a, 10, kStoreSecond), 1, 0).value().allowed);
   }
   // GCRA 10 per hour: idle only at T = 6 min.
   const Limit slow = make_limit(Algorithm::kGcra, 10, kHour);
@@ -486,12 +487,12 @@ TEST(MemoryStore, SweepDropsOnlyIdleKeys) {
   EXPECT_EQ(store.size(), 6u);
   EXPECT_EQ(store.sweep(50'000), 0u);  // nothing idle yet
   EXPECT_EQ(store.size(), 6u);
-  EXPECT_EQ(store.sweep(3 * kS), 5u);  // all "short" keys are idle at 3 s
+  EXPECT_EQ(store.sweep(3 * kStoreSecond), 5u);  // all "short" keys are idle at 3 s
   EXPECT_EQ(store.size(), 1u);
   // The kept key kept its state: 9 more pass at 3 s, the 11th does not.
   int admitted = 0;
   for (int i = 0; i < 12; ++i)
-    admitted += store.check("long", slow, 1, 3 * kS).value().allowed ? 1 : 0;
+    admitted += store.check("long", slow, 1, 3 * kStoreSecond).value().allowed ? 1 : 0;
   EXPECT_EQ(admitted, 9);
   // 10 units, all while tat > now: tat = 10 * 6 min = 60 min; idle then, not before.
   EXPECT_EQ(store.sweep(60 * kMicrosPerMinute - 1), 0u);
@@ -507,9 +508,9 @@ TEST(MemoryStore, AFullStoreFreesAKeyTheMicrosecondItIsIdle) {
   // instant, because the sweep that makes room reads idleness from the state itself.
   for (Algorithm a : kAll) {
     MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 1, 1));
-    const Limit lim = make_limit(a, 1, kS);
+    const Limit lim = make_limit(a, 1, kStoreSecond);
     ASSERT_TRUE(store.check("k1", lim, 1, 0).value().allowed) << algorithm_name(a);
-    const Micros idle = a == Algorithm::kSlidingWindow ? 2 * kS : kS;
+    const Micros idle = a == Algorithm::kSlidingWindow ? 2 * kStoreSecond : kStoreSecond;
     const auto early = store.check("k2", lim, 1, idle - 1);
     ASSERT_FALSE(early.has_value()) << algorithm_name(a);
     EXPECT_EQ(early.error().code, Errc::kStoreFull);
@@ -524,16 +525,16 @@ TEST(MemoryStore, CheckAllAloneMakesRoomFromIdleKeys) {
   // Only layered checks, no background sweeper: a full store still frees the places of keys that
   // are idle (before, check_all never swept and refused every new key for good).
   MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 1, 2));
-  const Limit lim = make_limit(Algorithm::kGcra, 1, kS);
+  const Limit lim = make_limit(Algorithm::kGcra, 1, kStoreSecond);
   const auto first = store.check_all(
       std::vector<KeyedLimit>{{.key = "a", .limit = &lim}, {.key = "b", .limit = &lim}}, 1, 0);
   ASSERT_TRUE(first.has_value()) << first.error().message;
   EXPECT_EQ(store.size(), 2u);
   const std::vector<KeyedLimit> next{{.key = "c", .limit = &lim}, {.key = "d", .limit = &lim}};
-  const auto early = store.check_all(next, 1, kS - 1);  // a and b are not idle yet
+  const auto early = store.check_all(next, 1, kStoreSecond - 1);  // a and b are not idle yet
   ASSERT_FALSE(early.has_value());
   EXPECT_EQ(early.error().code, Errc::kStoreFull);
-  const auto later = store.check_all(next, 1, kS);  // now they are
+  const auto later = store.check_all(next, 1, kStoreSecond);  // now they are
   ASSERT_TRUE(later.has_value()) << later.error().message;
   EXPECT_TRUE(all_allowed(*later));
   EXPECT_EQ(store.size(), 2u);
@@ -543,16 +544,18 @@ TEST(MemoryStore, SweepAfterTrafficReturnsToEmpty) {
   MemoryStore store(manual_options(std::make_shared<ManualClock>(0), 16));
   for (int k = 0; k < 200; ++k) {
     const Algorithm a = kAll[k % 5];
-    const auto r = store.check("k" + std::to_string(k), make_limit(a, 3, kS), 1 + k % 3, k * 1'000);
+    const auto r =
+        store.check("k" + std::to_string(k), make_limit(a, 3, kStoreSecond), 1 + k % 3, k * 1'000);
     ASSERT_TRUE(r.has_value());
     EXPECT_TRUE(r->allowed);
   }
   EXPECT_GT(store.size(), 0u);
   EXPECT_LE(store.size(), 200u);
-  store.sweep(10 * kS);
+  store.sweep(10 * kStoreSecond);
   EXPECT_EQ(store.size(), 0u);
   // A swept key starts over from idle.
-  const auto fresh = store.check("k0", make_limit(Algorithm::kFixedWindow, 3, kS), 0, 10 * kS);
+  const auto fresh =
+      store.check("k0", make_limit(Algorithm::kFixedWindow, 3, kStoreSecond), 0, 10 * kStoreSecond);
   ASSERT_TRUE(fresh.has_value());
   EXPECT_EQ(fresh->remaining, 3);
 }

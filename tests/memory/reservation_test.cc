@@ -16,10 +16,10 @@ namespace {
 
 const Limit kRequests = *Limit::make(Algorithm::kFixedWindow, 10, kMicrosPerHour);
 const Limit kTokens = *Limit::make(Algorithm::kSlidingLog, 1'000, kMicrosPerHour);
-constexpr Micros kNow = 5 * kMicrosPerHour;  // a window's start
+constexpr Micros kReservationTestNow = 5 * kMicrosPerHour;  // a window's start
 
 struct MemoryReservationFixture {
-  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(kNow);
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(kReservationTestNow);
   MemoryStore store{{.clock = clock}};
 
   // Reserves `tokens` on the two layers (rpm: 1, metered tpm: `tokens`); the id, or "" if denied.
@@ -120,7 +120,7 @@ TEST(MemoryReservation, AnUnsettledReservationExpiresWithItsEstimateCharged) {
 }
 
 TEST(MemoryReservation, HeldReservationsAreBoundedAndCounted) {
-  auto clock = std::make_shared<ManualClock>(kNow);
+  auto clock = std::make_shared<ManualClock>(kReservationTestNow);
   MemoryStore store({.max_reservations = 2, .clock = clock});
   const auto reserve = [&](const std::string& id) {
     const KeyedLimit keys[] = {{"tpm", &kTokens, 10}};

@@ -17,10 +17,10 @@ namespace spillway {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using SteadyTime = std::chrono::steady_clock;
 
-std::chrono::milliseconds elapsed_since(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+std::chrono::milliseconds elapsed_since(SteadyTime::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyTime::now() - start);
 }
 
 TEST(CircuitBreaker, OpensAfterTheThresholdAnswersAtOnceAndClosesAfterAProbe) {
@@ -45,7 +45,7 @@ TEST(CircuitBreaker, OpensAfterTheThresholdAnswersAtOnceAndClosesAfterAProbe) {
   EXPECT_FALSE(store.ready());
   EXPECT_EQ(store.status(), "circuit_open");
   // Open: the answer comes without waiting for the 300 ms timeout.
-  const auto started = Clock::now();
+  const auto started = SteadyTime::now();
   auto refused = store.check("k", limit);
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().code, Errc::kUnavailable);

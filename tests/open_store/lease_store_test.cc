@@ -30,10 +30,10 @@ namespace spillway {
 namespace {
 
 constexpr Micros kSecond = kMicrosPerSecond;
-constexpr Micros kStart = 1'000 * kSecond;  // a window start
+constexpr Micros kLeaseStart = 1'000 * kSecond;  // a window start
 
-Limit make_limit(Algorithm algorithm, std::int64_t limit, Micros period,
-                 std::optional<std::int64_t> burst = std::nullopt) {
+Limit lease_limit(Algorithm algorithm, std::int64_t limit, Micros period,
+                  std::optional<std::int64_t> burst = std::nullopt) {
   Result<Limit> made = Limit::make(algorithm, limit, period, burst);
   EXPECT_TRUE(made.has_value()) << made.error().message;
   return *made;
@@ -92,7 +92,7 @@ struct Instance {
 };
 
 struct LeaseFixture {
-  LeaseFixture() : clock(std::make_shared<ManualClock>(kStart)) {}
+  LeaseFixture() : clock(std::make_shared<ManualClock>(kLeaseStart)) {}
   std::shared_ptr<ManualClock> clock;
   MemoryStore shared{MemoryStoreOptions{.clock = clock}};
   Decision peek(std::string_view key, const Limit& limit, Micros now) {
@@ -107,15 +107,15 @@ struct LeaseFixture {
 
 TEST(LeaseMath, TheCapIsTheShareOfTheLimitOrOfASmallerBurst) {
   const LeaseSpec ten{.max_age = 100'000, .max_share_permille = 100};
-  EXPECT_EQ(lease_cap(make_limit(Algorithm::kGcra, 1000, kSecond), ten), 100);
-  EXPECT_EQ(lease_cap(make_limit(Algorithm::kGcra, 1000, kSecond, 50), ten), 5);
-  EXPECT_EQ(lease_cap(make_limit(Algorithm::kFixedWindow, 5, kSecond), ten), 1) << "at least 1";
+  EXPECT_EQ(lease_cap(lease_limit(Algorithm::kGcra, 1000, kSecond), ten), 100);
+  EXPECT_EQ(lease_cap(lease_limit(Algorithm::kGcra, 1000, kSecond, 50), ten), 5);
+  EXPECT_EQ(lease_cap(lease_limit(Algorithm::kFixedWindow, 5, kSecond), ten), 1) << "at least 1";
   const LeaseSpec all{.max_age = 100'000, .max_share_permille = 1000};
-  EXPECT_EQ(lease_cap(make_limit(Algorithm::kSlidingLog, 7, kSecond), all), 7);
+  EXPECT_EQ(lease_cap(lease_limit(Algorithm::kSlidingLog, 7, kSecond), all), 7);
 }
 
 TEST(LeaseMath, TheSizeFollowsDemandBetweenTheNeedAndTheCap) {
-  const Limit limit = make_limit(Algorithm::kGcra, 10'000, kSecond);  // cap 1000 at 10 %
+  const Limit limit = lease_limit(Algorithm::kGcra, 10'000, kSecond);  // cap 1000 at 10 %
   const LeaseSpec spec{.max_age = 100'000, .max_share_permille = 100};
   EXPECT_EQ(lease_size(limit, spec, 1, 0, 0), 1) << "no history: just the need";
   EXPECT_EQ(lease_size(limit, spec, 3, 0, 50'000), 3);
@@ -134,21 +134,22 @@ TEST(LeaseMath, AWindowLeaseEndsWithTheWindowItWasChargedIn) {
   MemoryStore store;
   for (Algorithm algorithm : {Algorithm::kFixedWindow, Algorithm::kSlidingWindow}) {
     SCOPED_TRACE(std::string(algorithm_name(algorithm)));
-    const Limit limit = make_limit(algorithm, 100, kSecond);
+    const Limit limit = lease_limit(algorithm, 100, kSecond);
     const std::string key = "horizon-" + std::string(algorithm_name(algorithm));
     // Charged 30 ms before the window's end: the lease ends with the window.
-    const Micros at = kStart + kSecond - 30'000;
+    const Micros at = kLeaseStart + kSecond - 30'000;
     Result<Decision> charged = store.check(key, limit, 10, at);
     ASSERT_TRUE(charged && charged->allowed);
     EXPECT_EQ(lease_horizon(limit, spec, *charged), 30'000);
     // Early in a window: max_age.
-    Result<Decision> early = store.check(key, limit, 10, kStart + 2 * kSecond + 1'000);
+    Result<Decision> early = store.check(key, limit, 10, kLeaseStart + 2 * kSecond + 1'000);
     ASSERT_TRUE(early && early->allowed);
     EXPECT_EQ(lease_horizon(limit, spec, *early), 100'000);
   }
   for (Algorithm algorithm : {Algorithm::kSlidingLog, Algorithm::kTokenBucket, Algorithm::kGcra}) {
-    const Limit limit = make_limit(algorithm, 100, kSecond);
-    Result<Decision> charged = store.check("horizon-other", limit, 10, kStart + kSecond - 30'000);
+    const Limit limit = lease_limit(algorithm, 100, kSecond);
+    Result<Decision> charged =
+        store.check("horizon-other", limit, 10, kLeaseStart + kSecond - 30'000);
     ASSERT_TRUE(charged && charged->allowed);
     EXPECT_EQ(lease_horizon(limit, spec, *charged), 100'000) << algorithm_name(algorithm);
   }
@@ -173,12 +174,12 @@ TEST(LeaseMath, BadSpecsNameTheirField) {
 TEST(LeaseStore, ChecksAreDecidedFromLeasesWithFewCallsAndNothingOverTheLimit) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit limit = make_limit(Algorithm::kGcra, 10'000, kSecond);  // cap 1,000
+  const Limit limit = lease_limit(Algorithm::kGcra, 10'000, kSecond);  // cap 1,000
   const LeaseSpec spec{};
   int admitted = 0;
   // 20,000 checks at 20,000/s for one second: twice the limit.
   for (int i = 0; i < 20'000; ++i) {
-    admitted += a.one("busy", limit, spec, kStart + i * 50).allowed ? 1 : 0;
+    admitted += a.one("busy", limit, spec, kLeaseStart + i * 50).allowed ? 1 : 0;
   }
   // GCRA of 10,000/s with burst 10,000 admits at most 10,000 + 10,000 in the second.
   EXPECT_LE(admitted, 20'000);
@@ -194,13 +195,13 @@ TEST(LeaseStore, ChecksAreDecidedFromLeasesWithFewCallsAndNothingOverTheLimit) {
 TEST(LeaseStore, TheFirstLeaseIsTheRequestsOwnCostAndLeasesGrowWithDemand) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 1'000, kSecond);
+  const Limit limit = lease_limit(Algorithm::kFixedWindow, 1'000, kSecond);
   const LeaseSpec spec{.max_age = 100'000, .max_share_permille = 100};
-  EXPECT_TRUE(a.one("grow", limit, spec, kStart + 1'000).allowed);
-  EXPECT_EQ(f.peek("grow", limit, kStart + 1'000).remaining, 999) << "1 unit charged, no more";
+  EXPECT_TRUE(a.one("grow", limit, spec, kLeaseStart + 1'000).allowed);
+  EXPECT_EQ(f.peek("grow", limit, kLeaseStart + 1'000).remaining, 999) << "1 unit charged, no more";
   // 1 unit over 1 ms: 100 over max_age (the cap is 100).
-  EXPECT_TRUE(a.one("grow", limit, spec, kStart + 2'000).allowed);
-  EXPECT_EQ(f.peek("grow", limit, kStart + 2'000).remaining, 899);
+  EXPECT_TRUE(a.one("grow", limit, spec, kLeaseStart + 2'000).allowed);
+  EXPECT_EQ(f.peek("grow", limit, kLeaseStart + 2'000).remaining, 899);
   EXPECT_EQ(a.store->counts().held, 99);
   EXPECT_EQ(a.calls->reserves.load(), 2);
 }
@@ -208,56 +209,56 @@ TEST(LeaseStore, TheFirstLeaseIsTheRequestsOwnCostAndLeasesGrowWithDemand) {
 TEST(LeaseStore, AnIdleLeaseIsGivenBackAndForgotten) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 1'000, kSecond);
+  const Limit limit = lease_limit(Algorithm::kFixedWindow, 1'000, kSecond);
   const LeaseSpec spec{.max_age = 100'000, .max_share_permille = 100};
-  ASSERT_TRUE(a.one("idle", limit, spec, kStart + 1'000).allowed);
-  ASSERT_TRUE(a.one("idle", limit, spec, kStart + 2'000).allowed);  // a lease of 100
-  ASSERT_TRUE(a.one("idle", limit, spec, kStart + 3'000).allowed);
+  ASSERT_TRUE(a.one("idle", limit, spec, kLeaseStart + 1'000).allowed);
+  ASSERT_TRUE(a.one("idle", limit, spec, kLeaseStart + 2'000).allowed);  // a lease of 100
+  ASSERT_TRUE(a.one("idle", limit, spec, kLeaseStart + 3'000).allowed);
   EXPECT_EQ(a.store->counts().held, 98);
-  a.store->sweep(kStart + 50'000);
+  a.store->sweep(kLeaseStart + 50'000);
   EXPECT_EQ(a.store->counts().held, 98) << "not over yet";
-  a.store->sweep(kStart + 102'000);
+  a.store->sweep(kLeaseStart + 102'000);
   const LeaseStore::Counts c = a.store->counts();
   EXPECT_EQ(c.held, 0);
   EXPECT_EQ(c.returned, 98) << "a fixed window gives back in the same window";
   EXPECT_EQ(c.lost, 0);
   EXPECT_EQ(c.used, 3);
-  EXPECT_EQ(f.peek("idle", limit, kStart + 102'000).remaining, 997) << "3 admitted, 3 charged";
+  EXPECT_EQ(f.peek("idle", limit, kLeaseStart + 102'000).remaining, 997) << "3 admitted, 3 charged";
 }
 
 TEST(LeaseStore, AFixedWindowLeaseNeverCrossesItsWindowsEnd) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 100, kSecond);
+  const Limit limit = lease_limit(Algorithm::kFixedWindow, 100, kSecond);
   const LeaseSpec spec{.max_age = 500'000, .max_share_permille = 1000};
-  const Micros late = kStart + kSecond - 10'000;
+  const Micros late = kLeaseStart + kSecond - 10'000;
   ASSERT_TRUE(a.one("edge", limit, spec, late).allowed);
   ASSERT_TRUE(a.one("edge", limit, spec, late + 1).allowed);  // a big lease, 10 ms left in it
   EXPECT_GT(a.store->counts().held, 10);
   const int reserves = a.calls->reserves.load();
   // The next window: the old lease is over, a new one is charged in the new window.
-  ASSERT_TRUE(a.one("edge", limit, spec, kStart + kSecond + 5).allowed);
+  ASSERT_TRUE(a.one("edge", limit, spec, kLeaseStart + kSecond + 5).allowed);
   EXPECT_EQ(a.calls->reserves.load(), reserves + 1);
-  EXPECT_LT(f.peek("edge", limit, kStart + kSecond + 5).remaining, 100)
+  EXPECT_LT(f.peek("edge", limit, kLeaseStart + kSecond + 5).remaining, 100)
       << "charged in the new window";
 }
 
 TEST(LeaseStore, AllOrNothingWithAnExactLayerThatDenies) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit leased = make_limit(Algorithm::kGcra, 1'000, kSecond);
-  const Limit exact = make_limit(Algorithm::kFixedWindow, 2, kSecond);
+  const Limit leased = lease_limit(Algorithm::kGcra, 1'000, kSecond);
+  const Limit exact = lease_limit(Algorithm::kFixedWindow, 2, kSecond);
   const LeaseSpec spec{};
   const KeyedLimit both[] = {{"aon-leased", &leased, kRequestCost, &spec},
                              {"aon-exact", &exact, kRequestCost, nullptr}};
   for (int i = 0; i < 2; ++i) {
-    Result<Decisions> d = a.check(both, 1, kStart + 1'000 * (i + 1));
+    Result<Decisions> d = a.check(both, 1, kLeaseStart + 1'000 * (i + 1));
     ASSERT_TRUE(d);
     EXPECT_TRUE(all_allowed(*d));
   }
   const std::int64_t used = a.store->counts().used;
   const std::int64_t held = a.store->counts().held;
-  Result<Decisions> denied = a.check(both, 1, kStart + 3'000);
+  Result<Decisions> denied = a.check(both, 1, kLeaseStart + 3'000);
   ASSERT_TRUE(denied);
   EXPECT_FALSE(all_allowed(*denied));
   EXPECT_TRUE((*denied)[0].allowed) << "the leased layer admitted, and gave its unit back";
@@ -269,113 +270,117 @@ TEST(LeaseStore, AllOrNothingWithAnExactLayerThatDenies) {
 TEST(LeaseStore, AllOrNothingAcrossTwoLeasedLayers) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit wide = make_limit(Algorithm::kFixedWindow, 1'000, kSecond);
-  const Limit narrow = make_limit(Algorithm::kFixedWindow, 3, kSecond);
+  const Limit wide = lease_limit(Algorithm::kFixedWindow, 1'000, kSecond);
+  const Limit narrow = lease_limit(Algorithm::kFixedWindow, 3, kSecond);
   const LeaseSpec spec{.max_age = 100'000, .max_share_permille = 1000};
   const KeyedLimit both[] = {{"two-wide", &wide, kRequestCost, &spec},
                              {"two-narrow", &narrow, kRequestCost, &spec}};
   int admitted = 0;
   for (int i = 0; i < 10; ++i) {
-    Result<Decisions> d = a.check(both, 1, kStart + 1'000 + i);
+    Result<Decisions> d = a.check(both, 1, kLeaseStart + 1'000 + i);
     ASSERT_TRUE(d) << d.error().message;
     admitted += all_allowed(*d) ? 1 : 0;
   }
   EXPECT_EQ(admitted, 3);
   a.store->release_all();
-  EXPECT_EQ(f.peek("two-wide", wide, kStart + 2'000).remaining, 997)
+  EXPECT_EQ(f.peek("two-wide", wide, kLeaseStart + 2'000).remaining, 997)
       << "the wide layer is charged only for the admitted requests once leases are given back";
-  EXPECT_EQ(f.peek("two-narrow", narrow, kStart + 2'000).remaining, 0);
+  EXPECT_EQ(f.peek("two-narrow", narrow, kLeaseStart + 2'000).remaining, 0);
 }
 
 TEST(LeaseStore, ASharedDenialIsRememberedUntilItsRetryAfter) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
   Instance b(f.shared, f.clock);
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 10, kSecond);
+  const Limit limit = lease_limit(Algorithm::kFixedWindow, 10, kSecond);
   const LeaseSpec spec{.max_age = 900'000, .max_share_permille = 1000};
   // b takes everything.
-  ASSERT_TRUE(b.one("denied", limit, spec, kStart + 1).allowed);
-  for (int i = 0; i < 9; ++i) ASSERT_TRUE(b.one("denied", limit, spec, kStart + 2 + i).allowed);
-  const Decision first = a.one("denied", limit, spec, kStart + 100'000);
+  ASSERT_TRUE(b.one("denied", limit, spec, kLeaseStart + 1).allowed);
+  for (int i = 0; i < 9; ++i)
+    ASSERT_TRUE(b.one("denied", limit, spec, kLeaseStart + 2 + i).allowed);
+  const Decision first = a.one("denied", limit, spec, kLeaseStart + 100'000);
   EXPECT_FALSE(first.allowed);
   EXPECT_EQ(first.retry_after, kSecond - 100'000);
   const int calls = a.calls->reserves.load();
-  const Decision again = a.one("denied", limit, spec, kStart + 400'000);
+  const Decision again = a.one("denied", limit, spec, kLeaseStart + 400'000);
   EXPECT_FALSE(again.allowed);
   EXPECT_TRUE(again.local);
   EXPECT_EQ(again.retry_after, kSecond - 400'000);
   EXPECT_EQ(a.calls->reserves.load(), calls) << "no round trip for a known denial";
-  EXPECT_TRUE(a.one("denied", limit, spec, kStart + kSecond).allowed) << "the next window";
+  EXPECT_TRUE(a.one("denied", limit, spec, kLeaseStart + kSecond).allowed) << "the next window";
 }
 
 TEST(LeaseStore, ACostAboveTheLimitIsNeverAdmittedAndSaysSo) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit limit = make_limit(Algorithm::kGcra, 10, kSecond);
+  const Limit limit = lease_limit(Algorithm::kGcra, 10, kSecond);
   const LeaseSpec spec{};
-  const Decision d = a.one("huge", limit, spec, kStart, 11);
+  const Decision d = a.one("huge", limit, spec, kLeaseStart, 11);
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.retry_after, kNever);
-  EXPECT_EQ(a.one("huge", limit, spec, kStart + 1, 11).retry_after, kNever);
-  EXPECT_TRUE(a.one("huge", limit, spec, kStart + 2, 1).allowed);
+  EXPECT_EQ(a.one("huge", limit, spec, kLeaseStart + 1, 11).retry_after, kNever);
+  EXPECT_TRUE(a.one("huge", limit, spec, kLeaseStart + 2, 1).allowed);
 }
 
 TEST(LeaseStore, WhenTheSharedStoreFailsHeldLeasesDecideUntilTheyEndThenTheErrorComes) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit limit = make_limit(Algorithm::kGcra, 10'000, kSecond);
+  const Limit limit = lease_limit(Algorithm::kGcra, 10'000, kSecond);
   const LeaseSpec spec{.max_age = 100'000, .max_share_permille = 100};
-  ASSERT_TRUE(a.one("fault", limit, spec, kStart).allowed);
-  ASSERT_TRUE(a.one("fault", limit, spec, kStart + 100).allowed);  // a lease of the cap (1,000)
+  ASSERT_TRUE(a.one("fault", limit, spec, kLeaseStart).allowed);
+  ASSERT_TRUE(
+      a.one("fault", limit, spec, kLeaseStart + 100).allowed);  // a lease of the cap (1,000)
   a.calls->fail = true;
   for (int i = 0; i < 50; ++i) {
-    EXPECT_TRUE(a.one("fault", limit, spec, kStart + 200 + i).allowed) << i;
+    EXPECT_TRUE(a.one("fault", limit, spec, kLeaseStart + 200 + i).allowed) << i;
   }
   const KeyedLimit k[] = {{"fault", &limit, kRequestCost, &spec}};
-  Result<Decisions> after = a.check(k, 1, kStart + 100 + 100'000);
+  Result<Decisions> after = a.check(k, 1, kLeaseStart + 100 + 100'000);
   ASSERT_FALSE(after.has_value()) << "the lease is over: a new one needs the shared store";
   EXPECT_EQ(after.error().code, Errc::kUnavailable);
   // Giving back while the store is down loses the leftover (it stays charged: never admitted).
-  a.store->sweep(kStart + 300'000);
+  a.store->sweep(kLeaseStart + 300'000);
   const LeaseStore::Counts c = a.store->counts();
   EXPECT_EQ(c.held, 0);
   EXPECT_GT(c.lost, 0);
   a.calls->fail = false;
-  EXPECT_TRUE(a.one("fault", limit, spec, kStart + 400'000).allowed) << "and it recovers";
+  EXPECT_TRUE(a.one("fault", limit, spec, kLeaseStart + 400'000).allowed) << "and it recovers";
 }
 
 // An instance that dies with a lease (here: its last calls fail, so nothing is given back) strands
 // its units: they stay charged, nobody else is credited them, and the next window is whole again.
 TEST(LeaseStore, AnInstanceKilledWithALeaseStrandsItsUnitsAndNoOneOverAdmits) {
   LeaseFixture f;
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 100, kSecond);
+  const Limit limit = lease_limit(Algorithm::kFixedWindow, 100, kSecond);
   const LeaseSpec spec{.max_age = 500'000, .max_share_permille = 500};  // leases of up to 50
   auto a = std::make_unique<Instance>(f.shared, f.clock);
-  ASSERT_TRUE(a->one("killed", limit, spec, kStart + 1).allowed);
-  ASSERT_TRUE(a->one("killed", limit, spec, kStart + 2).allowed);  // a lease of 50, 1 used
+  ASSERT_TRUE(a->one("killed", limit, spec, kLeaseStart + 1).allowed);
+  ASSERT_TRUE(a->one("killed", limit, spec, kLeaseStart + 2).allowed);  // a lease of 50, 1 used
   const std::int64_t stranded = a->store->counts().held;
   EXPECT_EQ(stranded, 49);
   a->calls->fail = true;  // dead: its lease is never returned
   a.reset();
   Instance b(f.shared, f.clock);
   int admitted = 0;
-  for (int i = 0; i < 200; ++i) admitted += b.one("killed", limit, spec, kStart + 10 + i).allowed;
+  for (int i = 0; i < 200; ++i)
+    admitted += b.one("killed", limit, spec, kLeaseStart + 10 + i).allowed;
   EXPECT_EQ(admitted, 100 - 2 - stranded) << "the dead instance's units stay charged";
   int next = 0;
-  for (int i = 0; i < 200; ++i) next += b.one("killed", limit, spec, kStart + kSecond + i).allowed;
+  for (int i = 0; i < 200; ++i)
+    next += b.one("killed", limit, spec, kLeaseStart + kSecond + i).allowed;
   EXPECT_EQ(next, 100) << "and strand nothing past their window";
 }
 
 TEST(LeaseStore, ANonLeasedRequestAndAPeekGoStraightToTheSharedStore) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit limit = make_limit(Algorithm::kGcra, 10, kSecond);
-  Result<Decision> d = a.store->check("plain", limit, 1, kStart);
+  const Limit limit = lease_limit(Algorithm::kGcra, 10, kSecond);
+  Result<Decision> d = a.store->check("plain", limit, 1, kLeaseStart);
   ASSERT_TRUE(d && d->allowed);
   EXPECT_FALSE(d->local);
   EXPECT_EQ(d->remaining, 9);
   const LeaseSpec spec{};
-  const Decision peek = a.one("plain", limit, spec, kStart, 0);
+  const Decision peek = a.one("plain", limit, spec, kLeaseStart, 0);
   EXPECT_EQ(peek.remaining, 9);
   EXPECT_EQ(a.calls->reserves.load(), 0);
   EXPECT_EQ(a.calls->others.load(), 2);
@@ -384,27 +389,27 @@ TEST(LeaseStore, ANonLeasedRequestAndAPeekGoStraightToTheSharedStore) {
 TEST(LeaseStore, AResetEndsTheLeaseWithoutGivingItBack) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 100, kSecond);
+  const Limit limit = lease_limit(Algorithm::kFixedWindow, 100, kSecond);
   const LeaseSpec spec{.max_age = 100'000, .max_share_permille = 500};
-  ASSERT_TRUE(a.one("reset", limit, spec, kStart + 1).allowed);
-  ASSERT_TRUE(a.one("reset", limit, spec, kStart + 2).allowed);
+  ASSERT_TRUE(a.one("reset", limit, spec, kLeaseStart + 1).allowed);
+  ASSERT_TRUE(a.one("reset", limit, spec, kLeaseStart + 2).allowed);
   EXPECT_GT(a.store->counts().held, 0);
   const KeyedLimit k[] = {{"reset", &limit}};
-  auto request = StoreRequest::make(k, 1, kStart + 3, Operation::kReset);
+  auto request = StoreRequest::make(k, 1, kLeaseStart + 3, Operation::kReset);
   ASSERT_TRUE(request);
   ASSERT_TRUE(a.store->decide_and_wait(*request));
   EXPECT_EQ(a.store->counts().held, 0);
-  EXPECT_EQ(f.peek("reset", limit, kStart + 3).remaining, 100);
-  ASSERT_TRUE(a.one("reset", limit, spec, kStart + 4).allowed);
-  EXPECT_EQ(f.peek("reset", limit, kStart + 4).remaining, 99) << "a fresh lease of 1";
+  EXPECT_EQ(f.peek("reset", limit, kLeaseStart + 3).remaining, 100);
+  ASSERT_TRUE(a.one("reset", limit, spec, kLeaseStart + 4).allowed);
+  EXPECT_EQ(f.peek("reset", limit, kLeaseStart + 4).remaining, 99) << "a fresh lease of 1";
 }
 
 TEST(LeaseStore, MetricsNameEveryState) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);
-  const Limit limit = make_limit(Algorithm::kGcra, 1'000, kSecond);
+  const Limit limit = lease_limit(Algorithm::kGcra, 1'000, kSecond);
   const LeaseSpec spec{};
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(a.one("m", limit, spec, kStart + i * 1'000).allowed);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(a.one("m", limit, spec, kLeaseStart + i * 1'000).allowed);
   std::string out;
   a.store->append_metrics(out);
   for (const char* line :
@@ -445,17 +450,17 @@ void bound_property(Algorithm algorithm) {
   const std::optional<std::int64_t> burst =
       takes_burst(algorithm) ? std::optional<std::int64_t>(*rc::gen::inRange<std::int64_t>(1, 60))
                              : std::nullopt;
-  const Limit limit = make_limit(algorithm, limit_n, period, burst);
+  const Limit limit = lease_limit(algorithm, limit_n, period, burst);
   const LeaseSpec spec{.max_age = max_age, .max_share_permille = share};
   const std::int64_t cap = lease_cap(limit, spec);
 
-  auto clock = std::make_shared<ManualClock>(kStart);
+  auto clock = std::make_shared<ManualClock>(kLeaseStart);
   MemoryStore shared(MemoryStoreOptions{.clock = clock});
   std::vector<std::unique_ptr<Instance>> fleet;
   for (int i = 0; i < instances; ++i) fleet.push_back(std::make_unique<Instance>(shared, clock));
 
   std::vector<Admission> log;
-  Micros now = kStart + *rc::gen::inRange<Micros>(0, period);
+  Micros now = kLeaseStart + *rc::gen::inRange<Micros>(0, period);
   const int steps = *rc::gen::inRange(50, 400);
   for (int s = 0; s < steps; ++s) {
     now += *rc::gen::element<Micros>(0, 1, 997, 10'000, 50'000, 250'000);
@@ -592,7 +597,7 @@ class SlowStore final : public Store {
 
 TEST(LeaseStore, ConcurrentInstancesOverASlowSharedStoreNeverOverAdmit) {
   MemoryStore shared;
-  const Limit limit = make_limit(Algorithm::kFixedWindow, 2'000, 100'000);  // 2,000 per 100 ms
+  const Limit limit = lease_limit(Algorithm::kFixedWindow, 2'000, 100'000);  // 2,000 per 100 ms
   const LeaseSpec spec{.max_age = 20'000, .max_share_permille = 100};
   constexpr int kInstances = 3;
   constexpr int kThreads = 2;

@@ -35,26 +35,26 @@ std::string hex(int value) {
 }
 
 // The client as the proxy saw it: text of an untrusted IPv4 or IPv6 address.
-struct Client {
+struct AddressClient {
   std::string text;
   bool v6 = false;
 };
 
-rc::Gen<Client> untrusted_client() {
+rc::Gen<AddressClient> untrusted_client() {
   return rc::gen::oneOf(
       rc::gen::map(rc::gen::tuple(rc::gen::inRange(11, 224), rc::gen::inRange(0, 256),
                                   rc::gen::inRange(0, 256), rc::gen::inRange(0, 256)),
                    [](const std::tuple<int, int, int, int>& b) {
                      const auto [a, x, y, z] = b;
-                     return Client{std::to_string(a) + "." + std::to_string(x) + "." +
-                                       std::to_string(y) + "." + std::to_string(z),
-                                   false};
+                     return AddressClient{std::to_string(a) + "." + std::to_string(x) + "." +
+                                              std::to_string(y) + "." + std::to_string(z),
+                                          false};
                    }),
-      rc::gen::map(
-          rc::gen::tuple(rc::gen::inRange(0, 65536), rc::gen::inRange(0, 65536)),
-          [](const std::tuple<int, int>& g) {
-            return Client{"2001:db8:" + hex(std::get<0>(g)) + "::" + hex(std::get<1>(g)), true};
-          }));
+      rc::gen::map(rc::gen::tuple(rc::gen::inRange(0, 65536), rc::gen::inRange(0, 65536)),
+                   [](const std::tuple<int, int>& g) {
+                     return AddressClient{
+                         "2001:db8:" + hex(std::get<0>(g)) + "::" + hex(std::get<1>(g)), true};
+                   }));
 }
 
 rc::Gen<std::string> trusted_hop() {
@@ -70,7 +70,7 @@ rc::Gen<std::string> forged_text() {
       rc::gen::arbitrary<std::string>(),
       rc::gen::element<std::string>("1.2.3.4", "6.6.6.6, 7.7.7.7", "unknown", "[2001:db8::9]:1",
                                     "10.0.0.1", "for=6.6.6.6", "\"", "for=\"", ",", "\\"),
-      rc::gen::map(untrusted_client(), [](const Client& c) { return c.text; }));
+      rc::gen::map(untrusted_client(), [](const AddressClient& c) { return c.text; }));
 }
 
 // A well-formed forwarded-element a client could write (distinct parameter names).
@@ -91,7 +91,7 @@ std::vector<std::string_view> views(const std::vector<std::string>& lines) {
 }
 
 RC_GTEST_PROP(ClientAddressProperties, XForwardedForIsWhatTheProxyAppended, ()) {
-  const Client real = *untrusted_client();
+  const AddressClient real = *untrusted_client();
   std::vector<std::string> lines =
       *rc::gen::resize(8, rc::gen::container<std::vector<std::string>>(forged_text()));
   // The proxy's entry (sometimes with the client's port), then trusted proxies further along,
@@ -115,7 +115,7 @@ RC_GTEST_PROP(ClientAddressProperties, XForwardedForIsWhatTheProxyAppended, ()) 
   RC_ASSERT(*got == *parse_ip(real.text));
 }
 
-std::string forwarded_node(const Client& real) {
+std::string forwarded_node(const AddressClient& real) {
   switch (*rc::gen::inRange(0, 3)) {
     case 0:
       return real.v6 ? "for=\"[" + real.text + "]\"" : "for=" + real.text;
@@ -126,7 +126,7 @@ std::string forwarded_node(const Client& real) {
   }
 }
 
-void add_proxy_lines(const Client& real, std::vector<std::string>& lines) {
+void add_proxy_lines(const AddressClient& real, std::vector<std::string>& lines) {
   lines.push_back(forwarded_node(real));
   const int hops = *rc::gen::inRange(0, 3);
   for (int i = 0; i < hops; ++i) {
@@ -140,7 +140,7 @@ void add_proxy_lines(const Client& real, std::vector<std::string>& lines) {
 }
 
 RC_GTEST_PROP(ClientAddressProperties, ForwardedIsTheProxysAddressOrARefusal, ()) {
-  const Client real = *untrusted_client();
+  const AddressClient real = *untrusted_client();
   std::vector<std::string> lines =
       *rc::gen::resize(8, rc::gen::container<std::vector<std::string>>(forged_text()));
   add_proxy_lines(real, lines);
@@ -151,7 +151,7 @@ RC_GTEST_PROP(ClientAddressProperties, ForwardedIsTheProxysAddressOrARefusal, ()
 }
 
 RC_GTEST_PROP(ClientAddressProperties, WellFormedForgedForwardedIsNeverBelieved, ()) {
-  const Client real = *untrusted_client();
+  const AddressClient real = *untrusted_client();
   std::vector<std::string> lines;
   const int forged_lines = *rc::gen::inRange(0, 5);
   for (int i = 0; i < forged_lines; ++i) {

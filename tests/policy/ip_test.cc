@@ -16,7 +16,7 @@ IpAddress ip(std::string_view text) {
   return parsed.value_or(IpAddress{});
 }
 
-Cidr cidr(std::string_view text) {
+Cidr parsed_cidr(std::string_view text) {
   Result<Cidr> parsed = parse_cidr(text);
   EXPECT_TRUE(parsed.has_value()) << text << ": " << parsed.error().message;
   return parsed.value_or(Cidr{});
@@ -199,22 +199,22 @@ TEST(IpKey, PrintsRfc5952CanonicalForm) {
 }
 
 TEST(CidrParse, AcceptsNetworksAndSingleAddresses) {
-  Cidr ten = cidr("10.0.0.0/8");
+  Cidr ten = parsed_cidr("10.0.0.0/8");
   EXPECT_EQ(ten.network, v4(10, 0, 0, 0));
   EXPECT_EQ(ten.prefix_bits, 8);
-  Cidr doc = cidr("2001:db8::/32");
+  Cidr doc = parsed_cidr("2001:db8::/32");
   EXPECT_EQ(doc.network, v6({0x2001, 0xdb8, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(doc.prefix_bits, 32);
-  EXPECT_EQ(cidr("127.0.0.1").prefix_bits, 32);
-  EXPECT_EQ(cidr("::1").prefix_bits, 128);
-  EXPECT_EQ(cidr("0.0.0.0/0").prefix_bits, 0);
-  EXPECT_EQ(cidr("::/0").prefix_bits, 0);
-  EXPECT_EQ(cidr("1.2.3.4/32").network, v4(1, 2, 3, 4));
+  EXPECT_EQ(parsed_cidr("127.0.0.1").prefix_bits, 32);
+  EXPECT_EQ(parsed_cidr("::1").prefix_bits, 128);
+  EXPECT_EQ(parsed_cidr("0.0.0.0/0").prefix_bits, 0);
+  EXPECT_EQ(parsed_cidr("::/0").prefix_bits, 0);
+  EXPECT_EQ(parsed_cidr("1.2.3.4/32").network, v4(1, 2, 3, 4));
   // Host bits are cleared.
-  EXPECT_EQ(cidr("10.1.2.3/8"), ten);
-  EXPECT_EQ(cidr("2001:db8:ffff::1/32"), doc);
+  EXPECT_EQ(parsed_cidr("10.1.2.3/8"), ten);
+  EXPECT_EQ(parsed_cidr("2001:db8:ffff::1/32"), doc);
   // An IPv4-mapped network counts as the IPv4 network.
-  EXPECT_EQ(cidr("::ffff:10.0.0.0/104"), ten);
+  EXPECT_EQ(parsed_cidr("::ffff:10.0.0.0/104"), ten);
 }
 
 TEST(CidrParse, RejectsJunkAndOutOfRangePrefixes) {
@@ -232,31 +232,31 @@ TEST(CidrParse, RejectsJunkAndOutOfRangePrefixes) {
 }
 
 TEST(CidrContains, MatchesByPrefixAndFamily) {
-  const Cidr ten = cidr("10.0.0.0/8");
+  const Cidr ten = parsed_cidr("10.0.0.0/8");
   EXPECT_TRUE(cidr_contains(ten, ip("10.0.0.0")));
   EXPECT_TRUE(cidr_contains(ten, ip("10.255.255.255")));
   EXPECT_FALSE(cidr_contains(ten, ip("11.0.0.0")));
   EXPECT_FALSE(cidr_contains(ten, ip("9.255.255.255")));
   EXPECT_TRUE(cidr_contains(ten, ip("::ffff:10.1.2.3")));  // mapped counts as IPv4
 
-  const Cidr narrow = cidr("192.168.1.128/25");
+  const Cidr narrow = parsed_cidr("192.168.1.128/25");
   EXPECT_TRUE(cidr_contains(narrow, ip("192.168.1.200")));
   EXPECT_FALSE(cidr_contains(narrow, ip("192.168.1.127")));
 
-  const Cidr doc = cidr("2001:db8::/32");
+  const Cidr doc = parsed_cidr("2001:db8::/32");
   EXPECT_TRUE(cidr_contains(doc, ip("2001:db8:ffff::1")));
   EXPECT_FALSE(cidr_contains(doc, ip("2001:db9::1")));
 
-  const Cidr single = cidr("127.0.0.1");
+  const Cidr single = parsed_cidr("127.0.0.1");
   EXPECT_TRUE(cidr_contains(single, ip("127.0.0.1")));
   EXPECT_FALSE(cidr_contains(single, ip("127.0.0.2")));
 
   // IPv4 networks match only IPv4, IPv6 networks only IPv6, even for /0.
-  EXPECT_TRUE(cidr_contains(cidr("0.0.0.0/0"), ip("8.8.8.8")));
-  EXPECT_FALSE(cidr_contains(cidr("0.0.0.0/0"), ip("::1")));
-  EXPECT_TRUE(cidr_contains(cidr("::/0"), ip("::1")));
-  EXPECT_FALSE(cidr_contains(cidr("::/0"), ip("8.8.8.8")));
-  EXPECT_FALSE(cidr_contains(cidr("::/96"), ip("0.0.0.1")));
+  EXPECT_TRUE(cidr_contains(parsed_cidr("0.0.0.0/0"), ip("8.8.8.8")));
+  EXPECT_FALSE(cidr_contains(parsed_cidr("0.0.0.0/0"), ip("::1")));
+  EXPECT_TRUE(cidr_contains(parsed_cidr("::/0"), ip("::1")));
+  EXPECT_FALSE(cidr_contains(parsed_cidr("::/0"), ip("8.8.8.8")));
+  EXPECT_FALSE(cidr_contains(parsed_cidr("::/96"), ip("0.0.0.1")));
 }
 
 }  // namespace

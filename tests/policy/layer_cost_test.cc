@@ -23,7 +23,7 @@ PolicySpec llm_spec() {
   return spec;
 }
 
-class LayerCost : public ::testing::TestWithParam<std::string> {
+class LayerCharges : public ::testing::TestWithParam<std::string> {
  protected:
   std::unique_ptr<Store> make() {
     if (GetParam() == "memory") return std::make_unique<MemoryStore>();
@@ -40,7 +40,7 @@ class LayerCost : public ::testing::TestWithParam<std::string> {
 
 Attributes call(const std::string& tokens) { return {{"api_key", "k1"}, {"tokens", tokens}}; }
 
-TEST_P(LayerCost, EachLayerIsChargedWhatItCounts) {
+TEST_P(LayerCharges, EachLayerIsChargedWhatItCounts) {
   auto store = make();
   auto policy = Policy::make(llm_spec());
   ASSERT_TRUE(policy.has_value()) << policy.error().message;
@@ -69,7 +69,7 @@ TEST_P(LayerCost, EachLayerIsChargedWhatItCounts) {
   EXPECT_EQ(zero->layers[0].decision.remaining, 0);
 }
 
-TEST_P(LayerCost, BadCostsAreRefusedNamingTheAttributeAndChargeNothing) {
+TEST_P(LayerCharges, BadCostsAreRefusedNamingTheAttributeAndChargeNothing) {
   auto store = make();
   auto policy = Policy::make(llm_spec());
   ASSERT_TRUE(policy.has_value());
@@ -93,7 +93,7 @@ TEST_P(LayerCost, BadCostsAreRefusedNamingTheAttributeAndChargeNothing) {
   EXPECT_EQ(peek->layers[1].decision.remaining, 1'000);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, LayerCost, ::testing::Values("memory", "redis", "cluster"));
+INSTANTIATE_TEST_SUITE_P(Backends, LayerCharges, ::testing::Values("memory", "redis", "cluster"));
 
 TEST(LayerCostPolicy, AShadowLayerWithoutItsCostDoesNotApply) {
   PolicySpec spec = llm_spec();

@@ -12,7 +12,7 @@
 namespace spillway {
 namespace {
 
-constexpr Micros kNow = 10 * kMicrosPerMinute;  // a window's start
+constexpr Micros kHandleNow = 10 * kMicrosPerMinute;  // a window's start
 
 struct Held {
   std::shared_ptr<const policy::Policy> policy;
@@ -27,7 +27,7 @@ struct Held {
   // The reservation of one request of `tokens` by key k1.
   Reservation reserve(int tokens) {
     auto decided = policy->reserve(store, {{"api_key", "k1"}, {"tokens", std::to_string(tokens)}},
-                                   1, std::chrono::minutes(10), kNow);
+                                   1, std::chrono::minutes(10), kHandleNow);
     EXPECT_TRUE(decided && decided->allowed);
     return Reservation(store, decided ? decided->reservation : "");
   }
@@ -37,7 +37,7 @@ TEST(ReservationHandle, CommitGivesBackTheDifferenceOnceAndACopySettlesTheSameRe
   Held held;
   const Reservation first = held.reserve(4'000);
   EXPECT_EQ(first.id().size(), 22u);
-  const Result<Settled> settled = first.commit(1'000, kNow);
+  const Result<Settled> settled = first.commit(1'000, kHandleNow);
   ASSERT_TRUE(settled.has_value()) << settled.error().message;
   ASSERT_EQ(settled->size(), 2u);
   EXPECT_EQ((*settled)[1].label, "tpm");
@@ -45,7 +45,7 @@ TEST(ReservationHandle, CommitGivesBackTheDifferenceOnceAndACopySettlesTheSameRe
   EXPECT_EQ((*settled)[1].after.remaining, 9'000);
   EXPECT_EQ((*settled)[0].actual, 1) << "rpm has no cost attribute: it keeps its estimate";
   const Reservation copy = first;
-  const Result<Settled> again = copy.cancel(kNow);
+  const Result<Settled> again = copy.cancel(kHandleNow);
   ASSERT_FALSE(again.has_value());
   EXPECT_EQ(again.error().code, Errc::kConflict);
 }
@@ -54,17 +54,17 @@ TEST(ReservationHandle, PerLayerCostsAndCancelGoThroughTheStore) {
   Held held;
   const Reservation named = held.reserve(2'000);
   const LayerCost costs[] = {{"tpm", 2'500}, {"rpm", 0}};
-  const Result<Settled> settled = named.commit(costs, kNow);
+  const Result<Settled> settled = named.commit(costs, kHandleNow);
   ASSERT_TRUE(settled.has_value()) << settled.error().message;
   EXPECT_EQ((*settled)[0].refunded, 1);   // rpm: 1 back
   EXPECT_EQ((*settled)[1].charged, 500);  // tpm: 500 as debt
   EXPECT_EQ((*settled)[1].after.remaining, 7'500);
   const Reservation cancelled = held.reserve(3'000);
-  const Result<Settled> back = cancelled.cancel(kNow);
+  const Result<Settled> back = cancelled.cancel(kHandleNow);
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_EQ((*back)[1].refunded, 3'000);
   EXPECT_EQ((*back)[1].after.remaining, 7'500);
-  const Result<Settled> unknown = Reservation(held.store, "no-such-id").commit(1, kNow);
+  const Result<Settled> unknown = Reservation(held.store, "no-such-id").commit(1, kHandleNow);
   ASSERT_FALSE(unknown.has_value());
   EXPECT_EQ(unknown.error().code, Errc::kNotFound);
 }

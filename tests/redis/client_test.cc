@@ -33,7 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using spillway::testing::RedisServer;
-using SteadyClock = std::chrono::steady_clock;
+using ClientSteady = std::chrono::steady_clock;
 
 ClientOptions options_for(const RedisServer& server) {
   ClientOptions options;
@@ -419,9 +419,9 @@ TEST(RedisClient, TimeoutWhileServerIsPaused) {
   ASSERT_TRUE(client.call({"SET", "k", "late value"}));
 
   ASSERT_EQ(server.cli("CLIENT PAUSE 3000"), "OK\n");
-  const auto paused_at = SteadyClock::now();  // at the latest (redis-cli takes a while to run)
+  const auto paused_at = ClientSteady::now();  // at the latest (redis-cli takes a while to run)
   Result<Reply> late = client.call({"GET", "k"});
-  const auto returned_at = SteadyClock::now();
+  const auto returned_at = ClientSteady::now();
   ASSERT_FALSE(late) << describe(late);
   EXPECT_EQ(late.error().code, Errc::kTimeout) << late.error().message;
   EXPECT_LT(returned_at - paused_at, 2000ms);
@@ -473,11 +473,11 @@ TEST(RedisClient, NoServerFailsFast) {
   ClientOptions options = options_for(server);
   options.timeout = 5s;
   Client client(options);
-  const auto start = SteadyClock::now();
+  const auto start = ClientSteady::now();
   Result<Reply> result = client.call({"PING"});
   ASSERT_FALSE(result) << describe(result);
   EXPECT_EQ(result.error().code, Errc::kUnavailable) << result.error().message;
-  EXPECT_LT(SteadyClock::now() - start, 4s);
+  EXPECT_LT(ClientSteady::now() - start, 4s);
   EXPECT_NE(result.error().message.find("127.0.0.1:" + std::to_string(server.port())),
             std::string::npos)
       << result.error().message;
@@ -627,8 +627,8 @@ int count_dropped_connections(std::uint16_t port, int listen_fd,
                               std::chrono::milliseconds duration) {
   (void)port;
   int accepted = 0;
-  const auto end = SteadyClock::now() + duration;
-  while (SteadyClock::now() < end) {
+  const auto end = ClientSteady::now() + duration;
+  while (ClientSteady::now() < end) {
     pollfd ready{listen_fd, POLLIN, 0};
     if (::poll(&ready, 1, 10) <= 0) continue;
     const int fd = ::accept(listen_fd, nullptr, nullptr);

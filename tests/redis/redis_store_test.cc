@@ -29,20 +29,20 @@ using testing::RedisServer;
 constexpr auto& kAllAlgorithms = kAlgorithms;
 
 // One redis-server for the whole file.
-RedisServer& server() {
+RedisServer& store_server() {
   static RedisServer* instance = new RedisServer();
   return *instance;
 }
 
-std::string unique_prefix() {
+std::string store_unique_prefix() {
   static std::atomic<int> counter{0};
   return "test" + std::to_string(getpid()) + "-" + std::to_string(counter++);
 }
 
-std::unique_ptr<RedisStore> redis_store(
+std::unique_ptr<RedisStore> single_redis_store(
     std::chrono::milliseconds ttl_floor = std::chrono::minutes(5)) {
-  auto store = RedisStore::open({.url = server().url(),
-                                 .key_prefix = unique_prefix(),
+  auto store = RedisStore::open({.url = store_server().url(),
+                                 .key_prefix = store_unique_prefix(),
                                  .timeout = std::chrono::milliseconds(2000),
                                  .pool_size = 2,
                                  .ttl_floor = ttl_floor});
@@ -55,9 +55,9 @@ std::unique_ptr<RedisStore> redis_store(
 // ------------------------------------------------------------------------------------------------
 
 // The same store on a Redis Cluster (3 primaries, 3 replicas).
-std::unique_ptr<RedisStore> cluster_store() {
+std::unique_ptr<RedisStore> cluster_redis_store() {
   auto store = RedisStore::open({.url = testing::shared_cluster().url(),
-                                 .key_prefix = unique_prefix(),
+                                 .key_prefix = store_unique_prefix(),
                                  .timeout = std::chrono::milliseconds(2000),
                                  .pool_size = 2,
                                  .ttl_floor = std::chrono::minutes(5)});
@@ -69,7 +69,7 @@ std::unique_ptr<RedisStore> cluster_store() {
 std::unique_ptr<RedisStore> tls_store() {
   static RedisServer* tls_server = new RedisServer(RedisServer::Tls{.require_client_cert = true});
   auto store = RedisStore::open({.url = tls_server->url(),
-                                 .key_prefix = unique_prefix(),
+                                 .key_prefix = store_unique_prefix(),
                                  .timeout = std::chrono::milliseconds(2000),
                                  .pool_size = 2,
                                  .ttl_floor = std::chrono::minutes(5)});
@@ -81,9 +81,9 @@ class Conformance : public ::testing::TestWithParam<std::string> {
  protected:
   std::unique_ptr<Store> make() {
     if (GetParam() == "memory") return std::make_unique<MemoryStore>();
-    if (GetParam() == "cluster") return cluster_store();
+    if (GetParam() == "cluster") return cluster_redis_store();
     if (GetParam() == "tls") return tls_store();
-    return redis_store();
+    return single_redis_store();
   }
 };
 
@@ -225,17 +225,17 @@ void same_decisions_as_memory(Store& redis) {
 }
 
 RC_GTEST_PROP(RedisDifferential, SameDecisionsAsMemoryOnRandomTraces, ()) {
-  same_decisions_as_memory(*redis_store());
+  same_decisions_as_memory(*single_redis_store());
 }
 
 RC_GTEST_PROP(ClusterDifferential, SameDecisionsAsMemoryOnRandomTraces, ()) {
-  same_decisions_as_memory(*cluster_store());
+  same_decisions_as_memory(*cluster_redis_store());
 }
 
 TEST(RedisDifferential, LargeNumbersStayExact) {
   // Values near the 2^52 bound: the Lua mirror must still agree with the C++ to the µs.
   MemoryStore memory;
-  auto redis = redis_store();
+  auto redis = single_redis_store();
   const Limit gcra = *Limit::make(Algorithm::kGcra, 999'983, kMicrosPerDay, 1'000'000);
   const Limit window = *Limit::make(Algorithm::kSlidingWindow, 50'000, kMicrosPerDay);
   Micros now = 1'764'000'000'000'000;  // 2025 in µs since the epoch
@@ -253,7 +253,7 @@ TEST(RedisDifferential, LargeNumbersStayExact) {
 
 // How many calls of `command` (lower case) the server has served (INFO commandstats).
 long long calls_of(const std::string& command) {
-  const std::string info = server().cli("INFO commandstats");
+  const std::string info = store_server().cli("INFO commandstats");
   const std::string tag = "cmdstat_" + command + ":calls=";
   const std::size_t at = info.find(tag);
   return at == std::string::npos ? 0 : std::stoll(info.substr(at + tag.size()));
@@ -285,8 +285,8 @@ TEST(RedisBatches, ChecksBatchedInOneCallDecideAsOneByOne) {
       limits.push_back(*Limit::make(algorithm, pick(1, 20), period, burst));
     }
     const int max_batch = static_cast<int>(pick(3, 16));
-    auto store = RedisStore::open({.url = server().url(),
-                                   .key_prefix = unique_prefix(),
+    auto store = RedisStore::open({.url = store_server().url(),
+                                   .key_prefix = store_unique_prefix(),
                                    .timeout = std::chrono::milliseconds(5000),
                                    // The checks' `now` is not Redis' clock: keys must outlive
                                    // their µs-long periods in real time (as in replay).
@@ -294,13 +294,13 @@ TEST(RedisBatches, ChecksBatchedInOneCallDecideAsOneByOne) {
                                    .max_batch = max_batch,
                                    .max_in_flight = 1});
     ASSERT_TRUE(store.has_value());
-    struct Op {
+    struct BatchedOp {
       std::string key;
       std::size_t limit;
       std::int64_t cost;
       Micros now;
     };
-    std::vector<Op> ops;
+    std::vector<BatchedOp> ops;
     Micros now = pick(0, 10'000'000);
     std::size_t limit = 0;
     const int count = static_cast<int>(pick(1, 80));
@@ -324,7 +324,7 @@ TEST(RedisBatches, ChecksBatchedInOneCallDecideAsOneByOne) {
     for (auto& answer : answers) answered.push_back(answer.get_future().get());
     MemoryStore memory;
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const Op& op = ops[i];
+      const BatchedOp& op = ops[i];
       const Result<Decision> expected = memory.check(op.key, limits[op.limit], op.cost, op.now);
       const Result<Decision>& got = answered[i];
       ASSERT_TRUE(expected.has_value());
@@ -348,13 +348,13 @@ TEST(RedisBatches, ChecksBatchedInOneCallDecideAsOneByOne) {
 long long noscript_recoveries() { return calls_of("eval"); }
 
 TEST(RedisScripts, ScriptFlushDuringLoadIsInvisible) {
-  auto redis = redis_store();
+  auto redis = single_redis_store();
   MemoryStore memory;
   std::atomic<bool> done{false};
   std::atomic<int> flushes{0};
   std::thread flusher([&] {
     while (!done) {
-      server().cli("SCRIPT FLUSH");
+      store_server().cli("SCRIPT FLUSH");
       ++flushes;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -390,7 +390,7 @@ TEST(RedisScripts, ScriptFlushDuringLoadIsInvisible) {
 
 TEST(RedisKeys, EveryKeyHasATtlAndAllExpire) {
   // Server clock (no `now`), no TTL floor: production behaviour.
-  const std::string prefix = "ttl-" + unique_prefix();
+  const std::string prefix = "ttl-" + store_unique_prefix();
   // Keys expire on Redis' clock while the test runs: each algorithm is audited right after its
   // checks, and P is long enough that a slow (sanitized) run still finds its keys alive.
   const Micros period = 1000 * kMicrosPerMilli;
@@ -398,7 +398,7 @@ TEST(RedisKeys, EveryKeyHasATtlAndAllExpire) {
     const Limit limit = *Limit::make(a, 20, period);
     // A prefix per algorithm: key names are digests, which do not say the algorithm.
     const std::string algorithm_prefix = prefix + "-" + std::string(algorithm_name(a));
-    auto store = RedisStore::open({.url = server().url(), .key_prefix = algorithm_prefix});
+    auto store = RedisStore::open({.url = store_server().url(), .key_prefix = algorithm_prefix});
     ASSERT_TRUE(store);
     // Up to 10 keys (one per user); some may already be idle and gone (a fixed window ends on
     // Redis' clock, possibly a moment after its writes, taking every key with it), which is
@@ -410,7 +410,7 @@ TEST(RedisKeys, EveryKeyHasATtlAndAllExpire) {
       for (int i = 0; i < 50; ++i) {
         ASSERT_TRUE((*store)->check("user" + std::to_string(i % 10), limit, 1 + i % 3).has_value());
       }
-      audit = testing::audit_keys(server(), algorithm_prefix + ":*");
+      audit = testing::audit_keys(store_server(), algorithm_prefix + ":*");
       EXPECT_EQ(audit.without_ttl, 0) << algorithm_name(a) << ", round " << round;
     }
     EXPECT_GT(audit.keys, 0) << algorithm_name(a);
@@ -419,10 +419,11 @@ TEST(RedisKeys, EveryKeyHasATtlAndAllExpire) {
     EXPECT_GT(audit.max_pttl_ms, 0) << algorithm_name(a);
   }
   // Every key is gone within 2P (+ 300 ms of slack) of its last write.
-  testing::wait_until([&] { return testing::audit_keys(server(), prefix + "-*").keys == 0; },
+  testing::wait_until([&] { return testing::audit_keys(store_server(), prefix + "-*").keys == 0; },
                       std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::microseconds(2 * period + 300'000)));
-  EXPECT_EQ(testing::audit_keys(server(), prefix + "-*").keys, 0) << "keys outlived their TTL";
+  EXPECT_EQ(testing::audit_keys(store_server(), prefix + "-*").keys, 0)
+      << "keys outlived their TTL";
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -172,7 +172,7 @@ class Differential {
 };
 
 // One layer of a request: a key under a limit, and its label in a reservation.
-struct Layer {
+struct RedisTestLayer {
   std::string key;
   const Limit* limit;
   std::string label;
@@ -257,7 +257,7 @@ void reservations_like_memory(bool with_cluster) {
   // 1 to 3 targets of 1 to 3 layers each; a later target's first layer is sometimes the first
   // target's (one key that two kinds of request share).
   std::deque<Limit> limits;  // stable addresses
-  std::vector<std::vector<Layer>> targets(static_cast<std::size_t>(pick_redis(1, 4)));
+  std::vector<std::vector<RedisTestLayer>> targets(static_cast<std::size_t>(pick_redis(1, 4)));
   for (std::size_t t = 0; t < targets.size(); ++t) {
     const int layer_count = pick_redis(1, 4);
     for (int j = 0; j < layer_count; ++j) {
@@ -274,14 +274,14 @@ void reservations_like_memory(bool with_cluster) {
                targets[t].back().limit->describe());
     }
   }
-  const auto pick_target = [&]() -> const std::vector<Layer>& {
+  const auto pick_target = [&]() -> const std::vector<RedisTestLayer>& {
     return targets[static_cast<std::size_t>(pick_redis<int>(0, static_cast<int>(targets.size())))];
   };
   // The keyed limits of a request: each layer charged the request's cost or, now and then, a
   // cost of its own (a layer that counts something else).
-  const auto keyed = [](const std::vector<Layer>& layers, std::string& text) {
+  const auto keyed = [](const std::vector<RedisTestLayer>& layers, std::string& text) {
     std::vector<KeyedLimit> checks;
-    for (const Layer& layer : layers) {
+    for (const RedisTestLayer& layer : layers) {
       const std::int64_t own = pick_redis(0, 3) == 0
                                    ? pick_redis<std::int64_t>(0, layer.limit->limit() + 2)
                                    : kRequestCost;
@@ -340,7 +340,7 @@ void reservations_like_memory(bool with_cluster) {
 
     if (step == Step::kReserve) {
       std::string text = "reserve" + at;
-      const std::vector<Layer>& layers = pick_target();
+      const std::vector<RedisTestLayer>& layers = pick_target();
       const std::vector<KeyedLimit> checks = keyed(layers, text);
       const std::int64_t cost = pick_redis<std::int64_t>(0, 4);
       Made made;
@@ -370,10 +370,10 @@ void reservations_like_memory(bool with_cluster) {
       // Each layer charged without a check, 0 to 3 past what a check could admit at once: into
       // debt and, charged again, up to its bound. Nothing is refused.
       std::string text = "charge" + at;
-      const std::vector<Layer>& layers = pick_target();
+      const std::vector<RedisTestLayer>& layers = pick_target();
       std::int64_t most = 0;
       std::vector<KeyedLimit> checks;
-      for (const Layer& layer : layers) {
+      for (const RedisTestLayer& layer : layers) {
         const std::int64_t room = std::max(layer.limit->limit(), layer.limit->burst());
         most = std::max(most, room);
         const std::int64_t own =
@@ -514,9 +514,9 @@ TEST(RedisReservationCluster, MemoryRedisAndClusterAnswerAlike) {
 // Directed tests: a request layer (1 per request) and a metered token layer.
 // ------------------------------------------------------------------------------------------------
 
-const Limit kRequests = *Limit::make(Algorithm::kFixedWindow, 10, kMicrosPerHour);
-const Limit kTokens = *Limit::make(Algorithm::kSlidingLog, 1'000, kMicrosPerHour);
-constexpr Micros kNow = 5 * kMicrosPerHour;  // a window's start
+const Limit kRedisRequests = *Limit::make(Algorithm::kFixedWindow, 10, kMicrosPerHour);
+const Limit kRedisTokens = *Limit::make(Algorithm::kSlidingLog, 1'000, kMicrosPerHour);
+constexpr Micros kRedisNow = 5 * kMicrosPerHour;  // a window's start
 
 struct Reserved {
   std::string id;       // the id asked for, whether admitted or not
@@ -524,12 +524,13 @@ struct Reserved {
   bool admitted() const { return !decisions.empty() && all_allowed(decisions); }
 };
 
-// Reserves `tokens` on `rpm` (kRequests, the request's cost 1) and `tpm` (kTokens, metered).
+// Reserves `tokens` on `rpm` (kRedisRequests, the request's cost 1) and `tpm` (kRedisTokens,
+// metered).
 Reserved reserve_tokens(Store& store, const std::string& rpm, const std::string& tpm,
                         std::int64_t tokens, std::optional<Micros> now,
                         std::chrono::milliseconds ttl = std::chrono::minutes(1)) {
   Reserved reserved{.id = new_reservation_id(), .decisions = {}};
-  const KeyedLimit keys[] = {{rpm, &kRequests}, {tpm, &kTokens, tokens}};
+  const KeyedLimit keys[] = {{rpm, &kRedisRequests}, {tpm, &kRedisTokens, tokens}};
   const ReservedLayer layers[] = {{"rpm", false}, {"tpm", true}};
   const ReserveSpec spec{.id = reserved.id, .ttl = ttl, .layers = layers};
   const Result<StoreRequest> request = StoreRequest::make_reserve(keys, 1, now, spec);
@@ -565,8 +566,9 @@ TEST(RedisReservation, AnUnsettledReservationExpiresByRedisClockWithItsEstimateC
       open_reservation_store(reservation_server().url(), reservation_prefix());
   ASSERT_TRUE(store != nullptr);
   // The same explicit `now` throughout: only Redis' own clock (PX) can expire the short one.
-  const Reserved brief = reserve_tokens(*store, "rpm", "tpm", 600, kNow, 300ms);
-  const Reserved lasting = reserve_tokens(*store, "rpm", "tpm", 100, kNow, std::chrono::minutes(1));
+  const Reserved brief = reserve_tokens(*store, "rpm", "tpm", 600, kRedisNow, 300ms);
+  const Reserved lasting =
+      reserve_tokens(*store, "rpm", "tpm", 100, kRedisNow, std::chrono::minutes(1));
   // And one on the server's clock (no `now`).
   const Reserved unclocked =
       reserve_tokens(*store, "rpm-clock", "tpm-clock", 600, std::nullopt, 300ms);
@@ -575,11 +577,12 @@ TEST(RedisReservation, AnUnsettledReservationExpiresByRedisClockWithItsEstimateC
   ASSERT_TRUE(unclocked.admitted());
   std::this_thread::sleep_for(800ms);
 
-  const Result<Settled> late = store->settle_and_wait({.id = brief.id, .cost = 0, .now = kNow});
+  const Result<Settled> late =
+      store->settle_and_wait({.id = brief.id, .cost = 0, .now = kRedisNow});
   ASSERT_FALSE(late.has_value()) << "settled after its ttl: " << show_redis(late);
   EXPECT_EQ(late.error().code, Errc::kNotFound) << late.error().message;
   const Result<Settled> cancelled =
-      store->settle_and_wait({.id = brief.id, .cancel = true, .now = kNow});
+      store->settle_and_wait({.id = brief.id, .cancel = true, .now = kRedisNow});
   ASSERT_FALSE(cancelled.has_value()) << "cancelled after its ttl: " << show_redis(cancelled);
   EXPECT_EQ(cancelled.error().code, Errc::kNotFound) << cancelled.error().message;
   const Result<Settled> late_unclocked = store->settle_and_wait({.id = unclocked.id, .cost = 0});
@@ -588,19 +591,19 @@ TEST(RedisReservation, AnUnsettledReservationExpiresByRedisClockWithItsEstimateC
   EXPECT_EQ(late_unclocked.error().code, Errc::kNotFound) << late_unclocked.error().message;
 
   // The expired estimates stay charged: 1000 - 600 - 100 tokens and 10 - 2 requests left.
-  EXPECT_EQ(remaining(*store, "tpm", kTokens, kNow), 300);
-  EXPECT_EQ(remaining(*store, "rpm", kRequests, kNow), 8);
-  EXPECT_EQ(remaining(*store, "tpm-clock", kTokens, std::nullopt), 400);
+  EXPECT_EQ(remaining(*store, "tpm", kRedisTokens, kRedisNow), 300);
+  EXPECT_EQ(remaining(*store, "rpm", kRedisRequests, kRedisNow), 8);
+  EXPECT_EQ(remaining(*store, "tpm-clock", kRedisTokens, std::nullopt), 400);
 
   // The one still within its ttl settles: 50 of its 100 tokens come back.
   const Result<Settled> settled =
-      store->settle_and_wait({.id = lasting.id, .cost = 50, .now = kNow});
+      store->settle_and_wait({.id = lasting.id, .cost = 50, .now = kRedisNow});
   ASSERT_TRUE(settled.has_value()) << settled.error().message;
   ASSERT_EQ(settled->size(), 2u);
   EXPECT_EQ((*settled)[1].label, "tpm");
   EXPECT_EQ((*settled)[1].refunded, 50);
   EXPECT_EQ((*settled)[1].after.remaining, 350);
-  EXPECT_EQ(remaining(*store, "tpm", kTokens, kNow), 350);
+  EXPECT_EQ(remaining(*store, "tpm", kRedisTokens, kRedisNow), 350);
 }
 
 TEST(RedisReservation, TwoSettlementsRacingForOneIdSettleItOnce) {
@@ -611,7 +614,7 @@ TEST(RedisReservation, TwoSettlementsRacingForOneIdSettleItOnce) {
   for (int round = 0; round < 20; ++round) {
     const std::string rpm = "race-rpm-" + std::to_string(round);
     const std::string tpm = "race-tpm-" + std::to_string(round);
-    const Reserved reserved = reserve_tokens(*one, rpm, tpm, 600, kNow);
+    const Reserved reserved = reserve_tokens(*one, rpm, tpm, 600, kRedisNow);
     ASSERT_TRUE(reserved.admitted()) << "round " << round;
     // Even rounds: both settlements through one store object; odd rounds: one through each.
     const std::array<Store*, 2> settlers = {one.get(), round % 2 == 0 ? one.get() : two.get()};
@@ -624,7 +627,7 @@ TEST(RedisReservation, TwoSettlementsRacingForOneIdSettleItOnce) {
           start.arrive_and_wait();
           // Thread 0 commits 100 of the 600 tokens; thread 1 cancels.
           answers[t] = settlers[t]->settle_and_wait(
-              {.id = reserved.id, .cancel = t == 1, .cost = 100, .now = kNow});
+              {.id = reserved.id, .cancel = t == 1, .cost = 100, .now = kRedisNow});
         });
       }
     }  // joined
@@ -636,8 +639,10 @@ TEST(RedisReservation, TwoSettlementsRacingForOneIdSettleItOnce) {
     EXPECT_EQ(lost.error().code, Errc::kConflict) << "round " << round << ": " << show_redis(lost);
     // Only the winner's settlement counts: the commit leaves 900 tokens and 9 requests, the
     // cancel gives everything back.
-    EXPECT_EQ(remaining(*two, tpm, kTokens, kNow), won == 0 ? 900 : 1'000) << "round " << round;
-    EXPECT_EQ(remaining(*one, rpm, kRequests, kNow), won == 0 ? 9 : 10) << "round " << round;
+    EXPECT_EQ(remaining(*two, tpm, kRedisTokens, kRedisNow), won == 0 ? 900 : 1'000)
+        << "round " << round;
+    EXPECT_EQ(remaining(*one, rpm, kRedisRequests, kRedisNow), won == 0 ? 9 : 10)
+        << "round " << round;
   }
 }
 
@@ -646,38 +651,39 @@ TEST(RedisReservation, AReservationMadeThroughOneStoreSettlesThroughAnother) {
   std::unique_ptr<RedisStore> maker = open_reservation_store(reservation_server().url(), prefix);
   std::unique_ptr<RedisStore> settler = open_reservation_store(reservation_server().url(), prefix);
   ASSERT_TRUE(maker != nullptr && settler != nullptr);
-  const Reserved reserved = reserve_tokens(*maker, "rpm", "tpm", 600, kNow);
+  const Reserved reserved = reserve_tokens(*maker, "rpm", "tpm", 600, kRedisNow);
   ASSERT_TRUE(reserved.admitted());
 
   const Result<Settled> settled =
-      settler->settle_and_wait({.id = reserved.id, .cost = 250, .now = kNow});
+      settler->settle_and_wait({.id = reserved.id, .cost = 250, .now = kRedisNow});
   ASSERT_TRUE(settled.has_value()) << settled.error().message;
   testing::expect_committed_at_250(*settled);
-  EXPECT_EQ(remaining(*maker, "tpm", kTokens, kNow), 750);
+  EXPECT_EQ(remaining(*maker, "tpm", kRedisTokens, kRedisNow), 750);
 
   // Settled once, whichever store object asks again.
   const Result<Settled> again =
-      maker->settle_and_wait({.id = reserved.id, .cancel = true, .now = kNow});
+      maker->settle_and_wait({.id = reserved.id, .cancel = true, .now = kRedisNow});
   ASSERT_FALSE(again.has_value()) << show_redis(again);
   EXPECT_EQ(again.error().code, Errc::kConflict) << again.error().message;
   const Result<Settled> again_there =
-      settler->settle_and_wait({.id = reserved.id, .cost = 0, .now = kNow});
+      settler->settle_and_wait({.id = reserved.id, .cost = 0, .now = kRedisNow});
   ASSERT_FALSE(again_there.has_value()) << show_redis(again_there);
   EXPECT_EQ(again_there.error().code, Errc::kConflict) << again_there.error().message;
-  EXPECT_EQ(remaining(*settler, "tpm", kTokens, kNow), 750);
+  EXPECT_EQ(remaining(*settler, "tpm", kRedisTokens, kRedisNow), 750);
 
   // The other way round, above the estimate: 700 reserved through the second, 1500 used.
-  const Reserved big = reserve_tokens(*settler, "rpm", "tpm", 700, kNow);
+  const Reserved big = reserve_tokens(*settler, "rpm", "tpm", 700, kRedisNow);
   ASSERT_TRUE(big.admitted());
-  const Result<Settled> debt = maker->settle_and_wait({.id = big.id, .cost = 1'500, .now = kNow});
+  const Result<Settled> debt =
+      maker->settle_and_wait({.id = big.id, .cost = 1'500, .now = kRedisNow});
   ASSERT_TRUE(debt.has_value()) << debt.error().message;
   ASSERT_EQ(debt->size(), 2u);
   EXPECT_EQ((*debt)[1].charged, 800);
   EXPECT_EQ((*debt)[1].refunded, 0);
   EXPECT_FALSE((*debt)[1].after.allowed) << "a key in debt denies even a peek";
-  EXPECT_EQ(remaining(*settler, "tpm", kTokens, kNow), 0);
+  EXPECT_EQ(remaining(*settler, "tpm", kRedisTokens, kRedisNow), 0);
   const Result<Settled> unknown =
-      settler->settle_and_wait({.id = "never-made", .cost = 1, .now = kNow});
+      settler->settle_and_wait({.id = "never-made", .cost = 1, .now = kRedisNow});
   ASSERT_FALSE(unknown.has_value()) << show_redis(unknown);
   EXPECT_EQ(unknown.error().code, Errc::kNotFound) << unknown.error().message;
 }
@@ -686,13 +692,13 @@ TEST(RedisReservation, ADeniedReservationLeavesNothingBehind) {
   testing::RedisServer own;  // alone on it: DBSIZE counts this test's keys only
   std::unique_ptr<RedisStore> store = open_reservation_store(own.url(), reservation_prefix());
   ASSERT_TRUE(store != nullptr);
-  const Reserved first = reserve_tokens(*store, "rpm", "tpm", 600, kNow);
+  const Reserved first = reserve_tokens(*store, "rpm", "tpm", 600, kRedisNow);
   ASSERT_TRUE(first.admitted());
   const long long before = key_count(own);
   EXPECT_GE(before, 2) << "the two layers' keys";
 
   // 600 tokens do not fit in the 400 left: denied by tpm; rpm is reported uncharged.
-  const Reserved denied = reserve_tokens(*store, "rpm", "tpm", 600, kNow);
+  const Reserved denied = reserve_tokens(*store, "rpm", "tpm", 600, kRedisNow);
   ASSERT_EQ(denied.decisions.size(), 2u);
   EXPECT_FALSE(denied.admitted());
   EXPECT_TRUE(denied.decisions[0].allowed);
@@ -700,30 +706,30 @@ TEST(RedisReservation, ADeniedReservationLeavesNothingBehind) {
   EXPECT_FALSE(denied.decisions[1].allowed);
   EXPECT_EQ(denied.decisions[1].remaining, 400);
   // On keys never seen, with a cost that can never fit: no key for either layer, no record.
-  const Reserved never = reserve_tokens(*store, "rpm-fresh", "tpm-fresh", 1'001, kNow);
+  const Reserved never = reserve_tokens(*store, "rpm-fresh", "tpm-fresh", 1'001, kRedisNow);
   ASSERT_EQ(never.decisions.size(), 2u);
   EXPECT_FALSE(never.admitted());
   EXPECT_EQ(never.decisions[1].retry_after, kNever);
   EXPECT_EQ(key_count(own), before) << "a denied reservation left a key (a record, or a charge)";
 
-  EXPECT_EQ(remaining(*store, "rpm", kRequests, kNow), 9);
-  EXPECT_EQ(remaining(*store, "tpm", kTokens, kNow), 400);
+  EXPECT_EQ(remaining(*store, "rpm", kRedisRequests, kRedisNow), 9);
+  EXPECT_EQ(remaining(*store, "tpm", kRedisTokens, kRedisNow), 400);
   for (const Reserved* refused : {&denied, &never}) {
     const Result<Settled> settled =
-        store->settle_and_wait({.id = refused->id, .cancel = true, .now = kNow});
+        store->settle_and_wait({.id = refused->id, .cancel = true, .now = kRedisNow});
     ASSERT_FALSE(settled.has_value()) << "a denied reservation was kept: " << show_redis(settled);
     EXPECT_EQ(settled.error().code, Errc::kNotFound) << settled.error().message;
   }
   // The admitted one still settles.
   const Result<Settled> settled =
-      store->settle_and_wait({.id = first.id, .cost = 100, .now = kNow});
+      store->settle_and_wait({.id = first.id, .cost = 100, .now = kRedisNow});
   ASSERT_TRUE(settled.has_value()) << settled.error().message;
-  EXPECT_EQ(remaining(*store, "tpm", kTokens, kNow), 900);
+  EXPECT_EQ(remaining(*store, "tpm", kRedisTokens, kRedisNow), 900);
 }
 
 // A user key whose stored key (under `limit`, with the store's prefix) is in hash slot `slot`.
-std::string key_on(const RedisStore& store, const Limit& limit, const std::string& stem,
-                   std::uint16_t slot) {
+std::string reservation_key_on(const RedisStore& store, const Limit& limit, const std::string& stem,
+                               std::uint16_t slot) {
   for (int i = 0; i < 2'000'000; ++i) {
     const std::string key = stem + std::to_string(i);
     if (redis::key_slot(store.storage_key(key, limit)) == slot) return key;
@@ -748,14 +754,14 @@ void expect_denial_on_one_slot_leaves_nothing(bool dry_run_first) {
   std::unique_ptr<RedisStore> store =
       open_reservation_store(cluster.url(), reservation_prefix(), dry_run_first);
   ASSERT_TRUE(store != nullptr);
-  const std::string rpm = key_on(*store, kRequests, "rpm", 100);
-  const std::string tpm = key_on(*store, kTokens, "tpm", 9000);
+  const std::string rpm = reservation_key_on(*store, kRedisRequests, "rpm", 100);
+  const std::string tpm = reservation_key_on(*store, kRedisTokens, "tpm", 9000);
   ASSERT_NE(cluster.owner_of(100), cluster.owner_of(9000));
-  const Reserved first = reserve_tokens(*store, rpm, tpm, 600, kNow);
+  const Reserved first = reserve_tokens(*store, rpm, tpm, 600, kRedisNow);
   ASSERT_TRUE(first.admitted());
   const std::vector<long long> before = keys_per_primary(cluster);
 
-  const Reserved denied = reserve_tokens(*store, rpm, tpm, 600, kNow);
+  const Reserved denied = reserve_tokens(*store, rpm, tpm, 600, kRedisNow);
   ASSERT_EQ(denied.decisions.size(), 2u);
   EXPECT_FALSE(denied.admitted());
   EXPECT_TRUE(denied.decisions[0].allowed);
@@ -764,23 +770,24 @@ void expect_denial_on_one_slot_leaves_nothing(bool dry_run_first) {
   EXPECT_EQ(denied.decisions[1].remaining, 400);
   EXPECT_EQ(keys_per_primary(cluster), before)
       << "a denied reservation left a key (a record, or a charge) on a primary";
-  EXPECT_EQ(remaining(*store, rpm, kRequests, kNow), 9) << "the admitting slot was not refunded";
-  EXPECT_EQ(remaining(*store, tpm, kTokens, kNow), 400);
+  EXPECT_EQ(remaining(*store, rpm, kRedisRequests, kRedisNow), 9)
+      << "the admitting slot was not refunded";
+  EXPECT_EQ(remaining(*store, tpm, kRedisTokens, kRedisNow), 400);
   const Result<Settled> unknown =
-      store->settle_and_wait({.id = denied.id, .cancel = true, .now = kNow});
+      store->settle_and_wait({.id = denied.id, .cancel = true, .now = kRedisNow});
   ASSERT_FALSE(unknown.has_value()) << "a denied reservation was kept: " << show_redis(unknown);
   EXPECT_EQ(unknown.error().code, Errc::kNotFound) << unknown.error().message;
 
   // The admitted one settles on both slots: 500 of its 600 tokens back, its request kept.
   const Result<Settled> settled =
-      store->settle_and_wait({.id = first.id, .cost = 100, .now = kNow});
+      store->settle_and_wait({.id = first.id, .cost = 100, .now = kRedisNow});
   ASSERT_TRUE(settled.has_value()) << settled.error().message;
   ASSERT_EQ(settled->size(), 2u);
   EXPECT_EQ((*settled)[0].actual, 1);
   EXPECT_EQ((*settled)[0].after.remaining, 9);
   EXPECT_EQ((*settled)[1].refunded, 500);
   EXPECT_EQ((*settled)[1].after.remaining, 900);
-  EXPECT_EQ(remaining(*store, tpm, kTokens, kNow), 900);
+  EXPECT_EQ(remaining(*store, tpm, kRedisTokens, kRedisNow), 900);
 }
 
 TEST(RedisReservationCluster, ADenialOnOneSlotLeavesNothingWithTheDryRun) {

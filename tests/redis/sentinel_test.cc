@@ -28,9 +28,9 @@ namespace spillway {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using SteadyTime = std::chrono::steady_clock;
 
-long long ms_between(Clock::time_point from, Clock::time_point to) {
+long long ms_between(SteadyTime::time_point from, SteadyTime::time_point to) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
 }
 
@@ -145,7 +145,7 @@ TEST(Sentinel, AReservationMadeThroughTheSentinelsSettlesAfterAFailover) {
 
 // One request to /v1/limit as seen by the load loop.
 struct Sample {
-  Clock::time_point sent;
+  SteadyTime::time_point sent;
   long long latency_ms;
   int status;
   bool backend_error;  // answered by on_error, not decided
@@ -153,10 +153,10 @@ struct Sample {
 
 // Keeps sending /v1/limit (100 keys, limits that always admit) on one kept-alive connection
 // until stopped; records every answer.
-class Load {
+class SentinelLoad {
  public:
-  explicit Load(std::uint16_t port) : thread_([this, port] { run(port); }) {}
-  ~Load() { stop(); }
+  explicit SentinelLoad(std::uint16_t port) : thread_([this, port] { run(port); }) {}
+  ~SentinelLoad() { stop(); }
   void stop() {
     running_ = false;
     if (thread_.joinable()) thread_.join();
@@ -167,7 +167,7 @@ class Load {
   }
   // Waits until `n` requests sent after `since` were decided (not on_error's answer): the load
   // runs and Redis answers it. False after `limit`.
-  bool wait_for_decisions(Clock::time_point since, int n, std::chrono::seconds limit = 20s) {
+  bool wait_for_decisions(SteadyTime::time_point since, int n, std::chrono::seconds limit = 20s) {
     return testing::wait_until(
         [&] {
           std::lock_guard lock(mutex_);
@@ -184,7 +184,7 @@ class Load {
       send_until_stopped(port);
     } catch (const std::exception& e) {  // recorded as a request without an answer
       std::lock_guard lock(mutex_);
-      samples_.push_back(Sample{Clock::now(), 0, 0, false});
+      samples_.push_back(Sample{SteadyTime::now(), 0, 0, false});
     }
   }
 
@@ -193,9 +193,9 @@ class Load {
     for (int i = 0; running_; ++i) {
       const std::string body = R"({"key":"load:)" + std::to_string(i % 100) +
                                R"(","limit":1000000,"period":"1s","algorithm":"gcra"})";
-      const auto sent = Clock::now();
+      const auto sent = SteadyTime::now();
       testing::HttpReply reply = connection.request("POST", "/v1/limit", body);
-      const Sample sample{sent, ms_between(sent, Clock::now()), reply.status,
+      const Sample sample{sent, ms_between(sent, SteadyTime::now()), reply.status,
                           !reply.header("x-spillway-backend-error").empty()};
       {
         std::lock_guard lock(mutex_);
@@ -245,15 +245,15 @@ TEST(SentinelFailover, KillingThePrimaryUnderLoadIsFollowed) {
   testing::ServeProcess serve({"--config", config},
                               "/tmp/spillway_sentinel_kill_" + std::to_string(::getpid()) + ".log");
   ASSERT_TRUE(serve.ready()) << serve.log();
-  Load load(serve.port());
-  ASSERT_TRUE(load.wait_for_decisions(Clock::now(), 100)) << "no decisions before the switch";
+  SentinelLoad load(serve.port());
+  ASSERT_TRUE(load.wait_for_decisions(SteadyTime::now(), 100)) << "no decisions before the switch";
 
   const std::uint16_t old_primary = group.primary_port();
   group.kill_primary();  // asks the sentinels which node is primary first: then the clock
-  const auto killed = Clock::now();
+  const auto killed = SteadyTime::now();
   ASSERT_TRUE(group.wait_for_new_primary(old_primary, 20s)) << "the sentinels promoted nobody";
-  const auto promoted = Clock::now();
-  // Load continues until decisions have come back for a while.
+  const auto promoted = SteadyTime::now();
+  // SentinelLoad continues until decisions have come back for a while.
   EXPECT_TRUE(load.wait_for_decisions(promoted, 500)) << "decisions did not come back";
   load.stop();
 
@@ -293,14 +293,14 @@ TEST(SentinelFailover, ACleanFailoverCostsNothingBeyondTheSwitch) {
   testing::ServeProcess serve(
       {"--config", config}, "/tmp/spillway_sentinel_clean_" + std::to_string(::getpid()) + ".log");
   ASSERT_TRUE(serve.ready()) << serve.log();
-  Load load(serve.port());
-  ASSERT_TRUE(load.wait_for_decisions(Clock::now(), 100)) << "no decisions before the switch";
+  SentinelLoad load(serve.port());
+  ASSERT_TRUE(load.wait_for_decisions(SteadyTime::now(), 100)) << "no decisions before the switch";
 
   const std::uint16_t old_primary = group.primary_port();
-  const auto started = Clock::now();
+  const auto started = SteadyTime::now();
   group.failover();
   ASSERT_TRUE(group.wait_for_new_primary(old_primary, 20s));
-  const auto switched = Clock::now();
+  const auto switched = SteadyTime::now();
   EXPECT_TRUE(load.wait_for_decisions(switched, 500)) << "decisions did not come back";
   load.stop();
 

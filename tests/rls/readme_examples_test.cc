@@ -15,11 +15,11 @@
 namespace spillway::rls {
 namespace {
 
-constexpr Micros kStart = 19'676 * kMicrosPerDay;  // every window starts here
+constexpr Micros kReadmeStart = 19'676 * kMicrosPerDay;  // every window starts here
 const std::string kExamples = std::string(SPILLWAY_SOURCE_DIR) + "/tests/rls/examples";
 
 struct Example {
-  explicit Example(const std::string& file) : clock(std::make_shared<ManualClock>(kStart)) {
+  explicit Example(const std::string& file) : clock(std::make_shared<ManualClock>(kReadmeStart)) {
     Result<RlsRules> loaded = load_rls_rules(kExamples + "/" + file);
     EXPECT_TRUE(loaded.has_value()) << loaded.error().message;
     store = std::make_unique<MemoryStore>(MemoryStoreOptions{.clock = clock});

@@ -24,13 +24,13 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string make_temp_dir(const std::string& name) {
+std::string watcher_temp_dir(const std::string& name) {
   std::string pattern = ::testing::TempDir() + "/" + name + "_XXXXXX";
   EXPECT_NE(mkdtemp(pattern.data()), nullptr);
   return pattern;
 }
 
-void write_file(const std::string& path, std::string_view text) {
+void watcher_write_file(const std::string& path, std::string_view text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   ASSERT_TRUE(out.good()) << path;
@@ -41,7 +41,7 @@ void write_file(const std::string& path, std::string_view text) {
 void replace_file(const std::string& path, std::string_view text) {
   const fs::path target(path);
   const std::string temporary = (target.parent_path() / ".writing.tmp").string();
-  write_file(temporary, text);
+  watcher_write_file(temporary, text);
   fs::rename(temporary, target);
 }
 
@@ -89,8 +89,8 @@ struct Log {
 };
 
 TEST(RlsWatcher, ReloadLoadsNewRulesAndABadFileKeepsTheOldOnes) {
-  const std::string dir = make_temp_dir("rls_watch_reload");
-  write_file(dir + "/rules.yaml", rules_yaml("w_reload", 5));
+  const std::string dir = watcher_temp_dir("rls_watch_reload");
+  watcher_write_file(dir + "/rules.yaml", rules_yaml("w_reload", 5));
   Result<RlsRules> initial = load_rls_rules(dir);
   ASSERT_TRUE(initial.has_value()) << initial.error().message;
   MemoryStore store;
@@ -100,15 +100,15 @@ TEST(RlsWatcher, ReloadLoadsNewRulesAndABadFileKeepsTheOldOnes) {
   RlsWatcher watcher(engine, dir, rls_rules_fingerprint(dir), 0ms, log.sink(), [&] { ++reloaded; });
   EXPECT_EQ(limit_in_force(engine, "w_reload"), 5u);
 
-  write_file(dir + "/rules.yaml", rules_yaml("w_reload", 7));
+  watcher_write_file(dir + "/rules.yaml", rules_yaml("w_reload", 7));
   ASSERT_TRUE(watcher.reload().has_value());
   EXPECT_EQ(limit_in_force(engine, "w_reload"), 7u);
   EXPECT_EQ(reloaded, 1);
   EXPECT_NE(log.last().find("reloaded"), std::string::npos) << log.last();
 
-  write_file(dir + "/rules.yaml",
-             "domain: w_reload\ndescriptors:\n  - key: k\n"
-             "    rate_limit: {unit: lightyear, requests_per_unit: 1}\n");
+  watcher_write_file(dir + "/rules.yaml",
+                     "domain: w_reload\ndescriptors:\n  - key: k\n"
+                     "    rate_limit: {unit: lightyear, requests_per_unit: 1}\n");
   Result<void> bad = watcher.reload();
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message.find("rules.yaml: line 4"), std::string::npos)
@@ -126,8 +126,8 @@ TEST(RlsWatcher, ReloadLoadsNewRulesAndABadFileKeepsTheOldOnes) {
   EXPECT_NE(metrics.find("spillway_rls_config_domains 1\n"), std::string::npos) << metrics;
 
   // A second domain in a new file.
-  write_file(dir + "/rules.yaml", rules_yaml("w_reload", 8));
-  write_file(dir + "/more.yml", rules_yaml("w_more", 2));
+  watcher_write_file(dir + "/rules.yaml", rules_yaml("w_reload", 8));
+  watcher_write_file(dir + "/more.yml", rules_yaml("w_more", 2));
   ASSERT_TRUE(watcher.reload().has_value());
   EXPECT_EQ(limit_in_force(engine, "w_more"), 2u);
   EXPECT_NE(rendered(watcher).find("spillway_rls_config_domains 2\n"), std::string::npos);
@@ -135,8 +135,8 @@ TEST(RlsWatcher, ReloadLoadsNewRulesAndABadFileKeepsTheOldOnes) {
 }
 
 TEST(RlsWatcher, TheThreadReloadsOnAnEditAndCountsABadEditOnce) {
-  const std::string dir = make_temp_dir("rls_watch_edit");
-  write_file(dir + "/rules.yaml", rules_yaml("w_edit", 3));
+  const std::string dir = watcher_temp_dir("rls_watch_edit");
+  watcher_write_file(dir + "/rules.yaml", rules_yaml("w_edit", 3));
   MemoryStore store;
   RlsEngine engine(store, std::make_shared<const RlsRules>(load_rls_rules(dir).value()));
   Log log;
@@ -164,12 +164,12 @@ TEST(RlsWatcher, TheThreadReloadsOnAnEditAndCountsABadEditOnce) {
 // A Kubernetes ConfigMap volume: dir/..data -> ..v1, dir/config.yaml -> ..data/config.yaml; an
 // update writes ..v2 and renames a new ..data symlink over the old one.
 struct ConfigMapDir {
-  explicit ConfigMapDir(const std::string& name) : dir(make_temp_dir(name)) {}
+  explicit ConfigMapDir(const std::string& name) : dir(watcher_temp_dir(name)) {}
   ~ConfigMapDir() { fs::remove_all(dir); }
 
   void version(const std::string& v, std::string_view yaml) {
     fs::create_directory(dir + "/" + v);
-    write_file(dir + "/" + v + "/config.yaml", yaml);
+    watcher_write_file(dir + "/" + v + "/config.yaml", yaml);
   }
   void point_data_at(const std::string& v) {
     if (!fs::is_symlink(dir + "/..data")) {
@@ -235,8 +235,8 @@ TEST(RlsWatcher, TheThreadFollowsAConfigMapSymlinkSwap) {
 }
 
 TEST(RlsWatcher, NoChangeNoReload) {
-  const std::string dir = make_temp_dir("rls_watch_still");
-  write_file(dir + "/rules.yaml", rules_yaml("w_still", 3));
+  const std::string dir = watcher_temp_dir("rls_watch_still");
+  watcher_write_file(dir + "/rules.yaml", rules_yaml("w_still", 3));
   MemoryStore store;
   RlsEngine engine(store, std::make_shared<const RlsRules>(load_rls_rules(dir).value()));
   Log log;

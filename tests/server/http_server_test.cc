@@ -34,12 +34,12 @@ namespace spillway::server {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using SteadyTime = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // ---- a raw HTTP client -----------------------------------------------------------------------
 
-struct Reply {
+struct RawReply {
   int status = 0;
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   std::string body;
@@ -110,13 +110,13 @@ class RawClient {
 
   // One response (a 100 Continue counts as one); nullopt when the connection closed or the time
   // ran out first. `head`: the response to a HEAD request has no body whatever its length says.
-  std::optional<Reply> read_response(milliseconds timeout = 5000ms, bool head = false) {
-    const auto deadline = Clock::now() + timeout;
+  std::optional<RawReply> read_response(milliseconds timeout = 5000ms, bool head = false) {
+    const auto deadline = SteadyTime::now() + timeout;
     std::size_t end = std::string::npos;
     while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) {
       if (receive(deadline) <= 0) return std::nullopt;
     }
-    Reply reply;
+    RawReply reply;
     std::string_view header(buffer_.data(), end + 2);
     const std::size_t line_end = header.find("\r\n");
     const std::string_view status_line = header.substr(0, line_end);
@@ -148,7 +148,7 @@ class RawClient {
   // True when the server closes the connection (end of stream or reset) within `timeout`; bytes
   // that arrive meanwhile are kept.
   bool closed_within(milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
+    const auto deadline = SteadyTime::now() + timeout;
     for (;;) {
       const int got = receive(deadline);
       if (got == 0 || got == -1) return true;
@@ -160,8 +160,8 @@ class RawClient {
 
  private:
   // >0: bytes appended; 0: end of stream; -1: error (reset); -2: timeout.
-  int receive(Clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+  int receive(SteadyTime::time_point deadline) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyTime::now());
     if (left.count() <= 0) return -2;
     pollfd item{fd_, POLLIN, 0};
     const int ready = ::poll(&item, 1, static_cast<int>(left.count()));
@@ -567,17 +567,17 @@ TEST(HttpServer, TruncatedRequestIsClosedAfterTheReadTimeout) {
   });
   ASSERT_TRUE(server);
   RawClient client(server->port());
-  const auto begin = Clock::now();
+  const auto begin = SteadyTime::now();
   ASSERT_TRUE(client.send("POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc"));
   EXPECT_TRUE(client.closed_within(3000ms));
-  const auto took = Clock::now() - begin;
+  const auto took = SteadyTime::now() - begin;
   EXPECT_GE(took, 150ms);
   EXPECT_LT(took, 2000ms);
   EXPECT_EQ(client.unread(), "");  // closed without an answer
 
   // A client trickling bytes does not reset the deadline.
   RawClient trickle(server->port());
-  const auto start_trickle = Clock::now();
+  const auto start_trickle = SteadyTime::now();
   bool closed = false;
   for (const char c : std::string("GET /trickle HTTP/1.1\r\nHost: somewhere.example\r\n")) {
     if (!trickle.send(std::string(1, c)) || trickle.closed_within(20ms)) {
@@ -586,7 +586,7 @@ TEST(HttpServer, TruncatedRequestIsClosedAfterTheReadTimeout) {
     }
   }
   EXPECT_TRUE(closed || trickle.closed_within(2000ms));
-  EXPECT_LT(Clock::now() - start_trickle, 1500ms);
+  EXPECT_LT(SteadyTime::now() - start_trickle, 1500ms);
   EXPECT_EQ(calls.load(), 0);
 }
 
@@ -597,11 +597,11 @@ TEST(HttpServer, IdleKeepAliveConnectionIsClosedAfterTheIdleTimeout) {
   auto server = start(options);
   ASSERT_TRUE(server);
   RawClient client(server->port());
-  const auto begin = Clock::now();  // before the server's idle clock starts
+  const auto begin = SteadyTime::now();  // before the server's idle clock starts
   ASSERT_TRUE(client.send(get("/once")));
   ASSERT_TRUE(client.read_response());
   EXPECT_TRUE(client.closed_within(3000ms));
-  const auto took = Clock::now() - begin;
+  const auto took = SteadyTime::now() - begin;
   EXPECT_GE(took, 150ms);
   EXPECT_LT(took, 2000ms);
   EXPECT_TRUE(eventually([&] { return server->open_connections() == 0; }));
@@ -763,7 +763,7 @@ TEST(HttpServer, StopDrainsARequestInFlight) {
   RawClient busy(port);
   ASSERT_TRUE(busy.send(get("/slow")));
   ASSERT_EQ(called.get_future().wait_for(2000ms), std::future_status::ready);
-  const auto begin = Clock::now();
+  const auto begin = SteadyTime::now();
   std::thread stopper([&] { server->stop(2000ms); });
 
   EXPECT_TRUE(idle.closed_within(1000ms));  // idle connections go at once
@@ -774,7 +774,7 @@ TEST(HttpServer, StopDrainsARequestInFlight) {
   EXPECT_EQ(reply->header("connection"), "close");
   EXPECT_TRUE(busy.closed_within(2000ms));
   stopper.join();
-  EXPECT_LT(Clock::now() - begin, 1500ms);
+  EXPECT_LT(SteadyTime::now() - begin, 1500ms);
   EXPECT_EQ(server->open_connections(), 0u);
 
   RawClient after(port);  // nobody listens any more
@@ -796,9 +796,9 @@ TEST(HttpServer, StopGivesUpAfterTheDrainTime) {
     const std::lock_guard lock(mutex);
     return !kept.empty();
   }));
-  const auto begin = Clock::now();
+  const auto begin = SteadyTime::now();
   server->stop(200ms);
-  const auto took = Clock::now() - begin;
+  const auto took = SteadyTime::now() - begin;
   EXPECT_GE(took, 150ms);
   EXPECT_LT(took, 1500ms);
   EXPECT_TRUE(client.closed_within(1000ms));

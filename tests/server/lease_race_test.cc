@@ -37,8 +37,8 @@ using namespace std::chrono_literals;
 constexpr int kProcesses = 4;
 constexpr int kThreadsPerProcess = 8;
 constexpr auto kTraffic = 3200ms;
-constexpr std::int64_t kLimit = 500;
-constexpr std::int64_t kPeriod = 1'000'000;  // µs
+constexpr std::int64_t kLeaseRaceLimit = 500;
+constexpr std::int64_t kLeaseRacePeriod = 1'000'000;  // µs
 
 std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -87,7 +87,7 @@ TEST(LeaseRace, FourProcessesNeverOverAdmitAndStrandLittle) {
                         << "backend:\n  url: " << redis.url()
                         << "\n  timeout: 2s\n  on_error: deny\n"
                         << "layers:\n  - name: key\n    key: [api_key]\n"
-                        << "    algorithm: fixed_window\n    limit: " << kLimit << "/s\n"
+                        << "    algorithm: fixed_window\n    limit: " << kLeaseRaceLimit << "/s\n"
                         << "    sync: lease\n    lease: {max_age: 100ms, max_share: 10%}\n";
   std::vector<std::unique_ptr<testing::ServeProcess>> servers;
   for (int p = 0; p < kProcesses; ++p) {
@@ -117,8 +117,8 @@ TEST(LeaseRace, FourProcessesNeverOverAdmitAndStrandLittle) {
     if (!t.problem.empty()) problems += "\n  " + t.problem;
     for (const Answer& a : t.answers) {
       ++total;
-      const std::int64_t first = a.sent / kPeriod;
-      const std::int64_t last = a.answered / kPeriod;
+      const std::int64_t first = a.sent / kLeaseRacePeriod;
+      const std::int64_t last = a.answered / kLeaseRacePeriod;
       ++asked[first];
       if (!a.allowed) continue;
       ++admitted;
@@ -130,17 +130,17 @@ TEST(LeaseRace, FourProcessesNeverOverAdmitAndStrandLittle) {
   EXPECT_GT(total, 4 * admitted) << "demand must be far above the limit for the test to mean much";
 
   for (const auto& [window, count] : surely) {
-    EXPECT_LE(count, kLimit) << "over-admission in window " << window;
+    EXPECT_LE(count, kLeaseRaceLimit) << "over-admission in window " << window;
   }
   // Windows wholly inside the traffic, with demand at least twice the limit.
   int full = 0;
-  for (std::int64_t w = began / kPeriod + 1; (w + 1) * kPeriod <= ended; ++w) {
+  for (std::int64_t w = began / kLeaseRacePeriod + 1; (w + 1) * kLeaseRacePeriod <= ended; ++w) {
     std::printf("window %lld: asked %lld, admitted %lld..%lld of %lld\n", static_cast<long long>(w),
                 static_cast<long long>(asked[w]), static_cast<long long>(surely[w]),
-                static_cast<long long>(maybe[w]), static_cast<long long>(kLimit));
-    if (asked[w] < 2 * kLimit) continue;
+                static_cast<long long>(maybe[w]), static_cast<long long>(kLeaseRaceLimit));
+    if (asked[w] < 2 * kLeaseRaceLimit) continue;
     ++full;
-    EXPECT_GE(maybe[w] * 10, kLimit * 9) << "more than 10 % stranded in window " << w;
+    EXPECT_GE(maybe[w] * 10, kLeaseRaceLimit * 9) << "more than 10 % stranded in window " << w;
   }
   EXPECT_GE(full, 1) << "no window wholly inside the traffic had twice the limit's demand";
 

@@ -23,7 +23,7 @@ using testing::HttpReply;
 
 constexpr Micros kStart = 1'000 * kMicrosPerMinute;  // a window's start: r = 0
 
-policy::Config llm_config() {
+policy::Config reservation_llm_config() {
   policy::Config config = policy::default_config();
   config.policy.layers = testing::llm_layers(100, 10'000);
   return config;
@@ -32,7 +32,7 @@ policy::Config llm_config() {
 struct ReservationFixture {
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(kStart);
   testing::RunningService service = testing::start_service(
-      llm_config(), std::make_unique<MemoryStore>(MemoryStoreOptions{.clock = clock}));
+      reservation_llm_config(), std::make_unique<MemoryStore>(MemoryStoreOptions{.clock = clock}));
 
   boost::json::object post(const std::string& path, const std::string& body, int status) {
     HttpReply reply = http(service.port(), "POST", path, body);

@@ -53,21 +53,21 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-constexpr int kProcesses = 4;
-constexpr int kThreadsPerProcess = 8;
+constexpr int kReservationProcesses = 4;
+constexpr int kReservationThreadsPerProcess = 8;
 constexpr int kMaxReservesPerThread = 400;
-constexpr auto kTraffic = 2500ms;
-constexpr std::int64_t kLimit = 10'000;
-constexpr std::int64_t kSecond = 1'000'000;  // µs
-constexpr std::int64_t kMinute = 60 * kSecond;
+constexpr auto kReservationTraffic = 2500ms;
+constexpr std::int64_t kReservationLimit = 10'000;
+constexpr std::int64_t kReservationSecond = 1'000'000;  // µs
+constexpr std::int64_t kMinute = 60 * kReservationSecond;
 constexpr std::size_t kProblemsKept = 5;  // per client thread
 
-std::string temp(const std::string& name) {
+std::string reservation_race_temp(const std::string& name) {
   return "/tmp/spillway_reservation_race_" + std::to_string(::getpid()) + "_" + name;
 }
 
 // µs since the Unix epoch, rounded down (the clock Redis' TIME reads).
-std::int64_t now_us() {
+std::int64_t reservation_race_now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -122,7 +122,7 @@ struct Admitted {
 };
 
 // What one client thread saw.
-struct Tally {
+struct ReservationTally {
   std::vector<Admitted> admitted;
   int reserves = 0, denied = 0;
   int settles = 0, settled_200 = 0;  // first settlements sent, and answered 200
@@ -145,9 +145,9 @@ struct Tally {
 };
 
 // One client: reserves through process `home`, settles through a random one.
-void client(const std::vector<std::uint16_t>& ports, int home, std::uint64_t seed,
-            const std::string& api_key, std::chrono::steady_clock::time_point stop_at,
-            Tally& tally) {
+void reservation_client(const std::vector<std::uint16_t>& ports, int home, std::uint64_t seed,
+                        const std::string& api_key, std::chrono::steady_clock::time_point stop_at,
+                        ReservationTally& tally) {
   // Opened on first use: the server closes a fresh connection that sends nothing for 5 s.
   std::vector<std::unique_ptr<testing::HttpConnection>> connections(ports.size());
   const auto post = [&](std::size_t process, const std::string& path, const std::string& body) {
@@ -160,16 +160,18 @@ void client(const std::vector<std::uint16_t>& ports, int home, std::uint64_t see
   const auto uniform = [&](std::int64_t low, std::int64_t high) {
     return std::uniform_int_distribution<std::int64_t>(low, high)(random);
   };
-  const auto any_process = [&] { return static_cast<std::size_t>(uniform(0, kProcesses - 1)); };
+  const auto any_process = [&] {
+    return static_cast<std::size_t>(uniform(0, kReservationProcesses - 1));
+  };
   try {
     for (int i = 0; i < kMaxReservesPerThread && std::chrono::steady_clock::now() < stop_at; ++i) {
       Admitted a;
       a.estimate = uniform(200, 3'000);
       const std::string reserve = R"({"api_key":")" + api_key + R"(","reserve":true,"tokens":)" +
                                   std::to_string(a.estimate) + "}";
-      a.reserve_sent = now_us();
+      a.reserve_sent = reservation_race_now_us();
       const testing::HttpReply reply = post(static_cast<std::size_t>(home), "/v1/check", reserve);
-      a.reserve_answered = now_us() + 1;
+      a.reserve_answered = reservation_race_now_us() + 1;
       ++tally.reserves;
       if (reply.status == 429) {
         ++tally.denied;
@@ -207,9 +209,9 @@ void client(const std::vector<std::uint16_t>& ports, int home, std::uint64_t see
       const std::string path = a.cancel ? "/v1/cancel" : "/v1/commit";
       const std::string settle =
           a.cancel ? with_id + "}" : with_id + R"(,"cost":)" + std::to_string(a.actual) + "}";
-      a.settle_sent = now_us();
+      a.settle_sent = reservation_race_now_us();
       const testing::HttpReply settled = post(any_process(), path, settle);
-      a.settle_answered = now_us() + 1;
+      a.settle_answered = reservation_race_now_us() + 1;
       ++tally.settles;
       if (settled.status == 200) {
         const std::optional<json::object> done = object_of(settled.body);
@@ -262,17 +264,17 @@ void race(const std::string& name, const std::string& algorithm, const std::stri
           std::int64_t period) {
   const bool sliding = algorithm == "sliding_window";
   testing::RedisServer redis;
-  const std::string config = temp(name + ".yaml");
+  const std::string config = reservation_race_temp(name + ".yaml");
   std::ofstream(config) << "server:\n  access_log: off\n  reservation_ttl: 1m\n"
                         << "backend:\n  url: " << redis.url()
                         << "\n  timeout: 2s\n  on_error: deny\n"
                         << "layers:\n  - name: tpm\n    key: [api_key]\n    algorithm: "
                         << algorithm << "\n    cost: tokens\n    limit: " << rate << "\n";
   std::vector<std::unique_ptr<testing::ServeProcess>> servers;
-  for (int p = 0; p < kProcesses; ++p) {
-    servers.push_back(
-        std::make_unique<testing::ServeProcess>(std::vector<std::string>{"--config", config},
-                                                temp(name + "_" + std::to_string(p) + ".log")));
+  for (int p = 0; p < kReservationProcesses; ++p) {
+    servers.push_back(std::make_unique<testing::ServeProcess>(
+        std::vector<std::string>{"--config", config},
+        reservation_race_temp(name + "_" + std::to_string(p) + ".log")));
   }
   std::vector<std::uint16_t> ports;
   for (const auto& server : servers) {
@@ -281,18 +283,19 @@ void race(const std::string& name, const std::string& algorithm, const std::stri
   }
 
   const std::string api_key = "sk-race-" + name;
-  std::vector<Tally> tallies(kProcesses * kThreadsPerProcess);
-  const std::int64_t began = now_us();
-  const auto stop_at = std::chrono::steady_clock::now() + kTraffic;
+  std::vector<ReservationTally> tallies(kReservationProcesses * kReservationThreadsPerProcess);
+  const std::int64_t began = reservation_race_now_us();
+  const auto stop_at = std::chrono::steady_clock::now() + kReservationTraffic;
   std::vector<std::thread> clients;
   for (std::size_t t = 0; t < tallies.size(); ++t) {
-    clients.emplace_back(client, std::cref(ports), static_cast<int>(t % kProcesses), 22 + t,
-                         std::cref(api_key), stop_at, std::ref(tallies[t]));
+    clients.emplace_back(reservation_client, std::cref(ports),
+                         static_cast<int>(t % kReservationProcesses), 22 + t, std::cref(api_key),
+                         stop_at, std::ref(tallies[t]));
   }
   for (std::thread& c : clients) c.join();
 
-  Tally all;
-  for (Tally& t : tallies) {
+  ReservationTally all;
+  for (ReservationTally& t : tallies) {
     all.reserves += t.reserves;
     all.denied += t.denied;
     all.settles += t.settles;
@@ -335,7 +338,7 @@ void race(const std::string& name, const std::string& algorithm, const std::stri
   }
   std::int64_t most_estimated = 0;
   for (const auto& [w, window] : windows) {
-    EXPECT_LE(window.actual, kLimit)
+    EXPECT_LE(window.actual, kReservationLimit)
         << "window " << w << " of " << period << " µs admitted " << window.actual
         << " actual tokens in " << window.reservations << " reservations";
     most_estimated = std::max(most_estimated, window.estimate);
@@ -356,7 +359,7 @@ void race(const std::string& name, const std::string& algorithm, const std::stri
           cur += i->actual;
         }
       }
-      if (prev * (period - r) + cur * period > kLimit * period) {
+      if (prev * (period - r) + cur * period > kReservationLimit * period) {
         if (++over == 1) {
           first_over = "at offset " + std::to_string(r) + " µs of window " + std::to_string(w) +
                        ": prev " + std::to_string(prev) + ", cur " + std::to_string(cur);
@@ -391,13 +394,13 @@ void race(const std::string& name, const std::string& algorithm, const std::stri
   for (std::size_t p = 0; p < ports.size(); ++p) {
     const testing::HttpReply peek = testing::http(ports[p], "POST", "/v1/check",
                                                   R"({"api_key":")" + api_key + R"(","tokens":0})");
-    const std::int64_t ended = now_us() + 1;
+    const std::int64_t ended = reservation_race_now_us() + 1;
     ASSERT_EQ(peek.status, 200) << peek.body;
     const std::optional<json::object> answer = object_of(peek.body);
     const std::optional<json::object> tpm = answer ? layer_of(*answer, "tpm") : std::nullopt;
     ASSERT_TRUE(tpm) << peek.body;
     if (window_of(began, period) == window_of(ended, period)) {
-      EXPECT_EQ(number_of(*tpm, "remaining").value_or(-1), kLimit - used)
+      EXPECT_EQ(number_of(*tpm, "remaining").value_or(-1), kReservationLimit - used)
           << "through process " << p;
     } else if (p == 0) {
       std::printf("%s: the traffic crossed a window's edge, the final count is not checked\n",
@@ -408,7 +411,8 @@ void race(const std::string& name, const std::string& algorithm, const std::stri
   // The test can fail: the limit was reached (most reserves denied), and refunds made room that
   // was used again (more than the limit of estimates admitted in one window).
   EXPECT_GT(all.denied * 2, all.reserves) << "the limit was hardly reached";
-  EXPECT_GT(most_estimated, kLimit) << "no window admitted more than its limit of estimates";
+  EXPECT_GT(most_estimated, kReservationLimit)
+      << "no window admitted more than its limit of estimates";
   EXPECT_GT(refunds, 0) << "no refund";
   EXPECT_GE(all.admitted.size(), 5u);
 
@@ -421,11 +425,11 @@ TEST(ReservationRace, FixedWindowTokensPerMinuteAcrossFourServers) {
 }
 
 TEST(ReservationRace, FixedWindowTokensPerSecondAcrossFourServers) {
-  race("fixed_second", "fixed_window", "10000/s", kSecond);
+  race("fixed_second", "fixed_window", "10000/s", kReservationSecond);
 }
 
 TEST(ReservationRace, SlidingWindowTokensPerSecondAcrossFourServers) {
-  race("sliding_second", "sliding_window", "10000/s", kSecond);
+  race("sliding_second", "sliding_window", "10000/s", kReservationSecond);
 }
 
 }  // namespace

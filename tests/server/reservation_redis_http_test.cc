@@ -34,15 +34,15 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::int64_t kSecond = 1'000'000;  // µs
-constexpr std::int64_t kHour = 3600 * kSecond;
+constexpr std::int64_t kRedisHttpSecond = 1'000'000;  // µs
+constexpr std::int64_t kRedisHttpHour = 3600 * kRedisHttpSecond;
 
-std::string temp(const std::string& name) {
+std::string redis_http_temp(const std::string& name) {
   return "/tmp/spillway_reservation_redis_" + std::to_string(::getpid()) + "_" + name;
 }
 
 // µs since the Unix epoch, rounded down (the clock Redis' TIME reads).
-std::int64_t now_us() {
+std::int64_t redis_http_now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -51,12 +51,13 @@ std::int64_t now_us() {
 // If this hour ends within 8 s, waits until the next one has begun: every window of the test's
 // layers is one hour, and a scenario must run inside one.
 void inside_one_hour() {
-  const std::int64_t left = kHour - now_us() % kHour;
-  if (left < 8 * kSecond) std::this_thread::sleep_for(std::chrono::microseconds(left + 100'000));
+  const std::int64_t left = kRedisHttpHour - redis_http_now_us() % kRedisHttpHour;
+  if (left < 8 * kRedisHttpSecond)
+    std::this_thread::sleep_for(std::chrono::microseconds(left + 100'000));
 }
 
 // An API key no other test (or earlier run on a shared cluster) has used.
-std::string fresh_api_key() {
+std::string redis_http_api_key() {
   std::random_device random;
   std::ostringstream out;
   out << "sk-live-" << std::hex << random() << random() << random();
@@ -65,7 +66,7 @@ std::string fresh_api_key() {
 
 // rpm: 100 requests an hour; tpm: 10,000 tokens an hour (each request costs its "tokens").
 std::string write_config(const std::string& url, const std::string& name, const std::string& ttl) {
-  const std::string path = temp(name + ".yaml");
+  const std::string path = redis_http_temp(name + ".yaml");
   std::ofstream(path) << "server:\n  access_log: off\n  reservation_ttl: " << ttl
                       << "\nbackend:\n  url: " << url << "\n  timeout: 2s\n  on_error: deny\n"
                       << "layers:\n"
@@ -130,7 +131,7 @@ std::string flag(const json::object& o, std::string_view field) {
 // at some instant between `sent` and `answered`.
 void expect_wait_to_the_hour_end(std::int64_t retry_after_ms, std::int64_t sent,
                                  std::int64_t answered) {
-  const std::int64_t end = (sent / kHour + 1) * kHour;
+  const std::int64_t end = (sent / kRedisHttpHour + 1) * kRedisHttpHour;
   EXPECT_GT(retry_after_ms, 0);
   EXPECT_GE(retry_after_ms, (end - answered + 999) / 1000);
   EXPECT_LE(retry_after_ms, (end - sent + 999) / 1000);
@@ -141,12 +142,12 @@ void expect_wait_to_the_hour_end(std::int64_t retry_after_ms, std::int64_t sent,
 // reservation is settled through the server that did not make it.
 void issue_scenario(const std::string& url, const std::string& name) {
   const std::string config = write_config(url, name, "10m");
-  testing::ServeProcess a({"--config", config}, temp(name + "_a.log"));
-  testing::ServeProcess b({"--config", config}, temp(name + "_b.log"));
+  testing::ServeProcess a({"--config", config}, redis_http_temp(name + "_a.log"));
+  testing::ServeProcess b({"--config", config}, redis_http_temp(name + "_b.log"));
   ASSERT_TRUE(a.ready()) << a.log();
   ASSERT_TRUE(b.ready()) << b.log();
   const std::uint16_t pa = a.port(), pb = b.port();
-  const std::string key = fresh_api_key();
+  const std::string key = redis_http_api_key();
   const auto reserve = [&](std::uint16_t port, int tokens, int status) {
     return post(
         port, "/v1/check",
@@ -162,7 +163,7 @@ void issue_scenario(const std::string& url, const std::string& name) {
   };
   const std::string one_token = R"({"api_key":")" + key + R"(","tokens":1})";
   inside_one_hour();
-  const std::int64_t started = now_us();
+  const std::int64_t started = redis_http_now_us();
 
   // Two estimates of 4,000 fit in 10,000; a third does not, and reserves nothing.
   const json::object first = reserve(pa, 4'000, 200);
@@ -208,9 +209,9 @@ void issue_scenario(const std::string& url, const std::string& name) {
   // The second used 9,000, 5,000 above its estimate: charged without a check (debt). The key
   // counts 1,000 + 9,000 + 4,000 = 14,000 of its 10,000 this hour, so it is denied until the hour
   // ends (fixed_window: (w + 1)·P − now).
-  std::int64_t sent = now_us();
+  std::int64_t sent = redis_http_now_us();
   const json::object over = commit(pa, second_id, R"(,"cost":9000)", 200);
-  std::int64_t answered = now_us() + 1;
+  std::int64_t answered = redis_http_now_us() + 1;
   const json::object over_tpm = layer(over, "tpm");
   EXPECT_EQ(number(over_tpm, "estimate"), 4'000);
   EXPECT_EQ(number(over_tpm, "actual"), 9'000);
@@ -219,9 +220,9 @@ void issue_scenario(const std::string& url, const std::string& name) {
   EXPECT_EQ(number(over_tpm, "remaining"), 0);
   EXPECT_EQ(flag(over_tpm, "allowed"), "false") << "a key in debt answers its wait";
   expect_wait_to_the_hour_end(number(over_tpm, "retry_after_ms"), sent, answered);
-  sent = now_us();
+  sent = redis_http_now_us();
   const json::object next = post(pb, "/v1/check", one_token, 429);
-  answered = now_us() + 1;
+  answered = redis_http_now_us() + 1;
   EXPECT_EQ(text(next, "denied_by"), "tpm");
   expect_wait_to_the_hour_end(number(next, "retry_after_ms"), sent, answered);
   expect_wait_to_the_hour_end(number(layer(next, "tpm"), "retry_after_ms"), sent, answered);
@@ -257,13 +258,13 @@ void issue_scenario(const std::string& url, const std::string& name) {
   EXPECT_EQ(number(layer(cancelled, "rpm"), "remaining"), 98);
   commit(pa, fourth_id, R"(,"cost":1)", 409);
   // Still full this hour.
-  sent = now_us();
+  sent = redis_http_now_us();
   const json::object still = post(pa, "/v1/check", one_token, 429);
-  answered = now_us() + 1;
+  answered = redis_http_now_us() + 1;
   expect_wait_to_the_hour_end(number(still, "retry_after_ms"), sent, answered);
 
   // Per-layer costs on another key: "costs" names the layers.
-  const std::string other = fresh_api_key();
+  const std::string other = redis_http_api_key();
   const json::object small =
       post(pa, "/v1/check", R"({"api_key":")" + other + R"(","reserve":true,"tokens":800})", 200);
   const json::object per_layer =
@@ -285,7 +286,7 @@ void issue_scenario(const std::string& url, const std::string& name) {
   EXPECT_EQ(number(layer(limit_done, "limit"), "refunded"), 15);
   EXPECT_EQ(number(layer(limit_done, "limit"), "remaining"), 75);
 
-  EXPECT_EQ(started / kHour, now_us() / kHour)
+  EXPECT_EQ(started / kRedisHttpHour, redis_http_now_us() / kRedisHttpHour)
       << "the scenario took more than 8 s and crossed an hour's edge: its numbers do not hold";
   EXPECT_EQ(a.stop(SIGTERM), 0) << a.log();
   EXPECT_EQ(b.stop(SIGTERM), 0) << b.log();
@@ -304,21 +305,22 @@ TEST(ReservationClusterHttp, TheIssueScenarioAcrossTwoServersOnARedisCluster) {
 TEST(ReservationRedisHttp, AnUnsettledReservationExpiresWithItsEstimateCharged) {
   testing::RedisServer redis;
   const std::string config = write_config(redis.url(), "expiry", "300ms");
-  testing::ServeProcess a({"--config", config}, temp("expiry_a.log"));
-  testing::ServeProcess b({"--config", config}, temp("expiry_b.log"));
+  testing::ServeProcess a({"--config", config}, redis_http_temp("expiry_a.log"));
+  testing::ServeProcess b({"--config", config}, redis_http_temp("expiry_b.log"));
   ASSERT_TRUE(a.ready()) << a.log();
   ASSERT_TRUE(b.ready()) << b.log();
-  const std::string key = fresh_api_key();
+  const std::string key = redis_http_api_key();
   inside_one_hour();
-  const std::int64_t started = now_us();
+  const std::int64_t started = redis_http_now_us();
   const json::object reserved = post(
       a.port(), "/v1/check", R"({"api_key":")" + key + R"(","reserve":true,"tokens":4000})", 200);
-  const std::int64_t answered = now_us() + 1;
+  const std::int64_t answered = redis_http_now_us() + 1;
   const std::string id = text(reserved, "reservation");
   ASSERT_EQ(id.size(), 22u) << json::serialize(reserved);
   EXPECT_EQ(number(reserved, "reservation_expires_ms"), 300);
   // Past its ttl (made before the answer came, so it expired 300 ms after it at the latest).
-  std::this_thread::sleep_for(std::chrono::microseconds(answered + 300'000 + 200'000 - now_us()));
+  std::this_thread::sleep_for(
+      std::chrono::microseconds(answered + 300'000 + 200'000 - redis_http_now_us()));
   post(b.port(), "/v1/commit", R"({"reservation":")" + id + R"(","cost":1})", 404);
   post(a.port(), "/v1/cancel", R"({"reservation":")" + id + R"("})", 404);
   // Its estimate stays charged: 6,000 tokens are left this hour, not 10,000.
@@ -326,7 +328,8 @@ TEST(ReservationRedisHttp, AnUnsettledReservationExpiresWithItsEstimateCharged) 
   const json::object rest =
       post(a.port(), "/v1/check", R"({"api_key":")" + key + R"(","tokens":6000})", 200);
   EXPECT_EQ(number(layer(rest, "tpm"), "remaining"), 0);
-  EXPECT_EQ(started / kHour, now_us() / kHour) << "crossed an hour's edge: the numbers do not hold";
+  EXPECT_EQ(started / kRedisHttpHour, redis_http_now_us() / kRedisHttpHour)
+      << "crossed an hour's edge: the numbers do not hold";
   EXPECT_EQ(a.stop(SIGTERM), 0) << a.log();
   EXPECT_EQ(b.stop(SIGTERM), 0) << b.log();
   std::remove(config.c_str());

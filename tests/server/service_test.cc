@@ -23,16 +23,17 @@ namespace {
 using testing::http;
 using testing::HttpReply;
 
-testing::RedisServer& redis() {
+testing::RedisServer& service_redis() {
   static testing::RedisServer* instance = new testing::RedisServer();
   return *instance;
 }
 
 using Running = testing::RunningService;
 
-Running start(const std::string& backend, policy::Config config = policy::default_config()) {
+Running start_service(const std::string& backend,
+                      policy::Config config = policy::default_config()) {
   std::unique_ptr<Store> store =
-      testing::open_test_store(backend == "redis"     ? redis().url()
+      testing::open_test_store(backend == "redis"     ? service_redis().url()
                                : backend == "cluster" ? testing::shared_cluster().url()
                                                       : backend,
                                "svc", /*connected=*/false);
@@ -44,7 +45,7 @@ Running start(const std::string& backend, policy::Config config = policy::defaul
 class Api : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Api, LimitAdmitsThenDeniesWithHeaders) {
-  Running s = start(GetParam());
+  Running s = start_service(GetParam());
   // An hour's window: a window edge between the requests is (almost) impossible.
   const std::string body = R"({"key":"user-1","limit":2,"period":"1h","algorithm":"fixed_window"})";
   HttpReply first = http(s.port(), "POST", "/v1/limit", body);
@@ -65,7 +66,7 @@ TEST_P(Api, LimitAdmitsThenDeniesWithHeaders) {
 }
 
 TEST_P(Api, BadLimitRequestsAre400NamingTheFieldAndChangeNothing) {
-  Running s = start(GetParam());
+  Running s = start_service(GetParam());
   struct Case {
     std::string body;
     std::string mentions;
@@ -104,7 +105,7 @@ TEST_P(Api, BadLimitRequestsAre400NamingTheFieldAndChangeNothing) {
 TEST_P(Api, LimitWithSyncLeaseAdmitsTheLimitAndNoMore) {
   const bool shared = GetParam() != "memory";
   std::unique_ptr<Store> store =
-      testing::open_test_store(GetParam() == "redis"     ? redis().url()
+      testing::open_test_store(GetParam() == "redis"     ? service_redis().url()
                                : GetParam() == "cluster" ? testing::shared_cluster().url()
                                                          : GetParam(),
                                "svc-lease", /*connected=*/true);
@@ -130,7 +131,7 @@ TEST_P(Api, LimitKeyLengthIsCheckedOnceAndTheErrorNamesTheClientsLength) {
   // The stored key is "/v1/limit:" + key and may be 1024 bytes, so a client's key may be 1014.
   // Keys of 1015..1024 bytes used to pass the first check and fail in the store, with an error
   // naming the stored key's length.
-  Running s = start(GetParam());
+  Running s = start_service(GetParam());
   const auto body = [](std::size_t length) {
     return R"({"key":")" + std::string(length, 'k') + R"(","limit":5,"period":"1m"})";
   };
@@ -150,7 +151,7 @@ TEST_P(Api, LimitKeyLengthIsCheckedOnceAndTheErrorNamesTheClientsLength) {
 }
 
 TEST_P(Api, CheckRunsTheSeedPolicyAllOrNothing) {
-  Running s = start(GetParam());
+  Running s = start_service(GetParam());
   const std::string search = R"({"ip":"203.0.113.7","api_key":"k1","endpoint":"/search"})";
   for (int i = 0; i < 10; ++i) ASSERT_EQ(http(s.port(), "POST", "/v1/check", search).status, 200);
   HttpReply denied = http(s.port(), "POST", "/v1/check", search);
@@ -177,7 +178,7 @@ TEST_P(Api, AShadowLayerIsReportedAndCountedButNeverDenies) {
                           .mode = policy::LayerMode::kShadow,
                           .limit = policy::RateSpec{2, kMicrosPerMinute}};
   config.policy.layers.push_back(trial);
-  Running s = start(GetParam(), config);
+  Running s = start_service(GetParam(), config);
   const std::string profile = R"({"ip":"203.0.113.9","api_key":"k7","endpoint":"/profile"})";
   for (int i = 0; i < 5; ++i) {
     HttpReply r = http(s.port(), "POST", "/v1/check", profile);
@@ -212,7 +213,7 @@ TEST_P(Api, AShadowLayerNeverTurnsARequestAwayForAMissingAttribute) {
        .key = {"api_key"},
        .mode = policy::LayerMode::kShadow,
        .limit = policy::RateSpec{1, kMicrosPerMinute}}};
-  Running s = start(GetParam(), config);
+  Running s = start_service(GetParam(), config);
   HttpReply check = http(s.port(), "POST", "/v1/check", R"({"ip":"203.0.113.10"})");
   EXPECT_EQ(check.status, 200) << check.body;
   EXPECT_EQ(check.body.find("trial"), std::string::npos) << check.body;
@@ -224,7 +225,7 @@ TEST_P(Api, AShadowLayerNeverTurnsARequestAwayForAMissingAttribute) {
 }
 
 TEST_P(Api, CheckRejectsBadAttributes) {
-  Running s = start(GetParam());
+  Running s = start_service(GetParam());
   for (const std::string body :
        {R"({"ip":"300.1.2.3","api_key":"k","endpoint":"/x"})", R"({"ip":"","api_key":"k"})",
         R"({"ip":"1.2.3.4","api_key":5})", R"({"ip":"1.2.3.4","endpoint":"/x"})",
@@ -238,7 +239,7 @@ TEST_P(Api, CheckRejectsBadAttributes) {
 TEST_P(Api, AnswersNameThePlanApplied) {
   policy::Config config = policy::default_config();
   config.policy.layers[1].by_plan->assignments = {{"paid-key", "pro"}};
-  Running s = start(GetParam(), config);
+  Running s = start_service(GetParam(), config);
   HttpReply paid = http(s.port(), "POST", "/v1/check",
                         R"({"ip":"203.0.113.11","api_key":"paid-key","endpoint":"/x"})");
   ASSERT_EQ(paid.status, 200) << paid.body;
@@ -261,7 +262,7 @@ TEST_P(Api, AnswersNameThePlanApplied) {
 }
 
 TEST_P(Api, AuthForNginxUsesHeadersAndTrustedProxies) {
-  Running s = start(GetParam());
+  Running s = start_service(GetParam());
   std::map<std::string, std::string> headers = {{"X-API-Key", "k9"},
                                                 {"X-Original-URI", "/export?fmt=csv"},
                                                 {"X-Forwarded-For", "198.51.100.9"}};
@@ -278,7 +279,7 @@ TEST_P(Api, AuthForNginxUsesHeadersAndTrustedProxies) {
 }
 
 TEST_P(Api, UnknownPathsMethodsAndProbes) {
-  Running s = start(GetParam());
+  Running s = start_service(GetParam());
   EXPECT_EQ(http(s.port(), "GET", "/nope").status, 404);
   HttpReply wrong = http(s.port(), "GET", "/v1/limit");
   EXPECT_EQ(wrong.status, 405);
@@ -301,7 +302,7 @@ TEST_P(Api, UnknownPathsMethodsAndProbes) {
 }
 
 TEST_P(Api, HundredsOfSimultaneousRequestsAdmitExactlyTheLimit) {
-  Running s = start(GetParam());
+  Running s = start_service(GetParam());
   std::atomic<int> admitted{0}, other{0};
   std::vector<std::thread> clients;
   for (int t = 0; t < 8; ++t) {
@@ -330,7 +331,7 @@ TEST(ApiOnError, RedisDownFollowsOnErrorAndRecovers) {
   for (policy::OnError mode : {policy::OnError::kAllow, policy::OnError::kDeny}) {
     policy::Config config = policy::default_config();
     config.backend.on_error = mode;
-    Running s = start(own.url(), config);
+    Running s = start_service(own.url(), config);
     const std::string body = R"({"key":"k","limit":100,"period":"1m"})";
     int up = 0;
     testing::wait_until([&] {
@@ -392,7 +393,7 @@ TEST(ApiOnError, FailsOpenByDefault) {
   ASSERT_TRUE(parsed.has_value());
   EXPECT_EQ(parsed->backend.on_error, policy::OnError::kAllow);
   const std::uint16_t nobody = testing::free_port();
-  Running s = start("redis://127.0.0.1:" + std::to_string(nobody));
+  Running s = start_service("redis://127.0.0.1:" + std::to_string(nobody));
   HttpReply reply = http(s.port(), "POST", "/v1/check", R"({"ip":"192.0.2.1","api_key":"k"})");
   EXPECT_EQ(reply.status, 200) << reply.body;
   EXPECT_NE(reply.body.find("backend_error"), std::string::npos) << reply.body;

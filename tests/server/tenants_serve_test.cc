@@ -38,7 +38,7 @@ namespace {
 
 namespace json = boost::json;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using SteadyTime = std::chrono::steady_clock;
 using Headers = std::map<std::string, std::string>;
 
 constexpr std::string_view kTokenName = "ops";
@@ -97,7 +97,7 @@ std::string write_config(const Scratch& dir, const std::string& name, const std:
   return path;
 }
 
-json::object object_of(const std::string& text) {
+json::object tenants_object_of(const std::string& text) {
   boost::system::error_code ec;
   json::value value = json::parse(text, ec);
   if (ec || !value.is_object()) {
@@ -123,13 +123,13 @@ std::int64_t int_at(const json::object& object, std::string_view name) {
 }
 
 std::string error_of(const testing::HttpReply& reply) {
-  return string_at(object_of(reply.body), "error");
+  return string_at(tenants_object_of(reply.body), "error");
 }
 
 // The record of a GET answer ({"id":…,"record":{…}}), compared with `expected` (JSON text).
 bool record_is(const testing::HttpReply& reply, const std::string& expected) {
   if (reply.status != 200) return false;
-  const json::object answer = object_of(reply.body);
+  const json::object answer = tenants_object_of(reply.body);
   const json::value* record = answer.if_contains("record");
   return record != nullptr && *record == json::parse(expected);
 }
@@ -152,7 +152,7 @@ std::size_t count_in_log(const std::string& text, const std::string& what) {
 }
 
 // One /v1/check answer, by what the gateway layer says.
-struct Decision {
+struct ServedDecision {
   int status = 0;
   bool allowed = false;
   std::string denied_by;  // "" when null
@@ -171,13 +171,13 @@ struct Decision {
   }
 };
 
-Decision decide(std::uint16_t port, const std::string& key) {
-  Decision decision;
+ServedDecision decide(std::uint16_t port, const std::string& key) {
+  ServedDecision decision;
   const testing::HttpReply reply =
       testing::http(port, "POST", "/v1/check", json::serialize(json::object{{"api_key", key}}));
   decision.status = reply.status;
   decision.body = reply.body;
-  const json::object answer = object_of(reply.body);
+  const json::object answer = tenants_object_of(reply.body);
   const json::value* allowed = answer.if_contains("allowed");
   if (allowed == nullptr || !allowed->is_bool()) {
     ADD_FAILURE() << "no \"allowed\" in the answer for " << key << ": " << reply.body;
@@ -201,9 +201,10 @@ Decision decide(std::uint16_t port, const std::string& key) {
 }
 
 // A `spillway serve` with its decision port and its admin port.
-class Instance {
+class TenantsInstance {
  public:
-  Instance(const std::string& config, const std::string& log) : serve_({"--config", config}, log) {}
+  TenantsInstance(const std::string& config, const std::string& log)
+      : serve_({"--config", config}, log) {}
 
   // Both listeners up; the admin port read from its "admin API listening on" line.
   bool ready() {
@@ -242,9 +243,9 @@ class Instance {
   std::int64_t total() const {
     const testing::HttpReply reply = admin("GET", "/v1/tenants?limit=1000");
     EXPECT_EQ(reply.status, 200) << reply.body;
-    return int_at(object_of(reply.body), "total");
+    return int_at(tenants_object_of(reply.body), "total");
   }
-  Decision decide(const std::string& key) const { return spillway::decide(port(), key); }
+  ServedDecision decide(const std::string& key) const { return spillway::decide(port(), key); }
 
  private:
   testing::ServeProcess serve_;
@@ -288,7 +289,7 @@ TEST(TenantsServe, MemoryChangesSurviveKillNineAndRestart) {
   std::map<std::string, std::string> ids;  // from the PUT answers
 
   // After a restart (fresh counters): the records, their ids and the decisions.
-  const auto expect_restored = [&](const Instance& server, const std::string& when) {
+  const auto expect_restored = [&](const TenantsInstance& server, const std::string& when) {
     for (const auto& [key, record] : records) {
       const testing::HttpReply reply = server.get(key);
       if (!record) {
@@ -298,11 +299,11 @@ TEST(TenantsServe, MemoryChangesSurviveKillNineAndRestart) {
       EXPECT_TRUE(record_is(reply, *record)) << when << ": " << key << ": " << reply.status << " "
                                              << reply.body << ", expected " << *record;
       if (ids.contains(key)) {
-        EXPECT_EQ(string_at(object_of(reply.body), "id"), ids[key]) << when << ": " << key;
+        EXPECT_EQ(string_at(tenants_object_of(reply.body), "id"), ids[key]) << when << ": " << key;
       }
     }
     for (const auto& [key, expected] : first_decisions) {
-      const Decision decision = server.decide(key);
+      const ServedDecision decision = server.decide(key);
       EXPECT_EQ(decision.summary(), expected) << when << ": " << key << ": " << decision.body;
     }
     std::int64_t present = 0;
@@ -311,7 +312,7 @@ TEST(TenantsServe, MemoryChangesSurviveKillNineAndRestart) {
   };
 
   {
-    Instance first(config, dir.path("first.log"));
+    TenantsInstance first(config, dir.path("first.log"));
     ASSERT_TRUE(first.ready()) << first.log();
     EXPECT_NE(first.log().find("(0 tenant records)"), std::string::npos) << first.log();
     // Each write, and the record it replaced ("null": none).
@@ -327,13 +328,13 @@ TEST(TenantsServe, MemoryChangesSurviveKillNineAndRestart) {
     for (const auto& [key, body, before] : writes) {
       const testing::HttpReply reply = first.put(key, body);
       ASSERT_EQ(reply.status, 200) << key << " " << body << ": " << reply.body;
-      const json::object answer = object_of(reply.body);
+      const json::object answer = tenants_object_of(reply.body);
       ids[key] = string_at(answer, "id");
       EXPECT_EQ(ids[key].size(), 22u) << reply.body;
       EXPECT_EQ(json::serialize(answer.at("before")), before) << key << ": " << reply.body;
       const testing::HttpReply got = first.get(key);
       EXPECT_EQ(json::serialize(answer.at("after")),
-                json::serialize(object_of(got.body).at("record")))
+                json::serialize(tenants_object_of(got.body).at("record")))
           << key << ": " << got.body;
     }
     const testing::HttpReply deleted = first.erase("k-deleted");
@@ -350,7 +351,7 @@ TEST(TenantsServe, MemoryChangesSurviveKillNineAndRestart) {
     // The same decisions in this process as after each restart: the records are what decides.
     for (const auto& [key, expected] : first_decisions) {
       if (key == "k-last") continue;
-      const Decision decision = first.decide(key);
+      const ServedDecision decision = first.decide(key);
       EXPECT_EQ(decision.summary(), expected)
           << "before the kill: " << key << ": " << decision.body;
     }
@@ -358,17 +359,17 @@ TEST(TenantsServe, MemoryChangesSurviveKillNineAndRestart) {
     const testing::HttpReply last = first.put("k-last", R"({"plan":"pro"})");
     EXPECT_EQ(first.kill9(), -1);
     ASSERT_EQ(last.status, 200) << last.body;
-    ids["k-last"] = string_at(object_of(last.body), "id");
+    ids["k-last"] = string_at(tenants_object_of(last.body), "id");
   }
 
   {
-    Instance second(config, dir.path("second.log"));
+    TenantsInstance second(config, dir.path("second.log"));
     ASSERT_TRUE(second.ready()) << second.log();
     EXPECT_NE(second.log().find("(6 tenant records)"), std::string::npos) << second.log();
     expect_restored(second, "after the first kill -9");
     // The custom limit is enforced, not only shown: 2 a minute, the third denied.
     EXPECT_TRUE(second.decide("k-custom").allowed);
-    const Decision third = second.decide("k-custom");
+    const ServedDecision third = second.decide("k-custom");
     EXPECT_FALSE(third.allowed) << third.body;
     EXPECT_EQ(third.denied_by, "gateway") << third.body;
     EXPECT_GT(third.retry_after_ms, 0) << third.body;
@@ -388,7 +389,7 @@ TEST(TenantsServe, MemoryChangesSurviveKillNineAndRestart) {
   // format: src/memory/tenant_file.h); it was never acknowledged, so it must not apply.
   std::ofstream(journal, std::ios::app) << "P " << ids["k-custom"] << " v1 1 pro";
 
-  Instance third(config, dir.path("third.log"));
+  TenantsInstance third(config, dir.path("third.log"));
   ASSERT_TRUE(third.ready()) << third.log();
   EXPECT_NE(third.log().find("(6 tenant records)"), std::string::npos) << third.log();
   expect_restored(third, "after the second kill -9");
@@ -397,7 +398,7 @@ TEST(TenantsServe, MemoryChangesSurviveKillNineAndRestart) {
 TEST(TenantsServe, AdminRefusesMissingAndWrongTokensAndChangesNothing) {
   Scratch dir("refuses");
   const std::string config = write_config(dir, "memory", "memory");
-  Instance server(config, dir.path("serve.log"));
+  TenantsInstance server(config, dir.path("serve.log"));
   ASSERT_TRUE(server.ready()) << server.log();
 
   const std::string token(kToken);
@@ -430,7 +431,7 @@ TEST(TenantsServe, AdminRefusesMissingAndWrongTokensAndChangesNothing) {
       {"DELETE", "/v1/tenants/victim", ""},
       {"GET", "/v1/tenants/victim", ""},
   };
-  const Clock::time_point burst = Clock::now();
+  const SteadyTime::time_point burst = SteadyTime::now();
   for (const Attempt& attempt : attempts) {
     for (const Request& request : requests) {
       const testing::HttpReply reply = testing::http(server.admin_port(), request.method,
@@ -442,7 +443,8 @@ TEST(TenantsServe, AdminRefusesMissingAndWrongTokensAndChangesNothing) {
       EXPECT_EQ(error_of(reply), attempt.error) << attempt.what << ": " << reply.body;
     }
   }
-  const auto burst_seconds = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - burst);
+  const auto burst_seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(SteadyTime::now() - burst);
 
   // Logged, at most a line a second: the first refusal, then one for the rest.
   const std::string first_line =
@@ -505,7 +507,7 @@ TEST(TenantsServe, AdminRefusesMissingAndWrongTokensAndChangesNothing) {
 // is a 413 before the body too; the import takes large bodies.
 TEST(TenantsServe, AdminRefusesBeforeReadingTheBody) {
   Scratch dir("before_body");
-  Instance server(write_config(dir, "a", "memory"), dir.path("a.log"));
+  TenantsInstance server(write_config(dir, "a", "memory"), dir.path("a.log"));
   ASSERT_TRUE(server.ready()) << server.log();
   const auto headers_only = [&](const std::string& target, const std::string& authorization) {
     testing::HttpConnection connection(server.admin_port());
@@ -514,7 +516,7 @@ TEST(TenantsServe, AdminRefusesBeforeReadingTheBody) {
     connection.send_raw(head + "\r\n{\"plan\":");  // the rest of the body never comes
     return connection.read_reply();
   };
-  const auto started = Clock::now();
+  const auto started = SteadyTime::now();
   const testing::HttpReply none = headers_only("/v1/tenants/k", "");
   EXPECT_EQ(none.status, 401) << none.body;
   const testing::HttpReply wrong = headers_only("/v1/tenants/k", "Bearer not-the-token-at-all");
@@ -523,14 +525,14 @@ TEST(TenantsServe, AdminRefusesBeforeReadingTheBody) {
   EXPECT_EQ(big.status, 413) << big.body;
   EXPECT_NE(error_of(big).find("/v1/tenants/import"), std::string::npos) << big.body;
   // Answered at once, not after the 120 s read timeout of a body that never comes.
-  EXPECT_LT(Clock::now() - started, std::chrono::seconds(10));
+  EXPECT_LT(SteadyTime::now() - started, std::chrono::seconds(10));
   EXPECT_EQ(server.total(), 0);
 }
 
 TEST(TenantsServe, BadRecordsAre400sNamingTheFieldAndChangeNothing) {
   Scratch dir("bad_records");
   const std::string config = write_config(dir, "memory", "memory");
-  Instance server(config, dir.path("serve.log"));
+  TenantsInstance server(config, dir.path("serve.log"));
   ASSERT_TRUE(server.ready()) << server.log();
   const std::string good = R"({"plan":"pro","limits":{},"blocked":false})";
   ASSERT_EQ(server.put("k-good", R"({"plan":"pro"})").status, 200);
@@ -626,13 +628,13 @@ TEST(TenantsServe, BadRecordsAre400sNamingTheFieldAndChangeNothing) {
 // Two instances on one backend: a change through either's admin API is enforced by the other
 // within a second (each polls the change log every 100 ms). `redis_cli` runs a redis-cli command
 // where the {tenants} keys live. Returns the delays measured, for the record.
-std::vector<std::pair<std::string, Clock::duration>> expect_instances_follow_each_other(
+std::vector<std::pair<std::string, SteadyTime::duration>> expect_instances_follow_each_other(
     const Scratch& dir, const std::string& url,
     const std::function<std::string(const std::string&)>& redis_cli) {
-  std::vector<std::pair<std::string, Clock::duration>> delays;
+  std::vector<std::pair<std::string, SteadyTime::duration>> delays;
   const std::string config = write_config(dir, "shared", url);
-  Instance a(config, dir.path("a.log"));
-  Instance b(config, dir.path("b.log"));
+  TenantsInstance a(config, dir.path("a.log"));
+  TenantsInstance b(config, dir.path("b.log"));
   if (!a.ready() || !b.ready()) {
     ADD_FAILURE() << "A:\n" << a.log() << "\nB:\n" << b.log();
     return delays;
@@ -643,9 +645,9 @@ std::vector<std::pair<std::string, Clock::duration>> expect_instances_follow_eac
   const std::string plan_key = "cross-plan-key";
   EXPECT_EQ(b.decide(plan_key).summary(), "allowed retry_after_ms=0 plan=free limit=3 remaining=2");
   const testing::HttpReply put = a.put(plan_key, R"({"plan":"pro"})");
-  const Clock::time_point put_done = Clock::now();
+  const SteadyTime::time_point put_done = SteadyTime::now();
   EXPECT_EQ(put.status, 200) << put.body;
-  Decision seen;
+  ServedDecision seen;
   EXPECT_TRUE(testing::wait_until(
       [&] {
         seen = b.decide(plan_key);
@@ -653,15 +655,15 @@ std::vector<std::pair<std::string, Clock::duration>> expect_instances_follow_eac
       },
       5s))
       << "B still says " << seen.body;
-  delays.emplace_back("plan set through A, enforced by B", Clock::now() - put_done);
+  delays.emplace_back("plan set through A, enforced by B", SteadyTime::now() - put_done);
   EXPECT_EQ(seen.limit, 100) << seen.body;
   EXPECT_TRUE(seen.allowed) << seen.body;
   EXPECT_EQ(a.decide(plan_key).plan, "pro");  // A's own copy: at once
-  const std::string id = string_at(object_of(put.body), "id");
+  const std::string id = string_at(tenants_object_of(put.body), "id");
   EXPECT_EQ(id.size(), 22u) << put.body;
   const testing::HttpReply on_b = b.get(plan_key);
   EXPECT_TRUE(record_is(on_b, R"({"plan":"pro","limits":{},"blocked":false})")) << on_b.body;
-  EXPECT_EQ(string_at(object_of(on_b.body), "id"), id);
+  EXPECT_EQ(string_at(tenants_object_of(on_b.body), "id"), id);
   EXPECT_EQ(trimmed(redis_cli("HGET 'spillway:{tenants}:records' " + id)), "v1 0 pro");
 
   // Blocked through B: A denies, charging nothing. A's admin GET reads the copy its decisions
@@ -670,28 +672,28 @@ std::vector<std::pair<std::string, Clock::duration>> expect_instances_follow_eac
   EXPECT_EQ(a.decide(block_key).summary(),
             "allowed retry_after_ms=0 plan=free limit=3 remaining=2");
   const testing::HttpReply block = b.put(block_key, R"({"blocked":true})");
-  const Clock::time_point block_done = Clock::now();
+  const SteadyTime::time_point block_done = SteadyTime::now();
   EXPECT_EQ(block.status, 200) << block.body;
   EXPECT_TRUE(testing::wait_until([&] { return a.get(block_key).status == 200; }, 5s));
-  delays.emplace_back("blocked through B, seen by A", Clock::now() - block_done);
+  delays.emplace_back("blocked through B, seen by A", SteadyTime::now() - block_done);
   for (int i = 0; i < 4; ++i) {
-    const Decision denied = a.decide(block_key);
+    const ServedDecision denied = a.decide(block_key);
     EXPECT_FALSE(denied.allowed) << denied.body;
     EXPECT_EQ(denied.denied_by, "gateway") << denied.body;
     EXPECT_EQ(denied.retry_after_ms, -1) << denied.body;
   }
   const testing::HttpReply unblock = b.erase(block_key);
-  const Clock::time_point unblock_done = Clock::now();
+  const SteadyTime::time_point unblock_done = SteadyTime::now();
   EXPECT_EQ(unblock.status, 200) << unblock.body;
   EXPECT_TRUE(testing::wait_until([&] { return a.get(block_key).status == 404; }, 5s));
-  delays.emplace_back("unblocked through B, seen by A", Clock::now() - unblock_done);
+  delays.emplace_back("unblocked through B, seen by A", SteadyTime::now() - unblock_done);
   // One request charged before the block, none while blocked: this one leaves 1 of 3.
   EXPECT_EQ(a.decide(block_key).summary(),
             "allowed retry_after_ms=0 plan=free limit=3 remaining=1");
 
   // Deleted through A: B is back on the default plan.
   const testing::HttpReply deleted = a.erase(plan_key);
-  const Clock::time_point delete_done = Clock::now();
+  const SteadyTime::time_point delete_done = SteadyTime::now();
   EXPECT_EQ(deleted.status, 200) << deleted.body;
   EXPECT_TRUE(testing::wait_until(
       [&] {
@@ -700,7 +702,7 @@ std::vector<std::pair<std::string, Clock::duration>> expect_instances_follow_eac
       },
       5s))
       << "B still says " << seen.body;
-  delays.emplace_back("deleted through A, default on B", Clock::now() - delete_done);
+  delays.emplace_back("deleted through A, default on B", SteadyTime::now() - delete_done);
   EXPECT_EQ(seen.limit, 3) << seen.body;
   EXPECT_EQ(b.get(plan_key).status, 404);
   EXPECT_EQ(trimmed(redis_cli("HLEN 'spillway:{tenants}:records'")), "0");
@@ -741,7 +743,7 @@ TEST(TenantsServeCluster, PlanChangeAppliesAcrossInstancesOnACluster) {
 TEST(TenantsServe, CliSetGetListDeleteImport) {
   Scratch dir("cli");
   const std::string config = write_config(dir, "memory", "memory");
-  Instance server(config, dir.path("serve.log"));
+  TenantsInstance server(config, dir.path("serve.log"));
   ASSERT_TRUE(server.ready()) << server.log();
   const std::string admin = " --admin " + server.admin_url() + " --token-file " + dir.tokens();
   const auto tenants = [&](const std::string& args, const std::string& input = "") {
@@ -753,7 +755,7 @@ TEST(TenantsServe, CliSetGetListDeleteImport) {
     EXPECT_EQ(run.status, 0) << args << ": " << run.err;
     EXPECT_EQ(run.err, "") << args;
     EXPECT_EQ(lines_of(run.out).size(), 1u) << args << ": " << run.out;
-    return object_of(run.out);
+    return tenants_object_of(run.out);
   };
   // A server's refusal: exit 1, its status and message on stderr, nothing on stdout.
   const auto refused = [&](const std::string& args, const std::string& message) {
@@ -793,7 +795,7 @@ TEST(TenantsServe, CliSetGetListDeleteImport) {
   EXPECT_EQ(server.decide("cli/odd key").plan, "pro");
   EXPECT_EQ(server.decide("cli-custom").summary(),
             "allowed retry_after_ms=0 plan=custom limit=2 remaining=1");
-  const Decision blocked = server.decide("cli-blocked");
+  const ServedDecision blocked = server.decide("cli-blocked");
   EXPECT_FALSE(blocked.allowed);
   EXPECT_EQ(blocked.retry_after_ms, -1);
 
@@ -831,7 +833,7 @@ TEST(TenantsServe, CliSetGetListDeleteImport) {
   const std::vector<std::string> pages = lines_of(all.out);
   EXPECT_EQ(pages.size(), 5u) << all.out;  // 9 records, 2 a page
   for (std::size_t i = 0; i < pages.size(); ++i) {
-    const json::object page = object_of(pages[i]);
+    const json::object page = tenants_object_of(pages[i]);
     EXPECT_EQ(page.at("next_cursor").is_null(), i + 1 == pages.size()) << pages[i];
     EXPECT_EQ(int_at(page, "total"), 9) << pages[i];
     for (const json::value& entry : page.at("tenants").as_array()) {
@@ -916,7 +918,7 @@ TEST(TenantsServe, CliSetGetListDeleteImport) {
 // touched, and the change is audited.
 void expect_reset_gives_the_budget_back(const std::string& url, const std::string& name) {
   Scratch dir(name);
-  Instance server(write_config(dir, "a", url), dir.path("a.log"));
+  TenantsInstance server(write_config(dir, "a", url), dir.path("a.log"));
   ASSERT_TRUE(server.ready()) << server.log();
   const std::string key = fresh_tenant_key(), other = fresh_tenant_key();
   for (int i = 0; i < 3; ++i) {
@@ -933,11 +935,11 @@ void expect_reset_gives_the_budget_back(const std::string& url, const std::strin
   const testing::HttpReply reset =
       server.admin("DELETE", "/v1/tenants/" + key + "/counters/gateway");
   ASSERT_EQ(reset.status, 200) << reset.body;
-  const json::object answer = object_of(reset.body);
+  const json::object answer = tenants_object_of(reset.body);
   EXPECT_EQ(string_at(answer, "layer"), "gateway");
   EXPECT_EQ(int_at(answer, "keys"), 2);        // free and pro
   EXPECT_EQ(int_at(answer, "held_state"), 1);  // only free had been used
-  const Decision after = server.decide(key);
+  const ServedDecision after = server.decide(key);
   EXPECT_TRUE(after.allowed) << after.body;
   EXPECT_EQ(after.remaining, 2) << after.body;  // the whole budget back
   EXPECT_FALSE(server.decide(other).allowed);   // another caller untouched
@@ -945,7 +947,7 @@ void expect_reset_gives_the_budget_back(const std::string& url, const std::strin
   const testing::HttpReply custom =
       server.admin("DELETE", "/v1/tenants/" + contract + "/counters/gateway");
   ASSERT_EQ(custom.status, 200) << custom.body;
-  EXPECT_EQ(int_at(object_of(custom.body), "keys"), 3);  // free, pro and its own 1/min
+  EXPECT_EQ(int_at(tenants_object_of(custom.body), "keys"), 3);  // free, pro and its own 1/min
   EXPECT_TRUE(server.decide(contract).allowed);
 
   // Errors name what is wrong and reset nothing.
@@ -987,7 +989,7 @@ TEST(TenantsServe, NoApiKeyInClearInRedisAfterTenantWrites) {
   // The default config but for the tenant layer and the admin API: key_hash sha256, the access
   // log on.
   const std::string config = write_config(dir, "redis", redis.url(), "", "");
-  Instance server(config, dir.path("serve.log"));
+  TenantsInstance server(config, dir.path("serve.log"));
   ASSERT_TRUE(server.ready()) << server.log();
   // An operator's request with a stale token: refused, and logged.
   const testing::HttpReply stale =
@@ -1002,7 +1004,7 @@ TEST(TenantsServe, NoApiKeyInClearInRedisAfterTenantWrites) {
     return reply;
   };
   const std::string id =
-      string_at(object_of(admin(server.put(api_key, R"({"plan":"pro"})")).body), "id");
+      string_at(tenants_object_of(admin(server.put(api_key, R"({"plan":"pro"})")).body), "id");
   EXPECT_EQ(server.decide(api_key).plan, "pro");
   EXPECT_EQ(server.decide(api_key).plan, "pro");
   admin(server.put(api_key, R"({"limits":{"gateway":"7/min"}})"));
