@@ -56,22 +56,19 @@ done
 runs+=("gcra via client|client|1|")
 
 measure() {  # file, checks per call, args -> µs of Redis CPU per check
-  if [ "$1" = client ]; then
-    redis-cli -p "$port" flushall >/dev/null
-    redis-cli -p "$port" script flush >/dev/null
-    redis-cli -p "$port" config resetstat >/dev/null
-    "${pin_load[@]}" build/release/src/spillway bench --backend "redis://127.0.0.1:$port" \
-      --batch 1 --concurrency 50 --keys 10000 --limit 100 --requests "$requests" >/dev/null
-    redis-cli -p "$port" info commandstats | tr -d '\r' |
-      sed -n 's/^cmdstat_evalsha:.*usec_per_call=\([0-9.]*\).*/\1/p'
-    return
-  fi
-  local sha
-  sha=$(redis-cli -p "$port" -x SCRIPT LOAD < "$1")
+  local sha=""
+  # The client loads its script itself (EVALSHA, then EVAL on NOSCRIPT, as it does in service).
+  if [ "$1" = client ]; then redis-cli -p "$port" script flush >/dev/null
+  else sha=$(redis-cli -p "$port" -x SCRIPT LOAD < "$1"); fi
   redis-cli -p "$port" flushall >/dev/null
   redis-cli -p "$port" config resetstat >/dev/null
-  eval "${pin_load[*]} redis-benchmark -p $port -c 50 -P 16 -r 10000 -n $requests -q EVALSHA $sha $3" \
-    >/dev/null
+  if [ "$1" = client ]; then
+    "${pin_load[@]}" build/release/src/spillway bench --backend "redis://127.0.0.1:$port" \
+      --batch 1 --concurrency 50 --keys 10000 --limit 100 --requests "$requests" >/dev/null
+  else
+    eval "${pin_load[*]} redis-benchmark -p $port -c 50 -P 16 -r 10000 -n $requests -q EVALSHA $sha $3" \
+      >/dev/null
+  fi
   redis-cli -p "$port" info commandstats | tr -d '\r' |
     sed -n 's/^cmdstat_evalsha:.*usec_per_call=\([0-9.]*\).*/\1/p' |
     awk -v n="$2" '{ printf "%.3f\n", $1 / n }'

@@ -29,10 +29,8 @@ Result<void> validate_check(std::string_view key, std::int64_t cost, std::option
 std::optional<Error> StoreRequest::problem(std::span<const KeyedLimit> checks, std::int64_t cost,
                                            std::optional<Micros> now) {
   if (checks.empty()) return invalid_argument("check_all needs at least one key").error();
-  const bool plain_numbers = cost >= 0 && (!now || (*now >= 0 && *now <= kMaxNow));
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    const std::size_t bytes = checks[i].key.size();
-    if (!plain_numbers || bytes == 0 || bytes > kMaxKeyBytes) {  // the error says which
+    if (!plainly_valid(checks[i].key, cost, now)) {  // the error says which
       if (Result<void> valid = validate_check(checks[i].key, cost, now); !valid) {
         return valid.error();
       }

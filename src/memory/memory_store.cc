@@ -412,11 +412,8 @@ void MemoryStore::decide(const StoreRequest& request, AllCallback done) {
 
 Result<Decision> MemoryStore::check(std::string_view key, const Limit& limit, std::int64_t cost,
                                     std::optional<Micros> now) {
-  // The common case checked in line (what StoreRequest::problem accepts for one key); anything
-  // else goes through problem(), whose error names what is wrong.
-  const bool plain = cost >= 0 && !key.empty() && key.size() <= kMaxKeyBytes &&
-                     (!now || (*now >= 0 && *now <= kMaxNow));
-  if (!plain) [[unlikely]] {
+  // One key: the rule checked in line; problem() (out of line) only for its error.
+  if (!plainly_valid(key, cost, now)) [[unlikely]] {
     const KeyedLimit one[] = {{key, &limit}};
     if (std::optional<Error> wrong = StoreRequest::problem(one, cost, now)) {
       return std::unexpected(std::move(*wrong));

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -516,6 +517,16 @@ rls:
   EXPECT_EQ(defaults->rls.watch, std::chrono::milliseconds(0));
 }
 
+// Each text is refused, with an error that starts as given (line and field first).
+void expect_config_refused(std::span<const std::pair<const char*, const char*>> cases) {
+  for (const auto& [text, expected] : cases) {
+    Result<Config> config = parse_config(text);
+    ASSERT_FALSE(config.has_value()) << text;
+    EXPECT_TRUE(config.error().message.starts_with(expected))
+        << text << " -> " << config.error().message;
+  }
+}
+
 TEST(ConfigRls, BadValuesNameTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {"server: {grpc_listen: 'nowhere'}\n", "line 1: server.grpc_listen: "},
@@ -529,12 +540,7 @@ TEST(ConfigRls, BadValuesNameTheField) {
       {"rls: {colour: red}\n", "line 1: rls.colour: unknown field"},
       {"backend: {over_limit_cache: -1}\n", "line 1: backend.over_limit_cache: "},
   };
-  for (const auto& [text, expected] : cases) {
-    Result<Config> config = parse_config(text);
-    ASSERT_FALSE(config.has_value()) << text;
-    EXPECT_TRUE(config.error().message.starts_with(expected))
-        << text << " -> " << config.error().message;
-  }
+  expect_config_refused(cases);
 }
 
 TEST(ConfigBackend, RedisBatchingKnobsAreReadAndBounded) {
@@ -556,11 +562,7 @@ TEST(ConfigBackend, RedisBatchingKnobsAreReadAndBounded) {
       {"backend: {max_in_flight: -2}\n", "line 1: backend.max_in_flight: "},
       {"backend: {max_in_flight: 1.5}\n", "line 1: backend.max_in_flight: "},
   };
-  for (const auto& [text, expected] : cases) {
-    Result<Config> bad = parse_config(text);
-    ASSERT_FALSE(bad.has_value()) << text;
-    EXPECT_TRUE(bad.error().message.starts_with(expected)) << text << " -> " << bad.error().message;
-  }
+  expect_config_refused(cases);
 }
 
 }  // namespace
