@@ -55,6 +55,8 @@ class Service {
   Metrics& metrics() { return metrics_; }
   // The policy in force now (the admin API checks records against it).
   std::shared_ptr<const policy::Policy> current_policy() const { return settings()->policy; }
+  // server.ipv6_prefix in force: how an "ip" attribute is keyed.
+  int ipv6_prefix() const { return settings()->ipv6_prefix; }
   // The store the endpoints decide on (the gRPC listener shares it).
   Store& store() { return *store_; }
   // Adds text to GET /metrics (Prometheus lines), e.g. the gRPC listener's. Any time, any

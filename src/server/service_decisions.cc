@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/core/text.h"
+#include "src/policy/caller_value.h"
 #include "src/policy/keys.h"
 #include "src/server/decision_response.h"
 #include "src/server/json_body.h"
@@ -21,13 +22,6 @@ using policy::LayerDecision;
 using policy::Policy;
 using policy::PolicyDecision;
 namespace {
-
-// The "ip" attribute as its edge key: IPv4 whole, IPv6 by prefix. Invalid -> error.
-Result<std::string> normalize_ip(std::string_view text_ip, int ipv6_prefix) {
-  auto ip = policy::parse_ip(text_ip);
-  if (!ip) return invalid_argument("\"ip\": " + ip.error().message);
-  return policy::ip_key(*ip, ipv6_prefix);
-}
 
 bool uses_attribute(const Policy& policy, std::string_view name) {
   const std::vector<std::string>& used = policy.attributes_used();
@@ -236,8 +230,9 @@ void Service::check(const HttpRequest& request, const Reply& reply) {
     if (!v) return reply(error_response(400, v.error().message));
     attributes.insert_or_assign(std::string(name), std::move(*v));
   }
-  if (auto ip = attributes.find("ip"); ip != attributes.end()) {
-    auto normalized = normalize_ip(ip->second, current->ipv6_prefix);
+  if (auto ip = attributes.find(policy::kIpAttribute); ip != attributes.end()) {
+    // The one spelling the admin API and inspect use too (src/policy/caller_value.h).
+    auto normalized = policy::ip_attribute_key(ip->second, current->ipv6_prefix);
     if (!normalized) return reply(error_response(400, normalized.error().message));
     ip->second = std::move(*normalized);
   }
