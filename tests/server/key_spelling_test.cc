@@ -269,7 +269,7 @@ TEST(KeySpelling, ValidateSaysWhetherBlocksApplyToEnvoysPaths) {
   EXPECT_NE(refused.err.find("rls.tenant_key: is for Envoy's services"), std::string::npos)
       << refused.err;
   const testing::BinaryRun help = testing::run_binary("help tenants");
-  EXPECT_NE((help.out + help.err).find("only when rls.tenant_key names"), std::string::npos)
+  EXPECT_NE((help.out + help.err).find("rls.tenant_key names the descriptor key"), std::string::npos)
       << help.out << help.err;
 }
 
