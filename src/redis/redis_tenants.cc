@@ -87,6 +87,7 @@ Result<Reply> RedisTenantDirectory::run(int which, std::vector<std::string> argv
   *args = {"", "", "3", keys_[0], keys_[1], keys_[2]};
   for (std::string& value : argv) args->push_back(std::move(value));
   const Script script = script_of(which);
+  if (which != kWrite) reads_.fetch_add(1);
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   Result<Reply> reply = wait_for_answer<Result<Reply>>(
       [&](auto answer) { target_->run(slot_, script, args, deadline, std::move(answer)); });
@@ -323,6 +324,11 @@ void RedisTenantDirectory::append_metrics(std::string& out) const {
       "# HELP spillway_tenants_reloads_total Full loads of the tenant records from Redis.\n"
       "# TYPE spillway_tenants_reloads_total counter\nspillway_tenants_reloads_total " +
       std::to_string(resyncs_.load()) + "\n";
+  out +=
+      "# HELP spillway_tenants_reads_total Script calls this instance's follower made to read "
+      "the change log or every record (about ten a second when nothing changes).\n"
+      "# TYPE spillway_tenants_reads_total counter\nspillway_tenants_reads_total " +
+      std::to_string(reads_.load()) + "\n";
   out +=
       "# HELP spillway_counter_resets_heard_total Counter resets read from the change log "
       "(any instance's): each made this instance forget the denials it remembers.\n"

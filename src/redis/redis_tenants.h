@@ -108,6 +108,7 @@ class RedisTenantDirectory final : public TenantDirectory {
   std::atomic<std::uint64_t> errors_{0};
   std::atomic<std::uint64_t> polls_{0};
   std::atomic<std::uint64_t> resets_{0};  // reset entries read from the log
+  std::atomic<std::uint64_t> reads_{0};   // read and scan script calls sent
   bool failing_ = false;                  // the follower's thread only
   mutable std::mutex stop_mutex_;
   mutable std::condition_variable stop_signal_;

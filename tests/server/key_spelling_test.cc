@@ -269,7 +269,8 @@ TEST(KeySpelling, ValidateSaysWhetherBlocksApplyToEnvoysPaths) {
   EXPECT_NE(refused.err.find("rls.tenant_key: is for Envoy's services"), std::string::npos)
       << refused.err;
   const testing::BinaryRun help = testing::run_binary("help tenants");
-  EXPECT_NE((help.out + help.err).find("rls.tenant_key names the descriptor key"), std::string::npos)
+  EXPECT_NE((help.out + help.err).find("rls.tenant_key names the descriptor key"),
+            std::string::npos)
       << help.out << help.err;
 }
 
@@ -299,6 +300,30 @@ TEST(ResetReach, AResetThroughOneInstanceEndsAnotherInstancesCachedDenial) {
   ASSERT_EQ(reset.status, 200) << reset.body;
   EXPECT_NE(reset.body.find("\"announced\":true"), std::string::npos) << reset.body;
   // B admits again once the reset reached it; the deadline only turns a hang into a failure.
+  EXPECT_TRUE(testing::wait_until([&] { return b.allowed(caller); }, 30s)) << b.log();
+}
+
+// The same for a layer decided from quota leases: B's lease remembers the shared store's denial,
+// and forgets it when A's reset reaches it.
+TEST(ResetReach, AResetThroughOneInstanceEndsAnotherInstancesLeaseDenial) {
+  SpellScratch dir("reach_lease");
+  testing::RedisServer redis;
+  const std::string layers =
+      "  - name: gateway\n"
+      "    key: [api_key]\n"
+      "    limit: 4/hour\n"
+      "    sync: lease\n";
+  SpellServer a(dir.config("a", redis.url(), layers, true), dir.path("a.log"));
+  SpellServer b(dir.config("b", redis.url(), layers, false), dir.path("b.log"), false);
+  ASSERT_TRUE(a.ready()) << a.log();
+  ASSERT_TRUE(b.ready()) << b.log();
+  const json::object caller{{"api_key", "reach-lease-1"}};
+  int admitted = 0;
+  for (int i = 0; i < 20 && (a.allowed(caller) || b.allowed(caller)); ++i) ++admitted;
+  EXPECT_LE(admitted, 4);
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(b.allowed(caller));
+  const testing::HttpReply reset = a.admin("DELETE", "/v1/tenants/reach-lease-1/counters/gateway");
+  ASSERT_EQ(reset.status, 200) << reset.body;
   EXPECT_TRUE(testing::wait_until([&] { return b.allowed(caller); }, 30s)) << b.log();
 }
 
