@@ -5,20 +5,26 @@
 # no client waits on another's interpreter:
 #   1. normal    reserve latency while the store is far from its cap (one connection, 3,000)
 #   2. checks    /v1/check latency on an idle server (one connection, 3,000)
-#   3. fill      the store to its cap (4 connections, pipelined; not timed)
-#   4. at cap    4 connections send reserves as fast as they are answered (every one refused),
-#                while a fifth connection's /v1/check latency is measured (3,000)
-# Prints p50 / p99 in µs for each, and the answers the refused reserves got (status, allowed).
-# Usage: bench/reservation_flood.sh [CAP] [SPILLWAY_BINARY]
-#   CAP default 1000000 (the default server.max_reservations); the binary default: the release
-#   build if there is one, else the ci build.
+#   3. flood     4 connections send reserves as fast as they are answered, below the cap (all
+#                admitted), while a fifth connection's /v1/check latency is measured (3,000):
+#                the yardstick, what any flood of requests costs the checks on 2 server threads
+#   4. fill      the store to its cap (4 connections, pipelined; not timed)
+#   5. at cap    the same flood, every reserve refused, and the fifth connection's checks
+# Prints p50 / p99 in µs for each, and the answers (status, allowed) with their counts.
+# Usage: [CHECKS=3000] bench/reservation_flood.sh [CAP] [SPILLWAY_BINARY]
+#   CAP: server.max_reservations; without it the config leaves it out and the binary's default
+#   (1,000,000) applies, so that a binary older than the field can be measured too. The binary
+#   default: the release build if there is one, else the ci build. CHECKS: the checks measured
+#   per step (fewer for a binary where each takes long).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cap=${1:-1000000}
+cap_line="  max_reservations: $cap"
+[[ -n ${1:-} ]] || cap_line=""
 binary=${2:-}
 if [[ -z $binary ]]; then
-  binary=build/release/src/cli/spillway
-  [[ -x $binary ]] || binary=build/ci/src/cli/spillway
+  binary=build/release/src/spillway
+  [[ -x $binary ]] || binary=build/ci/src/spillway
 fi
 source bench/http_common.sh
 port=$(free_port)
@@ -27,7 +33,7 @@ server:
   listen: 127.0.0.1:$port
   threads: 2
   access_log: off
-  max_reservations: $cap
+$cap_line
   reservation_ttl: 1h
 layers:
   - name: tpm
@@ -41,7 +47,7 @@ pids+=($!)
 wait_port "$port" || { cat "$work/serve.log"; exit 1; }
 echo "binary $binary, server.max_reservations $cap"
 
-PORT=$port CAP=$cap python3 - <<'PY'
+PORT=$port CAP=$cap CHECKS=${CHECKS:-3000} python3 - <<'PY'
 import json, multiprocessing as mp, os, socket, time
 
 PORT, CAP = int(os.environ["PORT"]), int(os.environ["CAP"])
@@ -115,31 +121,47 @@ def flood(who, stop, results):
         i += 1
     results.put((lat, answers))
 
-N = 3000
+def open_reservations():
+    s, f = connect()
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: b\r\n\r\n")
+    _, body = read_reply(f)
+    s.close()
+    for line in body.decode().splitlines():
+        if line.startswith("spillway_reservations_open "):
+            return int(line.split()[1])
+    return 0
+
+def flood_while_checking(label, step):
+    stop, results = mp.Event(), mp.Queue()
+    flooders = [mp.Process(target=flood, args=(w, stop, results)) for w in range(4)]
+    for p in flooders: p.start()
+    time.sleep(1)  # the flood is under way
+    lat, answers = timed(lambda i: {"api_key": f"check-{i % 1000}", "tokens": 1}, N)
+    stop.set()
+    show(f"{step}. check, during the reserve flood", lat, answers)
+    flood_lat, flood_answers = [], {}
+    for _ in flooders:
+        l, a = results.get()
+        flood_lat += l
+        for k, v in a.items(): flood_answers[k] = flood_answers.get(k, 0) + v
+    for p in flooders: p.join()
+    show(f"{step}. reserve {label} (4 conns)", sorted(flood_lat), flood_answers)
+
+N = int(os.environ["CHECKS"])
 lat, answers = timed(lambda i: {"api_key": f"normal-{i % 1000}", "tokens": 1, "reserve": True}, N)
 show("1. reserve, store far from its cap", lat, answers)
 lat, answers = timed(lambda i: {"api_key": f"check-{i % 1000}", "tokens": 1}, N)
 show("2. check, idle server", lat, answers)
+flood_while_checking("below the cap", 3)
 t = time.time()
-need = CAP - N
+need = CAP - open_reservations()
+if need < 0:
+    raise SystemExit("the flood below the cap filled the store: take a larger CAP")
 fillers = [mp.Process(target=fill, args=(need // 4 + (1 if w < need % 4 else 0), w))
            for w in range(4)]
 for p in fillers: p.start()
 for p in fillers: p.join()
-print(f"3. filled to {CAP} open reservations in {time.time() - t:.1f} s")
-stop, results = mp.Event(), mp.Queue()
-flooders = [mp.Process(target=flood, args=(w, stop, results)) for w in range(4)]
-for p in flooders: p.start()
-time.sleep(1)  # the flood is under way
-lat, answers = timed(lambda i: {"api_key": f"check-{i % 1000}", "tokens": 1}, N)
-stop.set()
-show("4. check, during the reserve flood", lat, answers)
-flood_lat, flood_answers = [], {}
-for _ in flooders:
-    l, a = results.get()
-    flood_lat += l
-    for k, v in a.items(): flood_answers[k] = flood_answers.get(k, 0) + v
-for p in flooders: p.join()
-show("4. reserve at the cap (4 conns)", sorted(flood_lat), flood_answers)
+print(f"4. filled to {open_reservations()} open reservations in {time.time() - t:.1f} s")
+flood_while_checking("at the cap", 5)
 PY
 grep -c 'reserve was refused' "$work/serve.log" | xargs echo "serve's log lines about refused reserves (one a second at most):"

@@ -18,8 +18,7 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   Fields fields(node, "server",
                 {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
                  "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header",
-                 "admin_listen", "admin_token_file", "reservation_ttl",
-                 "max_reservations"});
+                 "admin_listen", "admin_token_file", "reservation_ttl", "max_reservations"});
   // A listen address: host:port, checked as --listen is.
   const auto read_address = [&](const char* name, std::string& out) {
     const Entry* entry = fields.find(name);
