@@ -4,9 +4,11 @@
 // estimate, then commits what it really used.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/json.hpp>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "src/config/config.h"
 #include "tests/support/http_client.h"
 #include "tests/support/llm_policy.h"
+#include "tests/support/process.h"
 #include "tests/support/running_service.h"
 
 namespace spillway::server {
@@ -285,6 +288,44 @@ TEST(ReservationHttp, AFullStoreRefusesReservesWhileAnotherConnectionsChecksAreA
       std::string::npos);
   const HttpReply metrics = http(service.port(), "GET", "/metrics", "");
   EXPECT_NE(metrics.body.find("spillway_reservations_open 8"), std::string::npos) << metrics.body;
+}
+
+// `spillway serve` takes its cap from the config (server.max_reservations: 2): the third open
+// reservation is refused with a 503 under the default on_error (allow), a settled one frees its
+// place, and the metric says what counts. (A `Serve` test: the binary, label cli.)
+TEST(Serve, MaxReservationsFromTheConfigBoundsOpenReservations) {
+  const std::string stem =
+      "/tmp/spillway_reservation_cap_" + std::to_string(::getpid()) + "_" + "serve";
+  std::ofstream(stem + ".yaml") << "server:\n  access_log: off\n  max_reservations: 2\n"
+                                   "layers:\n  - name: tpm\n    key: [api_key]\n"
+                                   "    algorithm: fixed_window\n    cost: tokens\n"
+                                   "    limit: 1000/hour\n";
+  testing::ServeProcess serve({"--config", stem + ".yaml"}, stem + ".log");
+  ASSERT_TRUE(serve.ready()) << serve.log();
+  const std::string body = R"({"api_key":"capped","tokens":10,"reserve":true})";
+  const HttpReply first = http(serve.port(), "POST", "/v1/check", body);
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(http(serve.port(), "POST", "/v1/check", body).status, 200);
+  const HttpReply third = http(serve.port(), "POST", "/v1/check", body);
+  EXPECT_EQ(third.status, 503) << third.body;
+  EXPECT_NE(third.body.find("\"allowed\":false"), std::string::npos) << third.body;
+  EXPECT_NE(third.body.find("maximum of 2 open reservations"), std::string::npos) << third.body;
+  boost::system::error_code ec;
+  const boost::json::value made = boost::json::parse(first.body, ec);
+  ASSERT_FALSE(ec) << first.body;
+  const std::string id(made.at("reservation").as_string());
+  ASSERT_EQ(http(serve.port(), "POST", "/v1/commit", R"({"reservation":")" + id + R"(","cost":3})")
+                .status,
+            200);
+  EXPECT_EQ(http(serve.port(), "POST", "/v1/check", body).status, 200) << "a settled one counts";
+  const HttpReply metrics = http(serve.port(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("spillway_reservations_open 2"), std::string::npos) << metrics.body;
+  // 3 admitted reserves of 10 tokens (one committed at 3): 1000 - 23 left.
+  EXPECT_NE(http(serve.port(), "POST", "/v1/check", R"({"api_key":"capped","tokens":0})")
+                .body.find("\"remaining\":977,"),
+            std::string::npos);
+  std::remove((stem + ".yaml").c_str());
+  std::remove((stem + ".log").c_str());
 }
 
 }  // namespace
