@@ -88,6 +88,8 @@ BackendOptions backend_options(const policy::Config& config) {
                          .local_fallback = config.backend.on_error == policy::OnError::kLocal,
                          .over_limit_cache = config.backend.over_limit_cache,
                          .leases = LeaseStoreOptions{}};
+  options.memory.max_reservations = static_cast<std::size_t>(config.server.max_reservations);
+  options.memory.max_settled_reservations = options.memory.max_reservations;
   if (config.backend.max_batch) options.redis.max_batch = *config.backend.max_batch;
   if (config.backend.max_in_flight) options.redis.max_in_flight = *config.backend.max_in_flight;
   return options;

@@ -99,6 +99,9 @@ struct ServerConfig {
   // Usage-based limits: how long a reservation ("reserve": true) waits for its commit or cancel
   // before it expires with its estimate charged.
   std::chrono::milliseconds reservation_ttl{10 * 60 * 1000};
+  // The memory backend's bound on open reservations (and, separately, on settled ids remembered
+  // until their ttl): beyond it a reserve is refused with a 503, nothing charged. 1..100,000,000.
+  std::int64_t max_reservations = 1'000'000;
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 
 #include "spillway/policy_engine.h"
@@ -125,6 +126,9 @@ class Service {
                   const Reply& reply, bool reserve = false);
   // Counts a backend error and what on_error answered, and logs it (at most a line a second).
   void backend_failed(const Error& error, bool allowed);
+  // A reserve the store could not keep (kStoreFull): counted, logged, answered 503 (never
+  // admitted, whatever on_error says). Otherwise nullopt.
+  std::optional<HttpResponse> reservation_refused(const Result<void>& kept);
   void warn_of_unread_client_header(const HttpRequest& request, const Settings& settings,
                                     const policy::IpAddress& peer);
   HttpResponse limit_response(const Limit& limit, policy::OnError on_error,

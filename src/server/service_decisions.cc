@@ -80,6 +80,14 @@ void Service::backend_failed(const Error& error, bool allowed) {
   error_log_.write(std::move(line));  // one line a second at most
 }
 
+std::optional<HttpResponse> Service::reservation_refused(const Result<void>& kept) {
+  if (kept || kept.error().code != Errc::kStoreFull) return std::nullopt;
+  metrics_.backend_error(errc_name(kept.error().code), false);
+  error_log_.write("spillway: a reserve was refused (" + std::string(errc_name(kept.error().code)) +
+                   "): " + kept.error().message + "; answered 503, nothing charged");
+  return reservation_refused_response(kept.error());
+}
+
 void Service::limit(const HttpRequest& request, const Reply& reply) {
   unsigned char buffer[2048];
   json::monotonic_resource resource(buffer, sizeof buffer);
@@ -163,6 +171,11 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   if (!reservation) return reply(error_response(400, reservation.error().message));
   store_->decide(*reservation, [this, limit = *made, on_error, key = *stored_key, id, ttl,
                                 reply](Result<Decisions> decisions) {
+    if (!decisions) {
+      if (auto refused = reservation_refused(std::unexpected(decisions.error()))) {
+        return reply(std::move(*refused));
+      }
+    }
     Result<Decision> decision = decisions ? Result<Decision>(decisions->front())
                                           : Result<Decision>(std::unexpected(decisions.error()));
     HttpResponse response = limit_response(limit, on_error, key, decision);
@@ -322,16 +335,21 @@ void Service::run_policy(const std::shared_ptr<const Settings>& settings,
                                  reply(policy_response(*settings, for_nginx, result));
                                });
   }
-  policy.reserve_async(*store_, attributes, cost, std::nullopt, settings->reservation_ttl,
-                       [this, settings, reply](Result<PolicyDecision> result) {
-                         HttpResponse response = policy_response(*settings, false, result);
-                         if (result && !result->reservation.empty()) {
-                           metrics_.reservation("reserved");
-                           add_reservation(response, result->reservation,
-                                           settings->reservation_ttl);
-                         }
-                         reply(std::move(response));
-                       });
+  policy.reserve_async(
+      *store_, attributes, cost, std::nullopt, settings->reservation_ttl,
+      [this, settings, reply](Result<PolicyDecision> result) {
+        if (!result) {
+          if (auto refused = reservation_refused(std::unexpected(result.error()))) {
+            return reply(std::move(*refused));
+          }
+        }
+        HttpResponse response = policy_response(*settings, false, result);
+        if (result && !result->reservation.empty()) {
+          metrics_.reservation("reserved");
+          add_reservation(response, result->reservation, settings->reservation_ttl);
+        }
+        reply(std::move(response));
+      });
 }
 
 HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
