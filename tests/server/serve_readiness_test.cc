@@ -1,12 +1,12 @@
-// Readiness means a check would work (docs/SPEC.md §5, `GET /readyz`; §6, `serve`): against a
-// real redis-server that needs a password none was given, a listener that accepts and never
+// Readiness means a check would work (docs/SPEC.md §4 `serve`, §5 `GET /readyz`, §5.2): against
+// a real redis-server that needs a password none was given, a listener that accepts and never
 // answers, a read-only replica and a wrong password, `serve --require-backend` exits 1 naming why
 // (a TCP connection is not an answer); `/readyz` is 503 while checks fail (a password that is
-// missing, a stopped Redis, a stopped Redis Cluster) and 200 again once they work; and with
-// `source: store` tenants, a fresh instance during an outage starts without waiting for a copy
-// it cannot load, says not ready, and denies (tenants.until_loaded: deny, the default) until the
-// copy loads, so a caller an operator blocked is never admitted; `until_loaded: defaults`
-// decides at the file's plans instead.
+// missing, a stopped Redis, a stopped Redis Cluster, a stopped primary that Redis Sentinel names)
+// and 200 again once they work; and with `source: store` tenants, a fresh instance during an
+// outage starts without waiting for a copy it cannot load, says not ready, and denies
+// (tenants.until_loaded: deny, the default) until the copy loads, so a caller an operator blocked
+// is never admitted; `until_loaded: defaults` decides at the file's plans instead.
 //
 // Deadlines here only turn a hang into a failure: none asserts a speed.
 #include <gtest/gtest.h>
@@ -24,6 +24,7 @@
 #include "tests/support/poll.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_cluster.h"
+#include "tests/support/redis_sentinel.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway {
@@ -165,6 +166,14 @@ TEST(ServeReadiness, ReadyzIs503WhileRedisIsStoppedAnd200WhenItRunsAgain) {
 TEST(ServeReadinessCluster, ReadyzIs503WhileTheClusterIsStoppedAnd200WhenItRunsAgain) {
   testing::RedisCluster cluster(3);
   expect_readyz_follows_stopped_nodes(cluster.nodes(), cluster.url(), "cluster.log");
+}
+
+TEST(ServeReadinessSentinel, ReadyzIs503WhileThePrimaryIsStoppedAnd200WhenItRunsAgain) {
+  // down-after 30 s: the sentinels keep naming the stopped primary (no failover meanwhile), so
+  // only the probe can tell that checks fail.
+  testing::SentinelGroup group("readiness", 30000, 60000);
+  expect_readyz_follows_stopped_nodes({&group.server_on(group.primary_port())}, group.url(),
+                                      "sentinel.log");
 }
 
 // ---- source: store tenants ----------------------------------------------------------------
