@@ -130,8 +130,10 @@ class RedisStore final : public Store {
   // (src/redis/error_cause.h).
   Result<void> probe() override;
   // Waits for a connection, then probes every 50 ms until one succeeds, within `timeout` (and
-  // one check timeout for the last probe); a connection that never came up is reported with
-  // its last cause ("connect failed: Connection refused", "AUTH failed: WRONGPASS …").
+  // one check timeout for the last probe). The error: the last one the server replied (NOAUTH,
+  // READONLY …), else the last probe's (no reply in time); a connection that never came up is
+  // reported with its last cause ("connect failed: Connection refused", "AUTH failed: WRONGPASS
+  // …").
   Result<void> wait_ready(std::chrono::milliseconds timeout) override;
 
   // How a cluster's routine events were handled so far (zeros on one Redis); for tests, metrics.
