@@ -76,6 +76,7 @@ class LeaseStore final : public Store {
   }
 
   bool ready() const override { return inner_->ready(); }
+  Result<void> probe() override { return inner_->probe(); }
   Result<void> wait_ready(std::chrono::milliseconds timeout) override {
     return inner_->wait_ready(timeout);
   }

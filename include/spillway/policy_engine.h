@@ -52,12 +52,22 @@ struct PolicyDecision {
 // The plan name a layer answer carries when a tenant record gave the caller its own rate.
 inline constexpr char kCustomPlan[] = "custom";
 
+// The field of the error a request gets from a `source: store` layer while the tenant records
+// were never loaded and until_loaded is kDeny (Policy::make): a denial, not a backend failure
+// that on_error may turn into an admission.
+inline constexpr char kTenantsNotLoaded[] = "tenants.until_loaded";
+
 class Policy {
  public:
   // `tenants`: where by_plan layers with `source: store` look callers up (shared with the server
   // that writes them); without one, such layers use their file assignments and default only.
+  // `until_loaded`: what those layers decide while `tenants` is not ready() (never loaded):
+  // kDeny, an enforced one fails the request with an error whose field is kTenantsNotLoaded
+  // (kUnavailable; a server answers it as a denial, never by on_error); kDefaults, as without
+  // records.
   static Result<std::shared_ptr<const Policy>> make(
-      PolicySpec spec, std::shared_ptr<const TenantDirectory> tenants = nullptr);
+      PolicySpec spec, std::shared_ptr<const TenantDirectory> tenants = nullptr,
+      UntilLoaded until_loaded = UntilLoaded::kDeny);
 
   // The checks a request makes: one per layer that applies (an endpoint layer whose endpoint is
   // not listed does not apply). Errors name the missing or empty attribute and its layer, or a
@@ -166,6 +176,7 @@ class Policy {
 
   PolicySpec spec_;
   std::shared_ptr<const TenantDirectory> tenants_;
+  UntilLoaded until_loaded_ = UntilLoaded::kDeny;
   std::vector<BuiltLayer> built_;
   std::vector<std::string> attributes_used_;
   std::vector<std::string> route_attributes_;

@@ -111,7 +111,8 @@ class TenantDirectory {
 
   // Whether the copy has been loaded from the backend and follows it.
   virtual bool ready() const { return true; }
-  // Waits up to `timeout` for ready() (the first load from a network backend); returns ready().
+  // Waits up to `timeout` for ready() (the first load from a network backend), or less when the
+  // first attempt to load failed (the backend refused or did not answer); returns ready().
   virtual bool wait_ready(std::chrono::milliseconds timeout) const {
     (void)timeout;
     return ready();

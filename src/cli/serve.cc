@@ -106,8 +106,9 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         << "\": " << store.error().message << "\n";
     return 1;
   }
-  // The first connection before the first request: a request that came earlier would be
-  // answered by on_error, uncharged. A backend that does not answer is said once, loudly.
+  // The first connection and a probe check (Store::probe: authentication, the script, a write)
+  // before the first request: a request that came earlier would be answered by on_error,
+  // uncharged. A backend that does not answer is said once, loudly, with why.
   const Result<void> answering = (*store)->wait_ready(connect_timeout);
   if (!answering) {
     if (config->backend.require_at_start) {
@@ -134,11 +135,12 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
       return 1;
     }
     tenants = std::move(*opened);
-    // A backend that answers gets time to hand a large directory over (a million records take
-    // seconds); one that does not, its connect timeout.
+    // A backend that answered a check gets time to hand a large directory over (a million
+    // records take seconds); one that did not was given its time already: no more wait, the
+    // copy loads in the background and /readyz says not ready until it has.
     const std::chrono::milliseconds load_wait =
         answering ? std::max<std::chrono::milliseconds>(connect_timeout, std::chrono::seconds(30))
-                  : connect_timeout;
+                  : std::chrono::milliseconds(0);
     if (!tenants->wait_ready(load_wait)) {
       if (config->backend.require_at_start) {
         err << "spillway serve: tenant records not loaded from the backend within "
@@ -148,7 +150,11 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         return 1;
       }
       err << "spillway serve: tenant records not loaded from the backend yet; until they are, "
-             "callers get their file plan or the default, and blocked callers are not blocked"
+          << (config->tenants.until_loaded == policy::UntilLoaded::kDeny
+                  ? "requests on source: store layers are denied (503) and /readyz says not "
+                    "ready (tenants.until_loaded: deny)"
+                  : "callers get their file plan or the default, blocked callers are not "
+                    "blocked, and /readyz says not ready (tenants.until_loaded: defaults)")
           << std::endl;
     }
   }

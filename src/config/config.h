@@ -34,6 +34,8 @@
 //     breaker_probe: 1s           # while open, one probe per interval
 //     over_limit_cache: 100000    # Redis: an exact local cache of denials (keys); 0 = off
 //     require_at_start: false     # true: serve exits 1 if the backend does not answer at start
+//   tenants:
+//     until_loaded: deny          # or defaults: source: store layers before the records loaded
 //   rls:                          # the rules of the gRPC listener
 //     config: /etc/spillway/ratelimit   # a YAML file or a directory (envoyproxy/ratelimit's)
 //     charge_on_deny: false       # true: charge the descriptors that admit on a denied request
@@ -164,10 +166,18 @@ struct FieldLines {
   friend bool operator==(const FieldLines&, const FieldLines&) { return true; }
 };
 
+// `tenants:`: what `source: store` layers decide before this instance's copy of the tenant
+// records was first loaded (spillway/policy_spec.h's UntilLoaded; default deny).
+struct TenantsConfig {
+  UntilLoaded until_loaded = UntilLoaded::kDeny;
+  friend bool operator==(const TenantsConfig&, const TenantsConfig&) = default;
+};
+
 struct Config {
   ServerConfig server;
   BackendConfig backend;
   RlsConfig rls;
+  TenantsConfig tenants;
   PolicySpec policy;  // layers; validated: names unique, key attributes non-empty, one selector
   FieldLines lines;
   friend bool operator==(const Config&, const Config&) = default;

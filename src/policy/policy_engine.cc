@@ -119,9 +119,11 @@ std::vector<KeyedLimit> Policy::keyed_limits(const std::vector<Check>& checks) {
 }
 
 Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
-                                                   std::shared_ptr<const TenantDirectory> tenants) {
+                                                   std::shared_ptr<const TenantDirectory> tenants,
+                                                   UntilLoaded until_loaded) {
   if (spec.layers.empty()) return invalid_argument("a policy needs at least one layer");
   std::shared_ptr<Policy> policy(new Policy(std::move(spec), std::move(tenants)));
+  policy->until_loaded_ = until_loaded;
   std::set<std::string> names;
   for (const LayerSpec& layer : policy->spec_.layers) {
     if (layer.name.empty() || !names.insert(layer.name).second) {
@@ -243,6 +245,14 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
                                     : assigned->second;
       limit = &built.by_plan.find(plan)->second;
       plan_name = &plan;
+      if (layer.by_plan->source == PlanSource::kStore && tenants_ != nullptr && !shadow &&
+          until_loaded_ == UntilLoaded::kDeny && !tenants_->ready()) {
+        // A copy never loaded cannot tell a blocked caller from another (docs/SPEC.md §5.2).
+        return std::unexpected(Error{Errc::kUnavailable,
+                                     "tenant records are not loaded yet (layer " + layer.name +
+                                         " has source: store; tenants.until_loaded: deny)",
+                                     kTenantsNotLoaded});
+      }
       if (layer.by_plan->source == PlanSource::kStore && tenants_ != nullptr) {
         if (std::shared_ptr<const TenantRecord> record = tenants_->find(*value)) {
           if (record->blocked && !shadow) {

@@ -77,8 +77,11 @@ void RedisTenantDirectory::say(const std::string& line) {
 
 bool RedisTenantDirectory::wait_ready(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(stop_mutex_);
-  return stop_signal_.wait_for(lock, timeout, [this] { return loaded_.load() || stopping_; }) &&
-         loaded_.load();
+  // A first load that failed (an error, or its timeout) ends the wait: a backend that refuses the
+  // records (NOPERM) or does not answer will not hand them over before the caller's deadline.
+  return stop_signal_.wait_for(lock, timeout, [this] {
+    return loaded_.load() || stopping_ || first_load_failed_;
+  }) && loaded_.load();
 }
 
 Result<Reply> RedisTenantDirectory::run(int which, std::vector<std::string> argv) {
@@ -297,6 +300,10 @@ void RedisTenantDirectory::follow() {
       failing_ = false;
     } else {
       errors_.fetch_add(1);
+      {
+        std::lock_guard lock(stop_mutex_);
+        first_load_failed_ = true;  // stop_signal_ is notified below
+      }
       if (!failing_) {
         say("tenant records: cannot read them from Redis (" + step.error().message +
             "); requests use the copy this instance holds until it can");

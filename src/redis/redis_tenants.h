@@ -25,7 +25,8 @@
 // a change, and costs each instance ten small reads a second.
 //
 // While Redis is unreachable the copy keeps serving what it last saw; writes fail
-// (kUnavailable / kTimeout). ready() is true once the first full load succeeded.
+// (kUnavailable / kTimeout). ready() is true once the first full load succeeded; wait_ready()
+// returns as soon as it did, or as soon as a first attempt failed (the follower keeps trying).
 //
 // Thread safety: as TenantDirectory; one background thread follows the log.
 #pragma once
@@ -113,7 +114,8 @@ class RedisTenantDirectory final : public TenantDirectory {
   mutable std::mutex stop_mutex_;
   mutable std::condition_variable stop_signal_;
   bool stopping_ = false;
-  bool poked_ = false;  // a write asks the follower to poll now
+  bool poked_ = false;              // a write asks the follower to poll now
+  bool first_load_failed_ = false;  // a load or read failed (ends wait_ready's wait)
   std::thread follower_;
 };
 

@@ -76,7 +76,9 @@ void Service::backend_failed(const Error& error, bool allowed) {
   std::string line = "spillway: backend error (";
   line.append(errc_name(error.code)).append("): ").append(error.message);
   line.append(allowed ? "; on_error allow: admitted without a decision"
-                      : "; on_error deny: answered 503 (403 to nginx)");
+              : error.field == policy::kTenantsNotLoaded
+                  ? "; answered 503 (403 to nginx)"
+                  : "; on_error deny: answered 503 (403 to nginx)");
   error_log_.write(std::move(line));  // one line a second at most
 }
 
@@ -361,7 +363,10 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
       if (!for_nginx) return error_response(400, result.error().message);
       return error_response(missing_key ? 401 : 400, auth_attribute_message(result.error()));
     }
-    const bool allow = settings.on_error != policy::OnError::kDeny;
+    // A source: store layer before the tenant records loaded (tenants.until_loaded: deny) is
+    // denied whatever on_error says: a caller an operator blocked must not be admitted.
+    const bool allow = settings.on_error != policy::OnError::kDeny &&
+                       result.error().field != policy::kTenantsNotLoaded;
     backend_failed(result.error(), allow);
     return policy_backend_error_response(allow, for_nginx, result.error());
   }

@@ -417,7 +417,7 @@ TEST(ConfigErrors, ExactMessages) {
   config = parse_config("colour: blue\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
-            "line 1: colour: unknown field (expected server, backend, layers, rls)");
+            "line 1: colour: unknown field (expected server, backend, layers, rls, tenants)");
 }
 
 TEST(ConfigErrors, YamlSyntaxErrorsKeepTheParserMessage) {
@@ -443,7 +443,7 @@ TEST(ConfigErrors, ControlCharactersAreEscapedSoMessagesStayOneLine) {
   Result<Config> config = parse_config("laye\rrs: []\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
-            "line 1: laye\\x0drs: unknown field (expected server, backend, layers, rls)");
+            "line 1: laye\\x0drs: unknown field (expected server, backend, layers, rls, tenants)");
   config = parse_config("layers:\n  - name: a\n    key: [ip]\n    algorithm: \"gc\\nra\"\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_TRUE(
