@@ -129,10 +129,10 @@ int print_answer(const Result<Answer>& answer, std::ostream& out, std::ostream& 
 
 int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream& out,
                 std::ostream& err) {
-  auto args =
-      Args::parse(argc, argv, first,
-                  {"admin", "token-file", "plan", "limit", "blocked", "cursor", "page", "all"},
-                  {"blocked", "all"});
+  auto args = Args::parse(
+      argc, argv, first,
+      {"admin", "token-file", "plan", "limit", "blocked", "cursor", "page", "all", "layer"},
+      {"blocked", "all"});
   if (!args) {
     err << "spillway tenants: " << args.error().message << "\n";
     return 2;
