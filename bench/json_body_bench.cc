@@ -2,7 +2,8 @@
 // /v1/commit body parsed by boost::json::parser (what the server used before, last member wins)
 // and by parse_json_unique, both into a stack buffer as the endpoints do; and an object of 5,000
 // distinct members (a 64 KiB body, the largest the decision port takes), which the sorted check
-// keeps O(n log n).
+// keeps O(n log n). Beside them, what a /v1/auth request from an untrusted peer that sends
+// X-Forwarded-For adds (src/server/untrusted_forwarders.h: a count and a lookup of a known peer).
 //
 // Run: build/ci/bench/json_body_bench  (see docs/benchmarks.md)
 #include <benchmark/benchmark.h>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "src/server/json_unique.h"
+#include "src/server/untrusted_forwarders.h"
 
 namespace spillway::server {
 namespace {
@@ -62,12 +64,20 @@ void BM_FiveThousandMembersUnique(benchmark::State& state) {
   unique_parser(state, many_members(5000));
 }
 
+void BM_UntrustedForwarderKnownPeer(benchmark::State& state) {
+  UntrustedForwarders peers([](const std::string&) {});
+  peers.saw("10.0.0.5", "X-Forwarded-For");
+  for (auto _ : state) peers.saw("10.0.0.5", "X-Forwarded-For");
+  benchmark::DoNotOptimize(peers.count());
+}
+
 BENCHMARK(BM_CheckBodyBoostParser);
 BENCHMARK(BM_CheckBodyUnique);
 BENCHMARK(BM_CommitBodyBoostParser);
 BENCHMARK(BM_CommitBodyUnique);
 BENCHMARK(BM_FiveThousandMembersBoostParser);
 BENCHMARK(BM_FiveThousandMembersUnique);
+BENCHMARK(BM_UntrustedForwarderKnownPeer);
 
 }  // namespace
 }  // namespace spillway::server

@@ -4,6 +4,7 @@
 #include "src/server/json_unique.h"
 
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <boost/json/basic_parser_impl.hpp>
 #include <vector>
 
@@ -145,9 +146,11 @@ class UniqueMembers {
     return false;
   }
 
-  std::vector<std::string> names_;  // the names of every open object, outermost first
-  std::vector<Level> levels_;       // the open objects and arrays, outermost first
-  std::string partial_;             // a name that came in parts
+  // The names of every open object, outermost first, and the open objects and arrays: in place
+  // for the usual small body (no allocation but a long name's), on the heap past that.
+  boost::container::small_vector<std::string, 16> names_;
+  boost::container::small_vector<Level, 8> levels_;
+  std::string partial_;  // a name that came in parts
 };
 
 }  // namespace
