@@ -143,6 +143,9 @@ TEST(LogSecrecy, NoCallersKeyInAnyLogLineOnAnyEndpointOrSpelling) {
   EXPECT_EQ(
       testing::http(port, "PUT", "/v1/check", R"({"api_key":")" + secrets.next() + "\"}").status,
       405);
+  // A method is whatever the client sends.
+  EXPECT_EQ(testing::http(port, secrets.next(), "/v1/check").status, 405);
+  EXPECT_EQ(testing::http(admin, secrets.next(), "/v1/tenants/x", "", bearer).status, 405);
   // A request the parser refuses after reading its path.
   EXPECT_NE(raw_exchange(port, "GET /v1/tenants/" + secrets.next() +
                                    " HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n")
