@@ -106,7 +106,22 @@ class Policy {
   // limit, one. What the admin API resets. Errors (kInvalidArgument): no such layer; a layer keyed
   // by more than one such attribute, or by a path it has no routes for (its keys cannot all be
   // named from `value`).
-  Result<std::vector<Check>> keys_of_caller(std::string_view layer, std::string_view value) const;
+  // `value` may be any spelling of the caller: it is made the one resolve() keys by first
+  // (caller_value(); `ipv6_prefix` is server.ipv6_prefix).
+  Result<std::vector<Check>> keys_of_caller(std::string_view layer, std::string_view value,
+                                            int ipv6_prefix = 64) const;
+
+  // The spelling of `value` that resolve() puts in a key for attribute `attribute`
+  // (src/policy/caller_value.h): "ip" an address (or its key form) made its key, a path attribute
+  // its canonical path, any other attribute `value` itself. Errors (kInvalidArgument, the
+  // attribute as field) name the form expected: nothing a request sends could be keyed so.
+  Result<std::string> caller_value(std::string_view attribute, std::string_view value,
+                                   int ipv6_prefix) const;
+  // The key a tenant record is stored under for the caller spelt `value`: caller_value() for the
+  // attribute of each by_plan layer with `source: store`. Errors (kInvalidArgument): no such
+  // layer could ever look `value` up (naming each layer's form), or two such layers, keyed by
+  // different attributes, spell it differently (one record cannot serve both).
+  Result<std::string> tenant_key(std::string_view value, int ipv6_prefix) const;
 
   // Every attribute some layer reads (key parts, plan and endpoint attributes, "method" when a
   // route names one), sorted: what POST /v1/check accepts.

@@ -37,7 +37,9 @@ struct Preflight {
   // The admin listener (server.admin_listen) and its tokens, read from admin_token_file.
   std::optional<policy::ListenAddress> admin_listen;
   std::vector<server::AdminToken> admin_tokens;
-  // Tenant records are needed: a by_plan layer has source: store, or the admin API is on.
+  // Tenant records are needed: a by_plan layer has source: store, or the admin API is on, or a
+  // Redis backend remembers denials in this process (over_limit_cache, a `sync: lease` layer):
+  // counter resets reach it on the records' change log; or rls.tenant_key is set.
   bool tenants = false;
 };
 
@@ -57,5 +59,11 @@ std::optional<policy::Config> load_command_config(std::string_view command,
 
 // The backend options that the config describes (what serve opens, what validate checks).
 BackendOptions backend_options(const policy::Config& config);
+
+// When tenant records are in use (a by_plan layer with source: store, or the admin API) and
+// Envoy's services are on (server.grpc_listen) without rls.tenant_key: the line that says blocks
+// do not apply there ("server.grpc_listen: …"); nullopt otherwise. validate prints it as a
+// warning, serve at start.
+std::optional<std::string> rls_tenants_warning(const policy::Config& config);
 
 }  // namespace spillway::cli

@@ -40,6 +40,7 @@
 //     response_headers: off       # or draft (RateLimit-*), or x-ratelimit (X-RateLimit-*)
 //     on_error: error             # or allow, or deny (default: a gRPC error status)
 //     watch: 1s                   # how often the files are compared for a change; 0 = never
+//     tenant_key: api_key         # the descriptor key carrying a tenant: blocks apply there too
 //   layers:
 //     - name: edge
 //       key: [ip]
@@ -98,6 +99,9 @@ struct ServerConfig {
   // Usage-based limits: how long a reservation ("reserve": true) waits for its commit or cancel
   // before it expires with its estimate charged.
   std::chrono::milliseconds reservation_ttl{10 * 60 * 1000};
+  // The memory backend's bound on open reservations (and, separately, on settled ids remembered
+  // until their ttl): beyond it a reserve is refused with a 503, nothing charged. 1..100,000,000.
+  std::int64_t max_reservations = 1'000'000;
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
@@ -141,6 +145,9 @@ struct RlsConfig {
   RlsHeaders response_headers = RlsHeaders::kOff;
   RlsOnError on_error = RlsOnError::kError;  // error: a gRPC status; Envoy's failure_mode_deny
   std::chrono::milliseconds watch{1000};     // how often the rules are checked for changes; 0 off
+  // The descriptor key whose value is a tenant record's key (e.g. api_key): a blocked caller is
+  // OVER_LIMIT on ShouldRateLimit and DENY_ALL on RLQS too. "": records do not apply there.
+  std::string tenant_key;
   friend bool operator==(const RlsConfig&, const RlsConfig&) = default;
 };
 

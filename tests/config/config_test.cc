@@ -565,6 +565,26 @@ TEST(ConfigBackend, RedisBatchingKnobsAreReadAndBounded) {
   expect_config_refused(cases);
 }
 
+TEST(ConfigServer, MaxReservationsIsReadAndBounded) {
+  Result<Config> config = parse_config("server:\n  max_reservations: 2500\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->server.max_reservations, 2500);
+  Result<Config> defaults = parse_config("server: {}\n");
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().message;
+  EXPECT_EQ(defaults->server.max_reservations, 1'000'000);
+  const std::pair<const char*, const char*> cases[] = {
+      {"server:\n  max_reservations: 0\n", "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: -5\n", "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: many\n", "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: 1.5\n", "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: 100000001\n", "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: 99999999999999999999999\n",
+       "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: [1]\n", "line 2: server.max_reservations: "},
+  };
+  expect_config_refused(cases);
+}
+
 }  // namespace
 }  // namespace spillway::policy
 
