@@ -90,6 +90,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   http.port = checked.listen.port;
   http.threads = config->server.threads;
   http.log_requests = config->server.access_log;
+  http.logged_path = &server::Service::logged_path;  // never a path as sent: it may hold a key
 
   // Signals go to this thread only (sigwait below): block them before any thread starts.
   sigset_t signals;

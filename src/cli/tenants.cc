@@ -76,10 +76,11 @@ Result<Answer> request(const Endpoint& endpoint, const std::string& token, http:
   }
 }
 
-// A key as one path segment: every byte but letters, digits and -._~ percent-encoded.
-std::string path_segment(std::string_view key) {
+// Text as one path segment or query value: every byte but letters, digits and -._~
+// percent-encoded.
+std::string path_segment(std::string_view text) {
   std::string out;
-  for (unsigned char c : key) {
+  for (unsigned char c : text) {
     if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
       out += static_cast<char>(c);
     } else {
@@ -88,6 +89,18 @@ std::string path_segment(std::string_view key) {
       out += kHex[c >> 4];
       out += kHex[c & 15];
     }
+  }
+  return out;
+}
+
+// A tenant's key as the segment after /v1/tenants/: path_segment, and a key whose segment would
+// name something else (the import route, /v1/tenants/import, or the dot segments "." and "..",
+// which a proxy on the way may resolve) with its first byte encoded too: the admin API routes by
+// the path as sent and decodes the key after, so every key is reachable.
+std::string key_segment(std::string_view key) {
+  std::string out = path_segment(key);
+  if (out == "import" || out == "." || out == "..") {
+    out = std::string(out[0] == 'i' ? "%69" : "%2E") + out.substr(1);
   }
   return out;
 }
@@ -116,10 +129,10 @@ int print_answer(const Result<Answer>& answer, std::ostream& out, std::ostream& 
 
 int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream& out,
                 std::ostream& err) {
-  auto args =
-      Args::parse(argc, argv, first,
-                  {"admin", "token-file", "plan", "limit", "blocked", "cursor", "page", "all"},
-                  {"blocked", "all"});
+  auto args = Args::parse(
+      argc, argv, first,
+      {"admin", "token-file", "plan", "limit", "blocked", "cursor", "page", "all", "layer"},
+      {"blocked", "all"});
   if (!args) {
     err << "spillway tenants: " << args.error().message << "\n";
     return 2;
@@ -175,7 +188,7 @@ int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream
     }
     if (record.empty()) return usage("set needs --plan, --limit or --blocked");
     return print_answer(request(*endpoint, token, http::verb::put,
-                                "/v1/tenants/" + path_segment(words[1]), json::serialize(record)),
+                                "/v1/tenants/" + key_segment(words[1]), json::serialize(record)),
                         out, err);
   }
   if (command == "reset") {
@@ -183,13 +196,13 @@ int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream
     if (!layer) return usage("reset needs --layer (the layer whose counters to forget)");
     return print_answer(
         request(*endpoint, token, http::verb::delete_,
-                "/v1/tenants/" + path_segment(words[1]) + "/counters/" + path_segment(*layer)),
+                "/v1/tenants/" + key_segment(words[1]) + "/counters/" + path_segment(*layer)),
         out, err);
   }
   if (command == "get" || command == "delete") {
     return print_answer(
         request(*endpoint, token, command == "get" ? http::verb::get : http::verb::delete_,
-                "/v1/tenants/" + path_segment(words[1])),
+                "/v1/tenants/" + key_segment(words[1])),
         out, err);
   }
   if (command == "import") {

@@ -40,8 +40,8 @@ RateSpec parse_rate_spec(const YAML::Node& node, const std::string& path,
 // An attribute name such as "ip" or "api_key".
 std::string parse_attribute(const YAML::Node& node, const std::string& path) {
   const std::string text = scalar(node, path, "an attribute name such as api_key");
-  if (!is_name(text)) {
-    fail(node, path, "attribute " + quote_for_error(text) + " must be letters, digits, '_' or '-'");
+  if (auto problem = attribute_name_problem(text)) {
+    fail(node, path, "attribute " + quote_for_error(text) + " " + *problem);
   }
   return text;
 }
@@ -265,9 +265,21 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
   if (const Entry* cost = fields.find("cost"))
     collect([&] {
       const std::string text = scalar(cost->value, fields.path("cost"), "an attribute name");
-      if (!is_name(text)) {
+      if (auto problem = attribute_name_problem(text)) {
         fail(cost->value, fields.path("cost"),
-             "cost attribute " + quote_for_error(text) + " must be letters, digits, '_' or '-'");
+             "cost attribute " + quote_for_error(text) + " " + *problem +
+                 " (cost: names the attribute that holds each request's cost, e.g. cost: "
+                 "tokens)");
+      }
+      // These are filled with an address, a path or a method: never a whole number.
+      if (text == "ip" || text == kEndpointAttribute || text == kMethodAttribute) {
+        fail(cost->value, fields.path("cost"),
+             "cost attribute " + quote_for_error(text) +
+                 " is never a whole number (it is the request's " +
+                 (text == "ip"               ? "address"
+                  : text == kMethodAttribute ? "method"
+                                             : "path") +
+                 "): every request would be refused; name the attribute that holds the cost");
       }
       layer.cost = text;
     });

@@ -141,9 +141,21 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
         return invalid_argument("layer \"" + layer.name + "\": " + problem->message);
       }
     }
-    if (!layer.cost.empty() && !is_name(layer.cost)) {
-      return invalid_argument("layer \"" + layer.name + "\": cost attribute \"" + layer.cost +
-                              "\" must be letters, digits, '_' or '-'");
+    if (!layer.cost.empty()) {
+      if (auto problem = attribute_name_problem(layer.cost)) {
+        return invalid_argument("layer \"" + layer.name + "\": cost attribute \"" + layer.cost +
+                                "\" " + *problem);
+      }
+    }
+    // An attribute no request could give would refuse every request (docs/SPEC.md §2).
+    std::vector<std::string_view> attributes(layer.key.begin(), layer.key.end());
+    if (layer.by_plan) attributes.push_back(layer.by_plan->attribute);
+    if (layer.by_endpoint) attributes.push_back(layer.by_endpoint->attribute);
+    for (std::string_view attribute : attributes) {
+      if (auto problem = attribute_name_problem(attribute)) {
+        return invalid_argument("layer \"" + layer.name + "\": attribute \"" +
+                                std::string(attribute) + "\" " + *problem);
+      }
     }
     const int selectors =
         layer.limit.has_value() + layer.by_plan.has_value() + layer.by_endpoint.has_value();

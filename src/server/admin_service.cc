@@ -10,8 +10,10 @@
 #include "src/core/text.h"
 #include "src/policy/names.h"
 #include "src/server/ascii.h"
+#include "src/server/csv_fields.h"
 #include "src/server/decision_response.h"
 #include "src/server/json_text.h"
+#include "src/server/json_unique.h"
 
 namespace spillway::server {
 namespace json = boost::json;
@@ -247,13 +249,17 @@ AdminService::AdminService(std::shared_ptr<TenantDirectory> tenants, Store& stor
 
 std::string AdminService::logged_path(std::string_view path) {
   path = path.substr(0, path.find('?'));
+  if (path == "-" || path == kTenantsPath || path == "/v1/tenants/import") return std::string(path);
   constexpr std::string_view kPrefix = "/v1/tenants/";
-  if (path.starts_with(kPrefix) && path != "/v1/tenants/import") {
-    const std::size_t counters = path.find("/counters/", kPrefix.size());
-    if (counters == std::string_view::npos) return "/v1/tenants/{key}";
-    return "/v1/tenants/{key}" + std::string(path.substr(counters));
+  if (path.starts_with(kPrefix)) {
+    // Whatever follows the key is masked too: with an unencoded '/', part of the key is there.
+    return path.find("/counters/", kPrefix.size()) == std::string_view::npos
+               ? "/v1/tenants/{key}"
+               : "/v1/tenants/{key}/counters/{layer}";
   }
-  return std::string(path);
+  // Any other spelling (/V1/TENANTS/…, //v1/tenants/…, a key pasted anywhere) is not an admin
+  // endpoint, and may hold a key: not shown.
+  return "other";
 }
 
 const std::string* AdminService::authenticate(const HttpRequest& request) const {
@@ -326,7 +332,9 @@ void AdminService::handle(HttpRequest request, Responder respond) {
   }
   if (path == "/v1/tenants/import") {
     if (request.method != "POST") {
-      HttpResponse response = error_response(405, "use POST on /v1/tenants/import");
+      HttpResponse response = error_response(405,
+                                             "use POST on /v1/tenants/import (the tenant whose key "
+                                             "is import is /v1/tenants/%69mport)");
       response.headers.emplace_back("Allow", "POST");
       return respond(std::move(response));
     }
@@ -382,9 +390,12 @@ void AdminService::handle(HttpRequest request, Responder respond) {
 
 HttpResponse AdminService::put(const std::string& who, const std::string& key,
                                const std::string& body) {
-  boost::system::error_code ec;
-  json::value value = json::parse(body, ec);
-  if (ec) return error_response(400, "body is not valid JSON: " + ec.message());
+  auto parsed = parse_json_unique(body);
+  if (!parsed && !parsed.error().duplicate.empty()) {
+    return error_response(400, "body: " + parsed.error().message());
+  }
+  if (!parsed) return error_response(400, "body is not valid JSON: " + parsed.error().message());
+  const json::value& value = *parsed;
   if (!value.is_object()) {
     return error_response(400, "body must be a JSON object such as {\"plan\":\"pro\"}");
   }
@@ -528,13 +539,17 @@ HttpResponse AdminService::import(const std::string& who, const HttpRequest& req
     std::string key;
     TenantRecord record;
     if (csv) {
-      const std::size_t comma = line.find(',');
-      if (comma == std::string_view::npos) {
-        return error_response(400, where + "a CSV line is key,plan");
+      // RFC 4180: "k,1",pro is the key k,1; "say ""hi""" is say "hi".
+      auto fields = csv_fields(line);
+      if (!fields) return error_response(400, where + fields.error().message);
+      if (fields->size() != 2) {
+        return error_response(400, where + "a CSV line is key,plan (this one has " +
+                                       std::to_string(fields->size()) + " field" +
+                                       (fields->size() == 1 ? "" : "s") + ")");
       }
-      if (number == 1 && line == "key,plan") continue;  // a header line
-      key = std::string(line.substr(0, comma));
-      record.plan = std::string(line.substr(comma + 1));
+      if (number == 1 && (*fields)[0] == "key" && (*fields)[1] == "plan") continue;  // a header
+      key = std::move((*fields)[0]);
+      record.plan = std::move((*fields)[1]);
       if (trim(key) != key || trim(record.plan) != record.plan) {
         return error_response(400, where +
                                        "spaces around the key or the plan (CSV is key,plan "
@@ -544,14 +559,16 @@ HttpResponse AdminService::import(const std::string& who, const HttpRequest& req
         return error_response(400, where + checked.error().message);
       }
     } else {
-      boost::system::error_code ec;
-      json::value value = json::parse(line, ec);
-      if (ec || !value.is_object()) {
+      auto line_value = parse_json_unique(line);
+      if (!line_value && !line_value.error().duplicate.empty()) {
+        return error_response(400, where + line_value.error().message());
+      }
+      if (!line_value || !line_value->is_object()) {
         return error_response(400, where +
                                        "not a JSON object (NDJSON: one record per line, "
                                        "{\"key\":\"…\",\"plan\":\"pro\"})");
       }
-      const json::object& object = value.as_object();
+      const json::object& object = line_value->as_object();
       const json::value* key_value = object.if_contains("key");
       if (key_value == nullptr || !key_value->is_string()) {
         return error_response(400, where + "\"key\" must be a string");

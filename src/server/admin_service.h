@@ -72,7 +72,9 @@ class AdminService {
   std::optional<HttpResponse> check_headers(const HttpRequest& request) const;
 
   // The path as the access log and the refusal lines show it: a tenant's key replaced by
-  // "{key}" (keys are secrets; the audit line names the change, masked).
+  // "{key}", the layer of a reset by "{layer}" (keys are secrets; the audit line names the change,
+  // masked), and any path that is not an admin endpoint as spelled (/V1/TENANTS/…, //v1/…) by
+  // "other".
   static std::string logged_path(std::string_view path);
 
   // The largest body the admin listener accepts (an import of a million records fits), and the

@@ -282,12 +282,27 @@ void Connection::on_written(const error_code& ec) {
   wait(false);
 }
 
+namespace {
+
+// The method as the access log shows it: a standard one (RFC 9110 §9, PATCH) or "-" as it is,
+// any other token as "other" (a method is whatever the client sent, a key included).
+std::string_view logged_method(std::string_view method) {
+  static constexpr std::string_view kKnown[] = {"GET",     "HEAD",    "POST",  "PUT",   "DELETE",
+                                                "OPTIONS", "CONNECT", "TRACE", "PATCH", "-"};
+  for (std::string_view known : kKnown) {
+    if (method == known) return known;
+  }
+  return "other";
+}
+
+}  // namespace
+
 // `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`
 void Connection::log_request() {
   const auto us =
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
   std::string& line = log_line_;
-  line.assign("method=").append(method_).append(" path=");
+  line.assign("method=").append(logged_method(method_)).append(" path=");
   if (options().logged_path) {
     line.append(options().logged_path(path_));
   } else {

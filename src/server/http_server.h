@@ -72,7 +72,8 @@ struct HttpServerOptions {
   // without a valid token before a large body costs memory). Default: none.
   std::function<std::optional<HttpResponse>(const HttpRequest&)> check_headers;
   // What an access log line shows as the path (e.g. the admin listener writes /v1/tenants/{key}
-  // for a path that holds a caller's key). Default: the path as sent.
+  // for a path that holds a caller's key). Default: the path as sent. (The method is shown when
+  // it is a standard one, else as "other".)
   std::function<std::string(std::string_view path)> logged_path;
 };
 

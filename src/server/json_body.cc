@@ -1,23 +1,22 @@
 #include "src/server/json_body.h"
 
 #include "spillway/limit.h"
+#include "src/server/json_unique.h"
 
 namespace spillway::server {
 namespace json = boost::json;
 
 Result<json::object> parse_object(const std::string& body, json::monotonic_resource& resource) {
   unsigned char scratch[512];  // the parser's own stack, for the usual nesting
-  json::parser parser(json::storage_ptr(), json::parse_options(), scratch, sizeof scratch);
-  parser.reset(json::storage_ptr(&resource));
-  boost::system::error_code ec;
-  const std::size_t parsed = parser.write(body.data(), body.size(), ec);
-  if (ec) {
-    return invalid_argument("body is not valid JSON at byte " + std::to_string(parsed) + ": " +
-                            ec.message());
+  auto parsed = parse_json_unique(body, json::storage_ptr(&resource), scratch, sizeof scratch);
+  if (!parsed) {
+    const JsonParseError& error = parsed.error();
+    if (!error.duplicate.empty()) return invalid_argument("body: " + error.message());
+    return invalid_argument("body is not valid JSON at byte " + std::to_string(error.offset) +
+                            ": " + error.syntax.message());
   }
-  json::value value = parser.release();
-  if (!value.is_object()) return invalid_argument("body must be a JSON object");
-  return std::move(value.as_object());
+  if (!parsed->is_object()) return invalid_argument("body must be a JSON object");
+  return std::move(parsed->as_object());
 }
 
 Result<std::int64_t> whole_number(const json::value& v, std::string_view field) {

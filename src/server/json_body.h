@@ -13,7 +13,8 @@ namespace spillway::server {
 
 // Reads a JSON object body; the error names what is wrong and, for a syntax error, where: the
 // offset of the first byte that cannot be JSON there, from 0 ("body is not valid JSON at byte
-// 16: syntax error"; the body's length when it ends too soon). The value's memory comes from
+// 16: syntax error"; the body's length when it ends too soon), or the member given twice (a
+// duplicate is refused: json_unique.h). The value's memory comes from
 // `resource` (a stack buffer for the usual small body), so it must not outlive it.
 Result<boost::json::object> parse_object(const std::string& body,
                                          boost::json::monotonic_resource& resource);

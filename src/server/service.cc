@@ -113,26 +113,33 @@ void Service::Reply::operator()(HttpResponse response) const {
   respond(std::move(response));
 }
 
-void Service::handle(HttpRequest request, Responder respond) {
-  // HEAD is allowed wherever GET is: the connection sends the headers without the body.
-  static constexpr Route kRoutes[] = {
-      {"/v1/check", "POST", &Service::check},
-      {"/v1/limit", "POST", &Service::limit},
-      {"/v1/auth", "GET, HEAD", &Service::auth},
-      {"/v1/commit", "POST", &Service::commit},
-      {"/v1/cancel", "POST", &Service::cancel},
-      {"/metrics", "GET, HEAD", &Service::metrics_text},
-      {"/healthz", "GET, HEAD", &Service::healthz},
-      {"/readyz", "GET, HEAD", &Service::readyz},
-      {"/v1/stats", "GET, HEAD", &Service::stats},
-      {"/dashboard", "GET, HEAD", &Service::dashboard},
-      {"/", "GET, HEAD", &Service::index},
-  };
-  const std::string_view path = path_of(request.target);
-  const Route* route = nullptr;
+// HEAD is allowed wherever GET is: the connection sends the headers without the body.
+const Service::Route Service::kRoutes[] = {
+    {"/v1/check", "POST", &Service::check},       {"/v1/limit", "POST", &Service::limit},
+    {"/v1/auth", "GET, HEAD", &Service::auth},    {"/v1/commit", "POST", &Service::commit},
+    {"/v1/cancel", "POST", &Service::cancel},     {"/metrics", "GET, HEAD", &Service::metrics_text},
+    {"/healthz", "GET, HEAD", &Service::healthz}, {"/readyz", "GET, HEAD", &Service::readyz},
+    {"/v1/stats", "GET, HEAD", &Service::stats},  {"/dashboard", "GET, HEAD", &Service::dashboard},
+    {"/", "GET, HEAD", &Service::index},
+};
+
+const Service::Route* Service::route_of(std::string_view path) {
   for (const Route& r : kRoutes) {
-    if (path == r.path) route = &r;
+    if (path == r.path) return &r;
   }
+  return nullptr;
+}
+
+std::string Service::logged_path(std::string_view path) {
+  path = path_of(path);
+  if (path == "-") return "-";  // a request line that could not be read
+  if (const Route* route = route_of(path)) return std::string(route->path);
+  return path.starts_with("/v1/") ? "/v1/other" : "other";
+}
+
+void Service::handle(HttpRequest request, Responder respond) {
+  const std::string_view path = path_of(request.target);
+  const Route* route = route_of(path);
   // The metrics label is a route's path or a fixed word: a client cannot add labels.
   const std::string_view label = route != nullptr           ? route->path
                                  : path.starts_with("/v1/") ? "/v1/other"

@@ -28,6 +28,7 @@
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
 #include "src/server/top_keys.h"
+#include "src/server/untrusted_forwarders.h"
 
 namespace spillway::server {
 
@@ -48,6 +49,11 @@ class Service {
                                                std::shared_ptr<const TenantDirectory> tenants = {});
 
   void handle(HttpRequest request, Responder respond);
+
+  // What the access log shows as a request's path (HttpServerOptions::logged_path): an endpoint's
+  // path, or the metrics label of an unknown one ("/v1/other", "other"), never the path as sent,
+  // which may hold a caller's key (an admin path sent here, a key pasted into a URL).
+  static std::string logged_path(std::string_view path);
 
   // Swaps in a new policy (layers, plans, trusted proxies, on_error). A config that does not
   // build is rejected and the old one keeps serving.
@@ -103,6 +109,9 @@ class Service {
     std::string_view allow;
     void (Service::*serve)(const HttpRequest& request, const Reply& reply);
   };
+  static const Route kRoutes[];
+  // The endpoint at `path` (the target without its query), or null.
+  static const Route* route_of(std::string_view path);
 
   // The decision endpoints (service_decisions.cc).
   void limit(const HttpRequest& request, const Reply& reply);
@@ -150,6 +159,7 @@ class Service {
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   RateLimitedLog error_log_;                           // backend errors, one line a second at most
   RateLimitedLog proxy_log_{std::chrono::minutes(1)};  // a proxy's unread client-address header
+  UntrustedForwarders untrusted_forwarders_;  // client-address headers from untrusted peers
   std::mutex metrics_sources_mutex_;
   std::vector<std::function<void(std::string&)>> metrics_sources_;
 };

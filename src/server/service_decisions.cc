@@ -286,6 +286,18 @@ void Service::auth(const HttpRequest& request, const Reply& reply) {
       policy::client_address(*peer, current->client_ip_header, forwarded, current->trusted_proxies);
   if (!client) return reply(error_response(400, client.error().message));
   if (forwarded.empty()) warn_of_unread_client_header(request, *current, *peer);
+  if (!policy::is_trusted_proxy(*peer, current->trusted_proxies)) {
+    // Not believed, and so the request is keyed by the peer: counted, and said once per peer.
+    static constexpr std::pair<std::string_view, std::string_view> kHeaders[] = {
+        {"x-forwarded-for", "X-Forwarded-For"},
+        {"forwarded", "Forwarded"},
+        {"x-real-ip", "X-Real-IP"}};
+    for (const auto& [lower, shown] : kHeaders) {
+      if (request.header(lower) == nullptr) continue;
+      untrusted_forwarders_.saw(request.peer_address, shown);
+      break;
+    }
+  }
   Attributes attributes{{"ip", policy::ip_key(*client, current->ipv6_prefix)}};
   if (auto key = header("x-api-key"); key && !key->empty()) {
     attributes["api_key"] = std::string(*key);

@@ -24,6 +24,7 @@ void Service::metrics_text(const HttpRequest&, const Reply& reply) {
   append_metric_sample(text, "spillway_backend_status", {{"status", store_->status()}},
                        std::uint64_t{1});
   store_->append_metrics(text);
+  untrusted_forwarders_.append_metrics(text);
   {
     std::lock_guard lock(metrics_sources_mutex_);
     for (const auto& source : metrics_sources_) source(text);

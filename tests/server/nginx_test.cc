@@ -1,6 +1,6 @@
-// End to end through a real nginx using examples/nginx/spillway.conf (the README's configuration,
-// ports changed): admitted requests reach the application; past the limit the client gets 429
-// with Retry-After and the application sees nothing more.
+// End to end through a real nginx using examples/nginx/spillway.conf and spillway.yaml (the
+// README's configuration, ports changed): admitted requests reach the application; past the limit
+// the client gets 429 with Retry-After and the application sees nothing more.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -25,8 +25,10 @@ TEST(Nginx, AuthRequestTurnsDenialsInto429WithRetryAfter) {
   ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
   const std::uint16_t spillway_port = free_port(), nginx_port = free_port(), app_port = free_port();
 
-  // spillway: the seed policy (/export 5 per minute per API key), trusting nginx on loopback.
-  std::ofstream(dir + "/spillway.yaml") << "server:\n  trusted_proxies: [127.0.0.1/32]\n";
+  // spillway: examples/nginx/spillway.yaml, the seed policy (/export 5 per minute per API key)
+  // trusting nginx on loopback; --listen gives this test's port.
+  std::ofstream(dir + "/spillway.yaml")
+      << read_file(std::string(SPILLWAY_SOURCE_DIR) + "/examples/nginx/spillway.yaml");
   const pid_t spillway = fork();
   if (spillway == 0) {
     const std::string listen = "127.0.0.1:" + std::to_string(spillway_port);
@@ -90,6 +92,10 @@ TEST(Nginx, AuthRequestTurnsDenialsInto429WithRetryAfter) {
   waitpid(spillway, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "spillway did not exit 0 on SIGTERM";
+  // nginx is trusted: its X-Forwarded-For is believed, so nothing says it is not.
+  EXPECT_EQ(read_file(dir + "/spillway.log").find("not in server.trusted_proxies"),
+            std::string::npos)
+      << read_file(dir + "/spillway.log");
   // The application saw exactly the admitted requests: 5 exports and 1 other.
   std::istringstream app_log(read_file(dir + "/app.log"));
   int app_requests = 0;
