@@ -113,13 +113,14 @@ wait_for_log() {
 # Stops CONTAINER with podman stop (the image's stop signal, SIGKILL only after 30 s) and
 # fails unless it exited with status 0.
 stop_cleanly() {
-  local container=$1 t0=$SECONDS code
+  local container=$1 t0 code
+  t0=$(date +%s%N)
   # (podman logs an error about healthcheck timers when there is no systemd: a liveness probe
   # becomes a healthcheck that only systemd would run; this test calls the probes' paths itself.)
   podman stop --time 30 "$container" >/dev/null 2>"$work/stop.log" ||
     { cat "$work/stop.log" >&2; fail "podman stop $container failed"; }
   code=$(podman inspect --format '{{.State.ExitCode}}' "$container")
-  echo "$container: stopped in $((SECONDS - t0)) s, exit status $code"
+  echo "$container: stopped in $((($(date +%s%N) - t0) / 1000000)) ms, exit status $code"
   [ "$code" = 0 ] || { podman logs "$container" >&2; fail "$container exited with $code"; }
   podman logs "$container" 2>&1 | grep -q 'SIGTERM: draining and stopping' ||
     fail "$container logged no SIGTERM drain"
