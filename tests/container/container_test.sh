@@ -254,6 +254,7 @@ echo "podman kube play: container $kube_name"
 [[ "$kube_name" == "$(field deployment)"*"-$(field container)" ]] ||
   fail "the container is $kube_name, not the Deployment's $(field container)"
 wait_for_log "$kube_container" "listening on 127\\.0\\.0\\.1:$http_port \\(backend memory, 2 layers\\)"
+wait_for_log "$kube_container" "gRPC rate limit service listening on 127\\.0\\.0\\.1:$grpc_port"
 for probe in readiness liveness; do
   expect_http GET "http://127.0.0.1:$(field "$probe.port")$(field "$probe.path")" "" 200 '{"status":'
 done
