@@ -37,6 +37,13 @@ install(FILES ${PROJECT_SOURCE_DIR}/third_party/uplot/node_modules/uplot/LICENSE
         PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
         COMPONENT deb EXCLUDE_FROM_ALL)
 
+# The licence (Apache-2.0) in Debian's machine-readable copyright format, and the third-party
+# notices (what is compiled in or linked, with its licence).
+install(FILES ${SPILLWAY_PACKAGING_DIR}/debian/copyright ${PROJECT_SOURCE_DIR}/THIRD_PARTY_NOTICES
+        DESTINATION /usr/share/doc/spillway
+        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+        COMPONENT deb EXCLUDE_FROM_ALL)
+
 # conffiles: dpkg keeps an administrator's edits of these across upgrades and deletes them on
 # purge only.
 set(SPILLWAY_DEB_CONFFILES ${PROJECT_BINARY_DIR}/packaging/conffiles)
@@ -50,6 +57,7 @@ set(SPILLWAY_PACKAGE_HOMEPAGE "" CACHE STRING
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME spillway)
 set(CPACK_PACKAGE_VENDOR "spillway developers")
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "${SPILLWAY_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "exact rate limiter: HTTP check service and C++ library")

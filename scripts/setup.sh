@@ -19,6 +19,7 @@ packages=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   redis-server redis-sentinel redis-tools nginx-light haproxy wrk clang-format prometheus
   dpkg-dev file curl systemd  # tests/package/deb_test.sh: cpack's dpkg-shlibdeps, the test's tools
+  buildah podman runc  # scripts/image.sh and the container tests (tests/container/)
   "$@"
 )
 "$browser" && packages+=(chromium)
@@ -52,6 +53,12 @@ fi
 if [ ! -f third_party/uplot/node_modules/uplot/dist/uPlot.iife.min.js ]; then
   echo "setup: npm ci in third_party/uplot"
   (cd third_party/uplot && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+# deploy/kubernetes/ is validated offline against the Kubernetes API schemas (kubernetes-models
+# and yaml, versions pinned in tests/kubernetes/package-lock.json).
+if [ ! -d tests/kubernetes/node_modules/kubernetes-models ] || [ ! -d tests/kubernetes/node_modules/yaml ]; then
+  echo "setup: npm ci in tests/kubernetes"
+  (cd tests/kubernetes && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 # The browser tests drive Debian's chromium with playwright-core (version pinned in
 # tests/browser/package-lock.json; it downloads no browser of its own).

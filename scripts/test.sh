@@ -7,7 +7,8 @@
 #   --quick: builds the test binary (ci preset) and runs the unit tests only (`ctest --preset ci
 #            -L unit`: no redis-server, no child process; under a minute once built).
 # One backend's tests alone, after a build: `ctest --preset ci -L redis` (or cluster, sentinel,
-# tls, cli, nginx, haproxy, prometheus, grpc, browser, install, package; see tests/CMakeLists.txt).
+# tls, cli, nginx, haproxy, prometheus, grpc, browser, install, package, container; see
+# tests/CMakeLists.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -151,6 +151,14 @@ expect /usr/bin/spillway 755
 expect /etc/spillway/spillway.yaml 644
 expect /lib/systemd/system/spillway.service 644
 expect /usr/share/doc/spillway/uPlot.LICENSE 644
+expect /usr/share/doc/spillway/copyright 644
+expect /usr/share/doc/spillway/THIRD_PARTY_NOTICES 644
+# The copyright file is machine-readable (DEP-5) and names the licence of the whole work.
+head -1 /usr/share/doc/spillway/copyright |
+  grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+  fail "/usr/share/doc/spillway/copyright is not in the DEP-5 format"
+grep -qx 'License: Apache-2.0' /usr/share/doc/spillway/copyright ||
+  fail "/usr/share/doc/spillway/copyright names no Apache-2.0 licence"
 for header in memory_store.h open_store.h policy_engine.h; do
   expect "/usr/include/spillway/$header" 644
 done
