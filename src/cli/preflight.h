@@ -27,6 +27,9 @@ namespace spillway::cli {
 
 struct Preflight {
   std::vector<std::string> errors;  // one line each, in the order above; empty: all is well
+  // Not errors (serve starts, validate says ok), located as errors are: an admin listener off
+  // loopback without TLS, a secret file that group or others can read (src/cli/exposure.h).
+  std::vector<std::string> warnings;
   bool usage_error = false;      // one is about a flag's address or a missing rules flag (exit 2)
   policy::ListenAddress listen;  // server.listen
   std::optional<policy::ListenAddress> grpc_listen;  // set when the gRPC listener is on

@@ -69,6 +69,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     for (const std::string& line : checked.errors) err << "spillway serve: " << line << "\n";
     return checked.usage_error ? 2 : 1;
   }
+  for (const std::string& line : checked.warnings)
+    err << "spillway serve: warning: " << line << "\n";
   const std::optional<policy::ListenAddress> grpc_address = checked.grpc_listen;
   const std::shared_ptr<const rls::RlsRules> rules = checked.rules;
   const std::string rules_fingerprint = checked.rules_fingerprint;
@@ -77,6 +79,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   http.port = checked.listen.port;
   http.threads = config->server.threads;
   http.log_requests = config->server.access_log;
+  http.max_connections_per_peer = config->server.max_connections_per_peer;
 
   // Signals go to this thread only (sigwait below): block them before any thread starts.
   sigset_t signals;
@@ -169,7 +172,11 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     options.port = checked.admin_listen->port;
     options.threads = 1;
     options.max_body_bytes = server::AdminService::kMaxBodyBytes;
-    options.read_timeout = std::chrono::seconds(120);
+    // The decision port's deadlines: 5 s to the first byte and to a whole header, 5 s idle; only
+    // a request whose token check passed gets longer for its body (an import).
+    options.idle_timeout = options.read_timeout;
+    options.body_timeout = std::chrono::seconds(120);
+    options.max_connections_per_peer = config->server.admin_max_connections_per_peer;
     options.log_requests = config->server.access_log;
     options.logged_path = &server::AdminService::logged_path;
     options.max_connections = server::AdminService::kMaxConnections;
@@ -235,6 +242,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   if (admin_server) {
     err << "spillway serve: admin API listening on " << checked.admin_listen->host << ":"
         << admin_server->port() << " (" << tenants->size() << " tenant records)" << std::endl;
+    err << "spillway serve: admin tokens: " << admin->token_count() << " in force from "
+        << config->server.admin_token_file << std::endl;
   }
   // From here on, a line each time the backend stops or starts answering.
   std::optional<BackendWatch> backend_watch;
@@ -249,6 +258,16 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     if (sigwait(&signals, &signal) != 0) continue;
     if (signal == SIGHUP) {
       if (watcher) (void)watcher->reload();  // logs its own outcome
+      if (admin) {  // the token file of the start: a removed token is refused from now on
+        const std::string& file = config->server.admin_token_file;
+        if (auto count = admin->reload_tokens(file)) {
+          err << "spillway serve: admin tokens reloaded from " << file << ": " << *count
+              << " in force" << std::endl;
+        } else {
+          err << "spillway serve: admin tokens not reloaded, keeping the " << admin->token_count()
+              << " in force: " << count.error().message << std::endl;
+        }
+      }
       if (!config_path) {
         err << "spillway serve: SIGHUP: no --config to reload; keeping the built-in policy"
             << std::endl;
@@ -274,7 +293,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         if (fresh->server.admin_listen != config->server.admin_listen ||
             fresh->server.admin_token_file != config->server.admin_token_file) {
           err << "spillway serve: server.admin_listen and server.admin_token_file take effect at "
-                 "the next restart (the admin API keeps its listener and tokens)"
+                 "the next restart (the admin API keeps its listener and reloads the token "
+                 "file it started with)"
               << std::endl;
         }
         if (!tenants) {

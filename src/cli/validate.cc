@@ -140,6 +140,10 @@ int run_validate(int argc, char** argv, int first, std::istream& in, std::ostrea
   for (const std::string& warning : auth_warnings(report.config)) {
     err << "spillway validate: " << file << ": warning: " << warning << "\n";
   }
+  for (const std::string& warning : checked.warnings) {  // "FILE: line N: path: what"
+    err << "spillway validate: " << file << ": warning: " << warning.substr(file.size() + 2)
+        << "\n";
+  }
   const std::size_t layers = report.config.policy.layers.size();
   out << file << ": ok (" << layers << (layers == 1 ? " layer)" : " layers)") << "\n";
   return 0;

@@ -95,6 +95,11 @@ struct ServerConfig {
   // admin_token_file: lines "<name> <token>" (or a lone token, named "admin").
   std::string admin_listen;
   std::string admin_token_file;
+  // Open connections one peer (an IPv4 address, an IPv6 /64) may hold: on the decision listener
+  // (0: no cap, the default: behind a proxy every caller is the proxy) and on the admin listener
+  // (of its 64), so that an idle flood from one address cannot hold every slot.
+  std::size_t max_connections_per_peer = 0;
+  std::size_t admin_max_connections_per_peer = 8;
   // Usage-based limits: how long a reservation ("reserve": true) waits for its commit or cancel
   // before it expires with its estimate charged.
   std::chrono::milliseconds reservation_ttl{10 * 60 * 1000};

@@ -1,6 +1,7 @@
 // The config file's server section (see config.h for its fields).
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "src/config/config_sections.h"
 #include "src/config/listen_address.h"
@@ -14,11 +15,13 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   expect_map(node, "server",
              "a mapping of listen, threads, trusted_proxies, client_ip_header, ipv6_prefix, "
              "access_log, grpc_listen, dashboard, dashboard_keys, unknown_attributes, "
-             "admin_listen, admin_token_file");
+             "admin_listen, admin_token_file, max_connections_per_peer, "
+             "admin_max_connections_per_peer");
   Fields fields(node, "server",
                 {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
                  "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header",
-                 "admin_listen", "admin_token_file", "reservation_ttl"});
+                 "admin_listen", "admin_token_file", "reservation_ttl", "max_connections_per_peer",
+                 "admin_max_connections_per_peer"});
   // A listen address: host:port, checked as --listen is.
   const auto read_address = [&](const char* name, std::string& out) {
     const Entry* entry = fields.find(name);
@@ -110,6 +113,15 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
       server.ipv6_prefix =
           static_cast<int>(whole_number(prefix->value, fields.path("ipv6_prefix"), 1, 128));
     });
+  for (auto [name, out, min, max] :
+       {std::tuple{"max_connections_per_peer", &server.max_connections_per_peer, 0, 10000},
+        std::tuple{"admin_max_connections_per_peer", &server.admin_max_connections_per_peer, 1,
+                   64}}) {
+    if (const Entry* cap = fields.find(name))
+      collect([&] {
+        *out = static_cast<std::size_t>(whole_number(cap->value, fields.path(name), min, max));
+      });
+  }
   if (const Entry* log = fields.find("access_log"))
     collect([&] { server.access_log = boolean(log->value, fields.path("access_log")); });
 }

@@ -89,11 +89,11 @@ Connection::Connection(Server& server, Socket socket, std::thread::id thread, st
 
 Connection::~Connection() { release(); }
 
-void Connection::start(bool reject) {
-  asio::post(executor_, [self = shared_from_this(), reject] {
+void Connection::start(const char* refusal) {
+  asio::post(executor_, [self = shared_from_this(), refusal] {
     if (self->state_ == State::kClosed) return;  // drained before it started
     self->arm_timer();
-    if (reject) return self->respond_error(503, "too many connections");
+    if (refusal != nullptr) return self->respond_error(503, refusal);
     self->wait(true);
   });
 }
@@ -186,6 +186,8 @@ void Connection::parse() {
         started_ = SteadyClock::now();
         return write(std::move(*refused));
       }
+      // Accepted (a valid credential): the body may take body_timeout from now.
+      if (options().body_timeout > options().read_timeout) set_deadline(options().body_timeout);
     }
   }
   if (!reader_.take_continue_request()) return read_more();
@@ -264,7 +266,7 @@ void Connection::respond_error(int status, const std::string& message) {
 
 void Connection::write(HttpResponse response) {
   if (state_ == State::kClosed) return;
-  if (draining_) framing_.keep_alive = false;
+  if (draining_ || response.close_connection) framing_.keep_alive = false;
   out_.clear();
   status_ = append_response(out_, response, framing_);
   state_ = State::kWriting;

@@ -54,9 +54,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // From the accept loop (not yet on the connection's thread: nothing else knows it). `reject`:
-  // answer 503 and close.
-  void start(bool reject);
+  // From the accept loop (not yet on the connection's thread: nothing else knows it). `refusal`
+  // (a string literal, or null to serve): answer 503 with it and close.
+  void start(const char* refusal);
 
   // From any thread: drain (stop()), or close now.
   void post_drain();

@@ -35,6 +35,15 @@ std::string peer_text(const asio::ip::address& address) {
   return address.to_string();
 }
 
+// What max_connections_per_peer counts by: an IPv4 address (IPv4-mapped ones too), or an IPv6
+// address's /64 (one host usually has a whole /64).
+std::string peer_key(const asio::ip::address& address) {
+  if (address.is_v4() || address.to_v6().is_v4_mapped()) return peer_text(address);
+  asio::ip::address_v6::bytes_type bytes = address.to_v6().to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), 0);
+  return asio::ip::address_v6(bytes).to_string() + "/64";
+}
+
 std::string where(std::string_view host, std::uint16_t port) {
   if (host.find(':') != std::string_view::npos) {
     return "[" + std::string(host) + "]:" + std::to_string(port);
@@ -86,7 +95,13 @@ void Server::schedule_log_flush() {
 
 void Server::forget(Connection* connection) {
   const std::lock_guard lock(mutex_);
-  connections_.erase(connection);
+  const auto found = connections_.find(connection);
+  if (found == connections_.end()) return;
+  if (!found->second.peer.empty()) {
+    const auto peer = per_peer_.find(found->second.peer);
+    if (peer != per_peer_.end() && --peer->second == 0) per_peer_.erase(peer);
+  }
+  connections_.erase(found);
   changed_.notify_all();
 }
 
@@ -175,18 +190,30 @@ void Server::on_accept(const error_code& ec, std::thread::id thread, Socket sock
     });
     return;
   }
-  const bool reject = open_.load(std::memory_order_acquire) >= options_.max_connections;
-  auto connection = std::make_shared<Connection>(*this, std::move(socket), thread,
-                                                 peer_text(peer_.address()), !reject);
-  bool admitted = false;
+  const char* refusal = open_.load(std::memory_order_acquire) >= options_.max_connections
+                            ? "too many connections"
+                            : nullptr;
+  const std::size_t per_peer = options_.max_connections_per_peer;
+  std::string key = per_peer > 0 && refusal == nullptr ? peer_key(peer_.address()) : "";
+  std::shared_ptr<Connection> connection;
   {
     const std::lock_guard lock(mutex_);
     if (!stopping_) {
-      connections_.emplace(connection.get(), connection);
-      admitted = true;
+      if (!key.empty()) {
+        std::size_t& open_from_peer = per_peer_[key];
+        if (open_from_peer >= per_peer) {
+          refusal = "too many connections from this address";
+          key.clear();
+        } else {
+          ++open_from_peer;
+        }
+      }
+      connection = std::make_shared<Connection>(*this, std::move(socket), thread,
+                                                peer_text(peer_.address()), refusal == nullptr);
+      connections_.emplace(connection.get(), Tracked{connection, std::move(key)});
     }
   }
-  if (admitted) connection->start(reject);  // else it closes as it goes out of scope
+  if (connection) connection->start(refusal);  // else the socket closes as it goes out of scope
   accept();
 }
 
@@ -205,8 +232,8 @@ void Server::stop(milliseconds drain) {
   {
     const std::lock_guard lock(mutex_);
     stopping_ = true;
-    for (const auto& [raw, weak] : connections_) {
-      if (auto connection = weak.lock()) live.push_back(std::move(connection));
+    for (const auto& [raw, tracked] : connections_) {
+      if (auto connection = tracked.connection.lock()) live.push_back(std::move(connection));
     }
   }
   asio::post(workers_[0]->ioc, [this] {
@@ -223,8 +250,8 @@ void Server::stop(milliseconds drain) {
   {
     std::unique_lock lock(mutex_);
     changed_.wait_for(lock, drain, [this] { return connections_.empty(); });
-    for (const auto& [raw, weak] : connections_) {
-      if (auto connection = weak.lock()) live.push_back(std::move(connection));
+    for (const auto& [raw, tracked] : connections_) {
+      if (auto connection = tracked.connection.lock()) live.push_back(std::move(connection));
     }
   }
   for (const auto& connection : live) connection->post_close();

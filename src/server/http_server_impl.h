@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -82,7 +83,13 @@ class Server : public std::enable_shared_from_this<Server> {
   std::atomic<std::size_t> open_{0};
   std::mutex mutex_;  // guards the fields below, with `changed_`
   std::condition_variable changed_;
-  std::unordered_map<Connection*, std::weak_ptr<Connection>> connections_;
+  struct Tracked {
+    std::weak_ptr<Connection> connection;
+    std::string peer;  // its key in per_peer_; "" when not counted there
+  };
+  std::unordered_map<Connection*, Tracked> connections_;
+  // Open connections per peer (peer_key()), when options_.max_connections_per_peer is set.
+  std::unordered_map<std::string, std::size_t> per_peer_;
   bool stopping_ = false;
   int running_threads_ = 0;
 
