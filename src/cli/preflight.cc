@@ -121,6 +121,16 @@ Preflight preflight(const policy::Config& config, const std::string& file,
     }
   }
 
+  if (config.server.tls) {
+    if (auto tls = server::ServerTls::make(*config.server.tls)) {
+      out.tls = std::move(*tls);
+      if (auto exposed = exposed_secret_file(config.server.tls->key_file)) {
+        problems.warn("server.tls.key_file", *exposed);
+      }
+    } else {
+      problems.add("server.tls", tls.error().message);
+    }
+  }
   if (!config.server.admin_listen.empty()) {
     if (auto admin = policy::parse_listen_address(config.server.admin_listen)) {
       if (admin->port != 0 && ((admin->port == out.listen.port && admin->host == out.listen.host) ||
@@ -130,7 +140,7 @@ Preflight preflight(const policy::Config& config, const std::string& file,
                      "must not be the decision or gRPC listener's address: the admin API has a "
                      "listener of its own");
       } else {
-        if (!is_loopback_host(admin->host)) {
+        if (!is_loopback_host(admin->host) && !config.server.tls) {
           problems.warn("server.admin_listen",
                         admin->host +
                             " is not a loopback address and the admin listener has no TLS: "

@@ -22,6 +22,7 @@
 #include "src/config/listen_address.h"
 #include "src/rls/rls_config.h"
 #include "src/server/admin_service.h"
+#include "src/server/server_tls.h"
 
 namespace spillway::cli {
 
@@ -40,6 +41,8 @@ struct Preflight {
   // The admin listener (server.admin_listen) and its tokens, read from admin_token_file.
   std::optional<policy::ListenAddress> admin_listen;
   std::vector<server::AdminToken> admin_tokens;
+  // server.tls loaded (its files checked): for the decision and admin listeners; null: plain.
+  std::shared_ptr<server::ServerTls> tls;
   // Tenant records are needed: a by_plan layer has source: store, or the admin API is on.
   bool tenants = false;
 };

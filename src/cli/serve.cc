@@ -80,6 +80,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   http.threads = config->server.threads;
   http.log_requests = config->server.access_log;
   http.max_connections_per_peer = config->server.max_connections_per_peer;
+  http.tls = checked.tls;
 
   // Signals go to this thread only (sigwait below): block them before any thread starts.
   sigset_t signals;
@@ -177,6 +178,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     options.idle_timeout = options.read_timeout;
     options.body_timeout = std::chrono::seconds(120);
     options.max_connections_per_peer = config->server.admin_max_connections_per_peer;
+    options.tls = checked.tls;
     options.log_requests = config->server.access_log;
     options.logged_path = &server::AdminService::logged_path;
     options.max_connections = server::AdminService::kMaxConnections;
@@ -214,7 +216,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         {.host = grpc_address->host,
          .port = grpc_address->port,
          .on_error = config->rls.on_error,
-         .ready = [shared_store] { return shared_store->ready(); }},
+         .ready = [shared_store] { return shared_store->ready(); },
+         .tls = config->server.tls},
         *engine, grpc_metrics);
     if (!started) {  // before anything said "listening"
       err << "spillway serve: " << started.error().message << std::endl;
@@ -245,6 +248,14 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     err << "spillway serve: admin tokens: " << admin->token_count() << " in force from "
         << config->server.admin_token_file << std::endl;
   }
+  if (checked.tls) {
+    err << "spillway serve: TLS on every listener (certificate " << config->server.tls->cert_file
+        << (config->server.tls->client_ca_file.empty()
+                ? std::string(")")
+                : "; client certificates required, from " + config->server.tls->client_ca_file +
+                      ")")
+        << std::endl;
+  }
   // From here on, a line each time the backend stops or starts answering.
   std::optional<BackendWatch> backend_watch;
   const BackendScheme* scheme = find_backend_scheme(config->backend.url);
@@ -258,6 +269,16 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     if (sigwait(&signals, &signal) != 0) continue;
     if (signal == SIGHUP) {
       if (watcher) (void)watcher->reload();  // logs its own outcome
+      if (checked.tls) {  // new connections get the new certificate; gRPC keeps its own
+        if (auto reloaded = checked.tls->reload()) {
+          err << "spillway serve: TLS certificate reloaded from " << config->server.tls->cert_file
+              << (grpc ? " (the gRPC listener keeps its certificate until a restart)" : "")
+              << std::endl;
+        } else {
+          err << "spillway serve: TLS certificate not reloaded, keeping the one in force: "
+              << reloaded.error().message << std::endl;
+        }
+      }
       if (admin) {  // the token file of the start: a removed token is refused from now on
         const std::string& file = config->server.admin_token_file;
         if (auto count = admin->reload_tokens(file)) {

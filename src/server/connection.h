@@ -27,6 +27,8 @@
 //   without an answer sends a 500, so a connection never waits forever for a lost Responder.
 #pragma once
 
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
@@ -48,8 +50,10 @@ class Server;
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // `peer` is the remote address as text; `counted`: false for a connection rejected over
-  // max_connections (it does not count as open).
-  Connection(Server& server, Socket socket, std::thread::id thread, std::string peer, bool counted);
+  // max_connections (it does not count as open); `tls`: the context of its TLS session (null:
+  // plain HTTP), kept for the connection's lifetime.
+  Connection(Server& server, Socket socket, std::thread::id thread, std::string peer, bool counted,
+             std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -70,6 +74,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class State { kNew, kIdle, kReading, kHandling, kWriting, kLingering, kClosed };
 
   const HttpServerOptions& options() const;
+
+  // The socket, or the TLS stream over it.
+  template <typename Buffers, typename Handler>
+  void read_some(const Buffers& buffers, Handler&& handler);
+  template <typename Buffers, typename Handler>
+  void write_all(const Buffers& buffers, Handler&& handler);
 
   void arm_timer();
   void set_deadline(std::chrono::milliseconds from_now);
@@ -94,6 +104,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const Executor executor_;       // the connection's worker
   const std::thread::id thread_;  // ... and its thread
   Socket socket_;
+  const std::shared_ptr<boost::asio::ssl::context> tls_context_;
+  std::optional<boost::asio::ssl::stream<Socket&>> tls_;  // over socket_, with tls_context_
   Timer timer_;
   RequestReader reader_;
   const std::string peer_;

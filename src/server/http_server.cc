@@ -13,6 +13,7 @@
 #include "src/server/ascii.h"
 #include "src/server/connection.h"
 #include "src/server/http_server_impl.h"
+#include "src/server/server_tls.h"
 
 namespace spillway::server {
 namespace {
@@ -208,8 +209,9 @@ void Server::on_accept(const error_code& ec, std::thread::id thread, Socket sock
           ++open_from_peer;
         }
       }
-      connection = std::make_shared<Connection>(*this, std::move(socket), thread,
-                                                peer_text(peer_.address()), refusal == nullptr);
+      connection = std::make_shared<Connection>(
+          *this, std::move(socket), thread, peer_text(peer_.address()), refusal == nullptr,
+          options_.tls && refusal == nullptr ? options_.tls->current() : nullptr);
       connections_.emplace(connection.get(), Tracked{connection, std::move(key)});
     }
   }

@@ -23,6 +23,8 @@
 
 namespace spillway::server {
 
+class ServerTls;  // src/server/server_tls.h
+
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string target;  // path and query, as sent: "/v1/limit?x=1"
@@ -68,6 +70,9 @@ struct HttpServerOptions {
   // Once check_headers accepted a request's header: the time from then for the rest of its body
   // (an authorised upload may take longer than read_timeout). 0: read_timeout from the first byte.
   std::chrono::milliseconds body_timeout{0};
+  // TLS on every connection (server.tls): the handshake must end within read_timeout; a
+  // connection over a connection cap is closed without an answer. Null: plain HTTP.
+  std::shared_ptr<ServerTls> tls;
   // One structured line per request (and per protocol error), e.g.
   // `2026-12-02T01:02:03.456Z method=POST path=/v1/check status=200 us=85 peer=127.0.0.1` (UTC,
   // RFC 3339; a sink gets each line with its time, without its newline). Default: stderr,
