@@ -178,6 +178,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     options.idle_timeout = options.read_timeout;
     options.body_timeout = std::chrono::seconds(120);
     options.max_connections_per_peer = config->server.admin_max_connections_per_peer;
+    options.evict_idle_when_full = true;  // an idle flood from many addresses
     options.tls = checked.tls;
     options.log_requests = config->server.access_log;
     options.logged_path = &server::AdminService::logged_path;

@@ -213,6 +213,7 @@ void Connection::parse() {
         return write(std::move(*refused));
       }
       // Accepted (a valid credential): the body may take body_timeout from now.
+      proven_.store(true, std::memory_order_release);
       if (options().body_timeout > options().read_timeout) set_deadline(options().body_timeout);
     }
   }
@@ -233,6 +234,7 @@ void Connection::on_request() {
   framing_ =
       ResponseFraming{.keep_alive = read.keep_alive, .http10 = read.http10, .head = read.head};
   request_complete_ = true;
+  proven_.store(true, std::memory_order_release);
   read.request.peer_address = peer_;
 
   state_ = State::kHandling;

@@ -27,6 +27,7 @@
 //   without an answer sends a 500, so a connection never waits forever for a lost Responder.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/system/error_code.hpp>
@@ -69,6 +70,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // connection's thread while the handler is still running, it is kept and written when the
   // handler returns; otherwise it is posted.
   void answer(std::uint64_t sequence, HttpResponse response);
+  // From any thread: a request was read whole, or a header check_headers accepted (never evicted
+  // by HttpServerOptions::evict_idle_when_full from then on).
+  bool proven() const { return proven_.load(std::memory_order_acquire); }
 
  private:
   enum class State { kNew, kIdle, kReading, kHandling, kWriting, kLingering, kClosed };
@@ -116,6 +120,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ResponseFraming framing_;        // of the current request's response
   bool request_complete_ = false;  // the last request was read whole (no protocol error)
   bool released_ = false;
+  std::atomic<bool> proven_{false};
   bool in_handler_ = false;                   // the handler is running on this connection's thread
   std::optional<HttpResponse> early_answer_;  // given while in_handler_
   std::uint64_t sequence_ = 0;                // of the request the handler is answering

@@ -191,32 +191,55 @@ void Server::on_accept(const error_code& ec, std::thread::id thread, Socket sock
     });
     return;
   }
-  const char* refusal = open_.load(std::memory_order_acquire) >= options_.max_connections
-                            ? "too many connections"
-                            : nullptr;
+  const bool full = open_.load(std::memory_order_acquire) >= options_.max_connections;
+  const char* refusal = full && !options_.evict_idle_when_full ? "too many connections" : nullptr;
   const std::size_t per_peer = options_.max_connections_per_peer;
   std::string key = per_peer > 0 && refusal == nullptr ? peer_key(peer_.address()) : "";
   std::shared_ptr<Connection> connection;
+  std::shared_ptr<Connection> evicted;  // released after the lock (its destructor takes it)
   {
     const std::lock_guard lock(mutex_);
     if (!stopping_) {
       if (!key.empty()) {
-        std::size_t& open_from_peer = per_peer_[key];
-        if (open_from_peer >= per_peer) {
+        const auto found = per_peer_.find(key);
+        if (found != per_peer_.end() && found->second >= per_peer) {
           refusal = "too many connections from this address";
-          key.clear();
-        } else {
-          ++open_from_peer;
         }
       }
+      if (refusal == nullptr && full) {
+        evicted = evict_idle();
+        if (!evicted) refusal = "too many connections";
+      }
+      if (refusal != nullptr) key.clear();
+      if (!key.empty()) ++per_peer_[key];
       connection = std::make_shared<Connection>(
           *this, std::move(socket), thread, peer_text(peer_.address()), refusal == nullptr,
           options_.tls && refusal == nullptr ? options_.tls->current() : nullptr);
-      connections_.emplace(connection.get(), Tracked{connection, std::move(key)});
+      connections_.emplace(connection.get(), Tracked{.connection = connection,
+                                                     .peer = std::move(key),
+                                                     .counted = refusal == nullptr,
+                                                     .order = ++accepted_});
     }
   }
+  if (evicted) evicted->post_close();
   if (connection) connection->start(refusal);  // else the socket closes as it goes out of scope
   accept();
+}
+
+// The counted connection accepted first among those that have not sent a request (nor a header
+// check_headers accepted), marked so that it is not chosen twice; null if there is none. Called
+// with mutex_ held: an entry of connections_ is alive (its destructor waits for mutex_ to leave the
+// books), so its proven() may be read through the raw pointer.
+std::shared_ptr<Connection> Server::evict_idle() {
+  Tracked* oldest = nullptr;
+  for (auto& [raw, tracked] : connections_) {
+    if (!tracked.counted || tracked.evicted || raw->proven()) continue;
+    if (oldest == nullptr || tracked.order < oldest->order) oldest = &tracked;
+  }
+  if (oldest == nullptr) return nullptr;
+  std::shared_ptr<Connection> victim = oldest->connection.lock();
+  if (victim) oldest->evicted = true;
+  return victim;
 }
 
 bool Server::on_server_thread() const {

@@ -67,6 +67,10 @@ struct HttpServerOptions {
   // Open connections from one peer (an IPv4 address, an IPv6 /64); more: 503 and closed at once,
   // so that one peer cannot hold every connection. 0: no cap.
   std::size_t max_connections_per_peer = 0;
+  // At max_connections, a new connection closes the open connection accepted first among those
+  // that have not sent a request yet (nor a header that check_headers accepted), instead of being
+  // refused: an idle flood from many addresses cannot keep a client that sends a request out.
+  bool evict_idle_when_full = false;
   // Once check_headers accepted a request's header: the time from then for the rest of its body
   // (an authorised upload may take longer than read_timeout). 0: read_timeout from the first byte.
   std::chrono::milliseconds body_timeout{0};

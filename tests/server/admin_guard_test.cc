@@ -134,8 +134,11 @@ class AdminGuardServer {
 
 // ---- the HTTP server's per-peer cap (in this process) -------------------------------------
 
-std::unique_ptr<server::HttpServer> peer_cap_server(std::size_t per_peer) {
+std::unique_ptr<server::HttpServer> peer_cap_server(std::size_t per_peer, bool evict = false,
+                                                    std::size_t max_connections = 10000) {
   server::HttpServerOptions options;
+  options.evict_idle_when_full = evict;
+  options.max_connections = max_connections;
   options.host = "127.0.0.1";
   options.port = 0;
   options.threads = 1;
@@ -177,6 +180,25 @@ TEST(HttpPeerCap, OnePeerHoldsAtMostItsCapAndAnotherPeerIsServed) {
   testing::HttpConnection again(server->port(), "127.0.0.2");
   admin_guard_bound_reads(again.fd(), 30s);
   EXPECT_EQ(again.request("GET", "/x").status, 200);
+}
+
+TEST(HttpPeerCap, WhenFullTheOldestIdleConnectionMakesRoomAndABusyOneDoesNot) {
+  auto server = peer_cap_server(0, true, 3);
+  ASSERT_TRUE(server);
+  // The first has sent a request (kept alive): it is never evicted.
+  testing::HttpConnection busy(server->port());
+  admin_guard_bound_reads(busy.fd(), 30s);
+  ASSERT_EQ(busy.request("GET", "/x").status, 200);
+  testing::HttpConnection idle_first(server->port(), "127.0.0.2");
+  ASSERT_TRUE(testing::wait_until([&] { return server->open_connections() == 2; }));
+  testing::HttpConnection idle_second(server->port(), "127.0.0.3");
+  ASSERT_TRUE(testing::wait_until([&] { return server->open_connections() == 3; }));
+  testing::HttpConnection late(server->port(), "127.0.0.4");
+  admin_guard_bound_reads(late.fd(), 30s);
+  EXPECT_EQ(late.request("GET", "/x").status, 200);
+  EXPECT_TRUE(testing::wait_until([&] { return admin_guard_closed(idle_first.fd()); }, 10s));
+  EXPECT_FALSE(admin_guard_closed(idle_second.fd()));
+  EXPECT_EQ(busy.request("GET", "/x").status, 200);
 }
 
 TEST(HttpPeerCap, ZeroMeansNoCap) {
@@ -236,6 +258,26 @@ TEST(AdminGuard, AnIdleFloodFromOnePeerLeavesTheOperatorServed) {
   EXPECT_EQ(over.status, 503);
   EXPECT_NE(over.body.find("too many connections from this address"), std::string::npos)
       << over.body;
+}
+
+TEST(AdminGuard, AnIdleFloodFromManyAddressesLeavesTheOperatorServed) {
+  AdminGuardDir dir("spread");
+  AdminGuardServer server(dir, dir.config());
+  ASSERT_TRUE(server.ready()) << server.log();
+  // 8 addresses x 8 (each address's cap): all 64 admin slots, idle.
+  std::vector<std::unique_ptr<testing::HttpConnection>> flood;
+  std::vector<std::string> sources;
+  for (int a = 2; a <= 9; ++a) sources.push_back("127.0.0." + std::to_string(a));
+  for (const std::string& source : sources) {
+    for (int i = 0; i < 8; ++i) {
+      flood.push_back(
+          std::make_unique<testing::HttpConnection>(server.admin_port(), source.c_str()));
+    }
+  }
+  const testing::HttpReply operator_reply = server.list(kAdminGuardToken, "127.0.0.1");
+  EXPECT_EQ(operator_reply.status, 200) << operator_reply.body;
+  // The flood's oldest idle connection made room.
+  EXPECT_TRUE(testing::wait_until([&] { return admin_guard_closed(flood.front()->fd()); }, 10s));
 }
 
 TEST(AdminGuard, IdleAndTricklingConnectionsCloseWithinTheReadDeadline) {
@@ -305,7 +347,11 @@ TEST(AdminGuard, ATokenRemovedFromTheFileIsRefusedAfterSighup) {
   dir.write_tokens("ops " + std::string(kAdminGuardToken) + "\n");
   server.hangup();
   EXPECT_TRUE(testing::wait_until(
-      [&] { return server.log().find(": 1 in force") != std::string::npos; }, 30s))
+      [&] {
+        return server.log().find("reloaded from " + dir.tokens() + ": 1 in force") !=
+               std::string::npos;
+      },
+      30s))
       << server.log();
   const testing::HttpReply revoked = server.list(kAdminGuardSpare);
   EXPECT_EQ(revoked.status, 401) << revoked.body;
@@ -327,7 +373,11 @@ TEST(AdminGuard, ATokenRemovedFromTheFileIsRefusedAfterSighup) {
                    std::string(kAdminGuardSpare) + "\n");
   server.hangup();
   ASSERT_TRUE(testing::wait_until(
-      [&] { return server.log().find(": 2 in force") != std::string::npos; }, 30s))
+      [&] {
+        return server.log().find("reloaded from " + dir.tokens() + ": 2 in force") !=
+               std::string::npos;
+      },
+      30s))
       << server.log();
   EXPECT_EQ(server.list(kAdminGuardSpare).status, 200);
   // No token in any log line.
