@@ -3,6 +3,7 @@
 //   check            Policy::decide (one all-or-nothing check of both layers)
 //   reserve          Policy::reserve (the same check, plus the reservation's record)
 //   reserve+commit   Policy::reserve, then Store::settle with an actual cost below the estimate
+//   reserve at cap   Policy::reserve on a store holding its 1,000,000 open reservations: refused
 // Limits high enough that nothing is denied. Each repetition a fresh store. Run:
 // build/release/bench/reservation_bench --benchmark_report_aggregates_only=true
 // With SPILLWAY_BENCH_REDIS=<url> the same three run on a RedisStore instead, one request at a
@@ -92,17 +93,44 @@ void run(benchmark::State& state, Kind kind) {
   }
 }
 
+// A reserve refused because the store holds its maximum of open reservations (issue 32): a
+// MemoryStore at its default cap, 1,000,000, filled before the clock starts (the 1,000 callers'
+// reserves, ttl 10 min: none expires during the run), then reserves that are all refused. Each
+// repetition fills a fresh store. Memory store only.
+void ReserveAtCap(benchmark::State& state) {
+  const auto policy = llm_policy();
+  spillway::MemoryStore store;
+  const std::vector<Attributes> requests = callers();
+  const std::size_t cap = spillway::MemoryStoreOptions{}.max_reservations;
+  for (std::size_t i = 0; i < cap; ++i) {
+    auto reserved =
+        policy->reserve(store, requests[i % requests.size()], 1, std::chrono::minutes(10));
+    if (!reserved || reserved->reservation.empty()) {
+      state.SkipWithError("a reserve below the cap was not made");
+      return;
+    }
+  }
+  std::size_t i = 0, admitted = 0;
+  for (auto _ : state) {
+    auto refused =
+        policy->reserve(store, requests[i++ % requests.size()], 1, std::chrono::minutes(10));
+    if (refused) ++admitted;
+    benchmark::DoNotOptimize(refused);
+  }
+  if (admitted > 0) state.SkipWithError("a reserve at the cap was not refused");
+}
+
 void Check(benchmark::State& state) { run(state, Kind::kCheck); }
 void Reserve(benchmark::State& state) { run(state, Kind::kReserve); }
 void ReserveCommit(benchmark::State& state) { run(state, Kind::kReserveCommit); }
 
-// A fixed count, under the store's 1,000,000 held reservations (settled ones are held until
-// their ttl too), repeated for medians.
+// A fixed count, under the store's 1,000,000 open reservations, repeated for medians.
 // On Redis a round trip each: fewer.
 const int kIterations = std::getenv("SPILLWAY_BENCH_REDIS") ? 20'000 : 300'000;
 BENCHMARK(Check)->Iterations(kIterations)->Repetitions(5);
 BENCHMARK(Reserve)->Iterations(kIterations)->Repetitions(5);
 BENCHMARK(ReserveCommit)->Iterations(kIterations)->Repetitions(5);
+BENCHMARK(ReserveAtCap)->Iterations(kIterations)->Repetitions(5);
 
 }  // namespace
 

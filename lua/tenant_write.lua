@@ -6,7 +6,9 @@
 -- KEYS[3]  the sequence number of the last change (a string key)
 -- ARGV[1]  the log's length to keep (entries; older ones are trimmed, and a reader that fell
 --          that far behind loads every record again)
--- ARGV[2]  '1' to return the records before, '0' not to
+-- ARGV[2]  '1' to return the records before, '0' not to; 'r' for an entry that says a counter
+--          reset happened (field 'r'; no pairs, no record changes: every reader forgets the
+--          denials it remembers)
 -- ARGV     then pairs: id, record ('' deletes the id)
 -- Returns  {seq, before_1, before_2, ...} (before '' when the id had no record), or {seq} alone.
 --
@@ -34,6 +36,7 @@ local nonce = time[1] .. '.' .. time[2] .. '.' .. seq
 local want_before = ARGV[2] == '1'
 local out = {seq}
 local fields = {'n', nonce}
+if ARGV[2] == 'r' then fields[#fields + 1] = 'r'; fields[#fields + 1] = '1' end
 for i = 3, #ARGV, 2 do
   if want_before then
     out[#out + 1] = redis.call('HGET', KEYS[1], ARGV[i]) or ''

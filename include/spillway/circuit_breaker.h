@@ -38,6 +38,9 @@ class CircuitBreakerStore final : public Store {
   // Not ready while the circuit is open.
   bool ready() const override;
   bool decides_inline() const override { return inner_->decides_inline(); }
+  // The wrapped store's probe; a success closes the circuit (the backend answers a check), a
+  // failure leaves it as it is (the probe's failure already makes the inner store not ready).
+  Result<void> probe() override;
   // The wrapped store's (the circuit does not change whether the backend connects).
   Result<void> wait_ready(std::chrono::milliseconds timeout) override {
     return inner_->wait_ready(timeout);

@@ -76,12 +76,15 @@ class LeaseStore final : public Store {
   }
 
   bool ready() const override { return inner_->ready(); }
+  Result<void> probe() override { return inner_->probe(); }
   Result<void> wait_ready(std::chrono::milliseconds timeout) override {
     return inner_->wait_ready(timeout);
   }
   std::string_view status() const override { return inner_->status(); }
   void append_metrics(std::string& out) const override;
-  void clear_caches() override { inner_->clear_caches(); }
+  // Forgets every remembered denial (a reset made elsewhere, a reload), then the inner store's;
+  // leases keep their units.
+  void clear_caches() override;
   bool decides_inline() const override { return inner_->decides_inline(); }
 
   // Ends every lease whose time is over at `now` (default: the clock) and gives its leftover

@@ -40,6 +40,7 @@ class LocalFallbackStore final : public Store {
   // It can always decide: ready while the local store is (a load balancer keeps the instance).
   bool ready() const override { return local_->ready(); }
   // The backend's (the primary's), unlike ready(): whether the backend itself answers.
+  Result<void> probe() override { return primary_->probe(); }
   Result<void> wait_ready(std::chrono::milliseconds timeout) override {
     return primary_->wait_ready(timeout);
   }

@@ -11,6 +11,16 @@
 // first sweeps that shard; if it is still full the check returns Errc::kStoreFull (the caller
 // decides to fail open or closed). Keys already tracked keep being decided exactly, so the store
 // never admits above its limit a key that it tracks.
+//
+// Reservations (Operation::kReserve): at most options.max_reservations OPEN reservations (made,
+// neither settled nor swept past their ttl). At the cap a reserve first drops the reservations
+// already past their ttl (each shard keeps its open ones ordered by expiry, so this pops only
+// expired entries: amortised O(1), never a scan), and if none had, it returns Errc::kStoreFull at
+// once, charging nothing. A settled reservation leaves only a tombstone (a 64-bit hash of its id
+// and its expiry, ~60 bytes) until its ttl, so that a second settlement is kConflict; at most
+// options.max_settled_reservations tombstones, the oldest settled forgotten first (a second
+// settlement of a forgotten one is then kNotFound instead of kConflict: nothing is charged twice
+// either way).
 #pragma once
 
 #include <chrono>
@@ -24,11 +34,12 @@
 namespace spillway {
 
 struct MemoryStoreOptions {
-  std::size_t shards = 64;                      // rounded up to a power of two
-  std::size_t max_keys = 10'000'000;            // across all algorithms and shards
-  std::size_t max_reservations = 1'000'000;     // held at once (open, or settled within its ttl)
-  std::shared_ptr<const Clock> clock;           // default: SystemClock
-  std::chrono::milliseconds sweep_interval{0};  // background sweep period; 0 = no thread
+  std::size_t shards = 64;                   // rounded up to a power of two
+  std::size_t max_keys = 10'000'000;         // across all algorithms and shards
+  std::size_t max_reservations = 1'000'000;  // open at once (made, neither settled nor expired)
+  std::size_t max_settled_reservations = 1'000'000;  // settled ids remembered until their ttl
+  std::shared_ptr<const Clock> clock;                // default: SystemClock
+  std::chrono::milliseconds sweep_interval{0};       // background sweep period; 0 = no thread
 };
 
 class MemoryStore final : public Store {
@@ -55,7 +66,8 @@ class MemoryStore final : public Store {
 
   bool decides_inline() const override { return true; }
 
-  // Reservations open and expired (Prometheus lines), once one was made.
+  // Reservations open (what counts against max_reservations) and expired (Prometheus lines),
+  // once one was made.
   void append_metrics(std::string& out) const override;
 
   // Drops every key that is idle at `now` and returns how many were dropped (and the

@@ -44,6 +44,7 @@ class OverLimitCache final : public Store {
   void settle(const Settlement& settlement, SettleCallback done) override;
 
   bool ready() const override { return inner_->ready(); }
+  Result<void> probe() override { return inner_->probe(); }
   Result<void> wait_ready(std::chrono::milliseconds timeout) override {
     return inner_->wait_ready(timeout);
   }

@@ -52,12 +52,22 @@ struct PolicyDecision {
 // The plan name a layer answer carries when a tenant record gave the caller its own rate.
 inline constexpr char kCustomPlan[] = "custom";
 
+// The field of the error a request gets from a `source: store` layer while the tenant records
+// were never loaded and until_loaded is kDeny (Policy::make): a denial, not a backend failure
+// that on_error may turn into an admission.
+inline constexpr char kTenantsNotLoaded[] = "tenants.until_loaded";
+
 class Policy {
  public:
   // `tenants`: where by_plan layers with `source: store` look callers up (shared with the server
   // that writes them); without one, such layers use their file assignments and default only.
+  // `until_loaded`: what those layers decide while `tenants` is not ready() (never loaded):
+  // kDeny, an enforced one fails the request with an error whose field is kTenantsNotLoaded
+  // (kUnavailable; a server answers it as a denial, never by on_error); kDefaults, as without
+  // records.
   static Result<std::shared_ptr<const Policy>> make(
-      PolicySpec spec, std::shared_ptr<const TenantDirectory> tenants = nullptr);
+      PolicySpec spec, std::shared_ptr<const TenantDirectory> tenants = nullptr,
+      UntilLoaded until_loaded = UntilLoaded::kDeny);
 
   // The checks a request makes: one per layer that applies (an endpoint layer whose endpoint is
   // not listed does not apply). Errors name the missing or empty attribute and its layer, or a
@@ -106,7 +116,22 @@ class Policy {
   // limit, one. What the admin API resets. Errors (kInvalidArgument): no such layer; a layer keyed
   // by more than one such attribute, or by a path it has no routes for (its keys cannot all be
   // named from `value`).
-  Result<std::vector<Check>> keys_of_caller(std::string_view layer, std::string_view value) const;
+  // `value` may be any spelling of the caller: it is made the one resolve() keys by first
+  // (caller_value(); `ipv6_prefix` is server.ipv6_prefix).
+  Result<std::vector<Check>> keys_of_caller(std::string_view layer, std::string_view value,
+                                            int ipv6_prefix = 64) const;
+
+  // The spelling of `value` that resolve() puts in a key for attribute `attribute`
+  // (src/policy/caller_value.h): "ip" an address (or its key form) made its key, a path attribute
+  // its canonical path, any other attribute `value` itself. Errors (kInvalidArgument, the
+  // attribute as field) name the form expected: nothing a request sends could be keyed so.
+  Result<std::string> caller_value(std::string_view attribute, std::string_view value,
+                                   int ipv6_prefix) const;
+  // The key a tenant record is stored under for the caller spelt `value`: caller_value() for the
+  // attribute of each by_plan layer with `source: store`. Errors (kInvalidArgument): no such
+  // layer could ever look `value` up (naming each layer's form), or two such layers, keyed by
+  // different attributes, spell it differently (one record cannot serve both).
+  Result<std::string> tenant_key(std::string_view value, int ipv6_prefix) const;
 
   // Every attribute some layer reads (key parts, plan and endpoint attributes, "method" when a
   // route names one), sorted: what POST /v1/check accepts.
@@ -151,6 +176,7 @@ class Policy {
 
   PolicySpec spec_;
   std::shared_ptr<const TenantDirectory> tenants_;
+  UntilLoaded until_loaded_ = UntilLoaded::kDeny;
   std::vector<BuiltLayer> built_;
   std::vector<std::string> attributes_used_;
   std::vector<std::string> route_attributes_;

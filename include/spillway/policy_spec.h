@@ -37,6 +37,14 @@ struct RateSpec {
 // a custom rate for this layer, or blocked), then `assignments`, then the default.
 enum class PlanSource { kFile, kStore };
 
+// What a `source: store` layer decides while the tenant directory has not been loaded yet (a
+// fresh instance whose backend does not answer; config `tenants.until_loaded`, docs/SPEC.md
+// §5.2): kDeny, the request is refused as the backend's failure is with on_error deny (503,
+// 403 to nginx), whatever on_error says, so that a caller an operator blocked is not admitted;
+// kDefaults, the layer uses the file's `keys:` and default plan, as if no record existed (a
+// blocked caller is admitted at its file plan).
+enum class UntilLoaded { kDeny, kDefaults };
+
 struct PlanSelector {
   std::string attribute = "api_key";               // whose value picks the plan
   std::map<std::string, RateSpec> plans;           // plan name -> limit ("free" -> 60/min)

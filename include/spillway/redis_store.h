@@ -36,6 +36,7 @@
 // the timeout.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -119,9 +120,20 @@ class RedisStore final : public Store {
   // The Redis key that holds `key`'s state under `limit`.
   std::string storage_key(std::string_view key, const Limit& limit) const;
 
-  // Whether a connection to Redis is up (a cluster: every slot has an owner with a connection).
+  // Whether a connection to Redis is up (a cluster: every slot has an owner with a connection)
+  // and the last probe(), if any, succeeded.
   bool ready() const override;
-  // Polls ready() until `timeout`; then a peek (cost 0) tells why not (the connection's error).
+  // lua/probe.lua on "<key_prefix>:readiness-probe" through the same target as every check's
+  // script (a write and a delete in one step: nothing is left), within the check timeout: what
+  // fails every check fails it (NOAUTH, NOPERM, LOADING, READONLY, MISCONF, OOM, no reply, a
+  // cluster's or a sentinel's unreachable primary). Its error adds the cause in plain words
+  // (src/redis/error_cause.h).
+  Result<void> probe() override;
+  // Waits for a connection, then probes every 50 ms until one succeeds, within `timeout` (and
+  // one check timeout for the last probe). The error: the last one the server replied (NOAUTH,
+  // READONLY …), else the last probe's (no reply in time); a connection that never came up is
+  // reported with its last cause ("connect failed: Connection refused", "AUTH failed: WRONGPASS
+  // …").
   Result<void> wait_ready(std::chrono::milliseconds timeout) override;
 
   // How a cluster's routine events were handled so far (zeros on one Redis); for tests, metrics.
@@ -158,6 +170,7 @@ class RedisStore final : public Store {
   KeyDigest digest_;
   std::unique_ptr<redis::ScriptTarget> target_;
   std::vector<std::unique_ptr<redis::Batcher>> batchers_;  // one per algorithm
+  std::atomic<bool> probe_failed_{false};                  // the last probe() failed
 };
 
 }  // namespace spillway

@@ -220,21 +220,39 @@ class Store {
   virtual void settle(const Settlement& settlement, SettleCallback done);
   Result<Settled> settle_and_wait(const Settlement& settlement);
 
-  // Whether the backend can decide now (a network backend: it has a connection). For readiness
-  // probes; a check may still fail right after true, and succeed right after false.
+  // Readiness: whether a check would work, not whether a socket is open (docs/SPEC.md §5).
+  //
+  // Whether the backend can decide now: a network backend has a connection and the last probe()
+  // (if any was made) succeeded; a wrapper adds its own state (an open circuit is not ready). For
+  // readiness probes (GET /readyz, gRPC health): cheap, no I/O. A check may still fail right
+  // after true, and succeed right after false.
   virtual bool ready() const { return true; }
 
-  // Waits up to `timeout` for the backend to become ready() (a network backend: its first
-  // connection), e.g. before a server accepts its first request. Returns at once when ready; else
-  // the error that says why not (e.g. "connection refused"). Blocks the calling thread: never call
-  // it from a callback or an event loop. Default (the in-process store): ready at once. A wrapper
-  // passes it on to the store it wraps.
+  // One round trip that does what a check does, to tell whether checks would work: a network
+  // backend runs a script on its connection, as a check does (authentication, the script, a
+  // write), on a reserved probe key that it deletes in the same step (no state is left, none a
+  // caller's check reads); within the store's check timeout. Returns the error that says why a
+  // check would fail (e.g. "NOAUTH … the server requires a password", "no reply in time", "READONLY
+  // … a read-only replica"), and remembers the outcome for ready(): false after a failed probe,
+  // until one succeeds. Blocks the calling thread (at most the check timeout): never call it from a
+  // callback or an event loop. Default (the in-process store): ready at once. A wrapper passes it
+  // on to the store it wraps (to the backend, for LocalFallbackStore); the circuit breaker closes
+  // on a success.
+  virtual Result<void> probe() { return {}; }
+
+  // Waits up to `timeout` until a check would work (e.g. before a server accepts its first
+  // request): a network backend connects, then probes (above) until a probe succeeds or the time
+  // is up. Returns at once when the first probe succeeds; else the last probe's error. Takes at
+  // most `timeout` plus one check timeout. Blocks the calling thread: never call it from a
+  // callback or an event loop. Default (the in-process store): ready at once. A wrapper passes it
+  // on to the store it wraps.
   virtual Result<void> wait_ready(std::chrono::milliseconds timeout) {
     (void)timeout;
     return {};
   }
 
-  // One word for readiness probes and metrics: "ready", "unreachable", or a wrapper's own state
+  // One word for readiness probes and metrics: "ready", "unreachable" (not ready(): no
+  // connection, or the last probe failed), or a wrapper's own state
   // (CircuitBreakerStore: "circuit_open").
   virtual std::string_view status() const { return ready() ? "ready" : "unreachable"; }
 

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -110,13 +111,27 @@ class TenantDirectory {
 
   // Whether the copy has been loaded from the backend and follows it.
   virtual bool ready() const { return true; }
-  // Waits up to `timeout` for ready() (the first load from a network backend); returns ready().
+  // Waits up to `timeout` for ready() (the first load from a network backend), or less when the
+  // first attempt to load failed (the backend refused or did not answer); returns ready().
   virtual bool wait_ready(std::chrono::milliseconds timeout) const {
     (void)timeout;
     return ready();
   }
   // Prometheus lines: spillway_tenants and the backend's own.
   virtual void append_metrics(std::string& out) const;
+
+  // Counter resets (the admin API's DELETE …/counters/…) on the same channel as the records: a
+  // reset made through one instance tells every instance that follows this backend to forget
+  // the denials it remembers (over-limit cache, lease denials), as fast as a record change
+  // reaches it. announce_reset() writes that a reset happened (no key: nothing secret in the
+  // backend) and does not wait for the others; the memory backend's directory has no other
+  // instance and writes nothing. Errors: the backend's (kUnavailable / kTimeout).
+  virtual Result<void> announce_reset() { return {}; }
+  // What runs, on the follower's thread, when this copy learns of a reset (its own included) or
+  // reloads every record (it may have missed one). Replacing it is safe from any thread; once
+  // on_reset returned, the previous listener is not running and never runs again. It must not
+  // call on_reset itself. Empty: nothing.
+  void on_reset(std::function<void()> listener);
 
  protected:
   explicit TenantDirectory(KeyDigest digest) : digest_(std::move(digest)) {}
@@ -137,6 +152,8 @@ class TenantDirectory {
   // The copy's updates, for a backend that follows others' writes or loads at start.
   void apply(const std::string& id, std::optional<TenantRecord> record);
   void replace_all(std::vector<TenantEntry> entries);
+  // Runs the on_reset listener (the follower's thread).
+  void heard_reset();
 
  private:
   static constexpr std::size_t kShards = 64;
@@ -156,6 +173,8 @@ class TenantDirectory {
 
   KeyDigest digest_;
   std::mutex write_mutex_;  // a write and its update of the copy, one at a time
+  std::mutex reset_mutex_;  // guards reset_listener_
+  std::function<void()> reset_listener_;
   mutable Shard shards_[kShards];
   std::atomic<std::size_t> size_{0};
 };

@@ -21,14 +21,21 @@ std::string_view what_on_error_does(policy::OnError on_error) {
   return "";
 }
 
-// The cause alone when the error wraps it ("redis host:port: not connected (CAUSE)"): the line
-// names the backend already.
+// The cause alone when the error wraps it ("redis host:port: not connected (CAUSE)", maybe
+// followed by "; " and the cause in plain words): the line names the backend already.
 std::string cause_of(const std::string& error) {
   static constexpr std::string_view kWrapped = ": not connected (";
   const std::size_t at = error.find(kWrapped);
-  if (at == std::string::npos || !error.ends_with(')')) return error;
+  if (at == std::string::npos) return error;
   const std::size_t start = at + kWrapped.size();
-  return error.substr(start, error.size() - 1 - start);
+  // The parenthesis that closes the wrap: the first one at the end or before "; ".
+  for (std::size_t close = error.find(')', start); close != std::string::npos;
+       close = error.find(')', close + 1)) {
+    if (close + 1 == error.size() || error.compare(close + 1, 2, "; ") == 0) {
+      return error.substr(start, close - start) + error.substr(close + 1);
+    }
+  }
+  return error;
 }
 
 }  // namespace
@@ -72,7 +79,8 @@ void BackendWatch::run(bool answering) {
   std::unique_lock lock(mutex_);
   while (!stop_cv_.wait_for(lock, interval_, [this] { return stopping_; })) {
     lock.unlock();
-    Result<void> now = store_.wait_ready(std::chrono::milliseconds(0));
+    // A real check's round trip (Store::probe): what ready(), /readyz and gRPC health read.
+    Result<void> now = store_.probe();
     if (now.has_value() != answering) {
       answering = now.has_value();
       write_serve_line(answering ? answers_again_line(url_)

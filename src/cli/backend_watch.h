@@ -1,6 +1,7 @@
 // What `spillway serve` says about its backend: one line when it does not answer (naming the
 // URL without its password, the error, and what on_error now does), one when it answers again.
-// A thread polls the store's wait_ready(0) every `interval` and writes a line on each change.
+// A thread probes the store (Store::probe: a real check's round trip, which also keeps ready(),
+// and so /readyz, current) every `interval` and writes a line on each change.
 //
 // Thread safety: the lines are written from the watching thread, one write(2) each, so they never
 // interleave with other lines. Ownership: uses `store`, which must outlive the watcher; the
@@ -31,7 +32,7 @@ class BackendWatch {
  public:
   // `answering`: the state at start (a line was already written if it is false).
   BackendWatch(Store& store, std::string url, policy::OnError on_error, bool answering,
-               std::chrono::milliseconds interval = std::chrono::milliseconds(250));
+               std::chrono::milliseconds interval = std::chrono::milliseconds(500));
   ~BackendWatch();
   BackendWatch(const BackendWatch&) = delete;
   BackendWatch& operator=(const BackendWatch&) = delete;

@@ -12,7 +12,7 @@
 #include "src/config/config.h"
 #include "src/core/backend_schemes.h"
 #include "src/core/text.h"
-#include "src/policy/ip.h"
+#include "src/policy/caller_value.h"
 #include "src/server/json_text.h"
 
 namespace spillway::cli {
@@ -28,10 +28,11 @@ Result<policy::Attributes> read_attributes(const std::vector<std::string>& words
     }
     std::string name = word.substr(0, equals);
     std::string value = word.substr(equals + 1);
-    if (name == "ip") {
-      auto ip = policy::parse_ip(value);
+    if (name == policy::kIpAttribute) {
+      // As the server keys it, and as the admin API takes it (an address or its key form).
+      auto ip = policy::ip_attribute_key(value, ipv6_prefix, true);
       if (!ip) return invalid_argument("ip: " + ip.error().message);
-      value = policy::ip_key(*ip, ipv6_prefix);
+      value = std::move(*ip);
     }
     if (!attributes.emplace(std::move(name), std::move(value)).second) {
       return invalid_argument("attribute " + quote_for_error(word.substr(0, equals)) +

@@ -94,6 +94,8 @@ BackendOptions backend_options(const policy::Config& config) {
                          .local_fallback = config.backend.on_error == policy::OnError::kLocal,
                          .over_limit_cache = config.backend.over_limit_cache,
                          .leases = LeaseStoreOptions{}};
+  options.memory.max_reservations = static_cast<std::size_t>(config.server.max_reservations);
+  options.memory.max_settled_reservations = options.memory.max_reservations;
   if (config.backend.max_batch) options.redis.max_batch = *config.backend.max_batch;
   if (config.backend.max_in_flight) options.redis.max_in_flight = *config.backend.max_in_flight;
   return options;
@@ -170,6 +172,19 @@ Preflight preflight(const policy::Config& config, const std::string& file,
     if (layer.by_plan && layer.by_plan->source == policy::PlanSource::kStore) out.tenants = true;
   }
   out.tenants |= out.admin_listen.has_value();
+  bool remembers_denials = config.backend.over_limit_cache > 0;
+  for (const policy::LayerSpec& layer : config.policy.layers) {
+    remembers_denials |= layer.lease.has_value();
+  }
+  out.tenants |= remembers_denials && is_redis_url(config.backend.url);
+  if (!config.rls.tenant_key.empty()) {
+    if (config.server.grpc_listen.empty()) {
+      problems.add("rls.tenant_key",
+                   "is for Envoy's services (server.grpc_listen is off): nothing would read it");
+    } else {
+      out.tenants = true;
+    }
+  }
   if (!config.backend.tenants_file.empty() && is_redis_url(config.backend.url)) {
     problems.add("backend.tenants_file",
                  "is for the memory backend; with Redis the tenant records live in Redis");
@@ -228,6 +243,19 @@ Preflight preflight(const policy::Config& config, const std::string& file,
     problems.add(tls_section ? "backend.tls" : "backend.url", checked.error().message);
   }
   return out;
+}
+
+std::optional<std::string> rls_tenants_warning(const policy::Config& config) {
+  if (config.server.grpc_listen.empty() || !config.rls.tenant_key.empty()) return std::nullopt;
+  bool records = !config.server.admin_listen.empty();
+  for (const policy::LayerSpec& layer : config.policy.layers) {
+    records |= layer.by_plan && layer.by_plan->source == policy::PlanSource::kStore;
+  }
+  if (!records) return std::nullopt;
+  return "server.grpc_listen: tenant records apply to POST /v1/check and GET /v1/auth only: "
+         "without rls.tenant_key (the descriptor key that carries the caller, e.g. api_key), "
+         "Envoy's ShouldRateLimit and RLQS decide by the rls rules alone, and a key blocked "
+         "through the admin API is still admitted there";
 }
 
 }  // namespace spillway::cli

@@ -43,7 +43,9 @@ struct Preflight {
   std::vector<server::AdminToken> admin_tokens;
   // server.tls loaded (its files checked): for the decision and admin listeners; null: plain.
   std::shared_ptr<server::ServerTls> tls;
-  // Tenant records are needed: a by_plan layer has source: store, or the admin API is on.
+  // Tenant records are needed: a by_plan layer has source: store, or the admin API is on, or a
+  // Redis backend remembers denials in this process (over_limit_cache, a `sync: lease` layer):
+  // counter resets reach it on the records' change log; or rls.tenant_key is set.
   bool tenants = false;
 };
 
@@ -63,5 +65,11 @@ std::optional<policy::Config> load_command_config(std::string_view command,
 
 // The backend options that the config describes (what serve opens, what validate checks).
 BackendOptions backend_options(const policy::Config& config);
+
+// When tenant records are in use (a by_plan layer with source: store, or the admin API) and
+// Envoy's services are on (server.grpc_listen) without rls.tenant_key: the line that says blocks
+// do not apply there ("server.grpc_listen: …"); nullopt otherwise. validate prints it as a
+// warning, serve at start.
+std::optional<std::string> rls_tenants_warning(const policy::Config& config);
 
 }  // namespace spillway::cli

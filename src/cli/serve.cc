@@ -34,6 +34,19 @@ std::function<void(const std::string&)> stderr_lines(std::string prefix) {
   };
 }
 
+// Envoy's paths read tenant records when rls.tenant_key names the descriptor key that carries a
+// caller, spelt as the policy in force spells a record's key (the service outlives the engine).
+rls::TenantGate rls_tenant_gate(const std::string& descriptor_key,
+                                const std::shared_ptr<TenantDirectory>& tenants,
+                                const server::Service* service) {
+  if (descriptor_key.empty() || !tenants) return {};
+  return {.tenants = tenants,
+          .descriptor_key = descriptor_key,
+          .spell = [service](std::string_view value) {
+            return service->current_policy()->tenant_key(value, service->ipv6_prefix());
+          }};
+}
+
 }  // namespace
 
 int run_serve(int argc, char** argv, int first, std::ostream& err) {
@@ -97,8 +110,9 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         << "\": " << store.error().message << "\n";
     return 1;
   }
-  // The first connection before the first request: a request that came earlier would be
-  // answered by on_error, uncharged. A backend that does not answer is said once, loudly.
+  // The first connection and a probe check (Store::probe: authentication, the script, a write)
+  // before the first request: a request that came earlier would be answered by on_error,
+  // uncharged. A backend that does not answer is said once, loudly, with why.
   const Result<void> answering = (*store)->wait_ready(connect_timeout);
   if (!answering) {
     if (config->backend.require_at_start) {
@@ -125,11 +139,12 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
       return 1;
     }
     tenants = std::move(*opened);
-    // A backend that answers gets time to hand a large directory over (a million records take
-    // seconds); one that does not, its connect timeout.
+    // A backend that answered a check gets time to hand a large directory over (a million
+    // records take seconds); one that did not was given its time already: no more wait, the
+    // copy loads in the background and /readyz says not ready until it has.
     const std::chrono::milliseconds load_wait =
         answering ? std::max<std::chrono::milliseconds>(connect_timeout, std::chrono::seconds(30))
-                  : connect_timeout;
+                  : std::chrono::milliseconds(0);
     if (!tenants->wait_ready(load_wait)) {
       if (config->backend.require_at_start) {
         err << "spillway serve: tenant records not loaded from the backend within "
@@ -139,7 +154,11 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         return 1;
       }
       err << "spillway serve: tenant records not loaded from the backend yet; until they are, "
-             "callers get their file plan or the default, and blocked callers are not blocked"
+          << (config->tenants.until_loaded == policy::UntilLoaded::kDeny
+                  ? "requests on source: store layers are denied (503) and /readyz says not "
+                    "ready (tenants.until_loaded: deny)"
+                  : "callers get their file plan or the default, blocked callers are not "
+                    "blocked, and /readyz says not ready (tenants.until_loaded: defaults)")
           << std::endl;
     }
   }
@@ -158,8 +177,18 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     return 1;
   }
 
+  // A counter reset made through any instance: forget the denials this one remembers. The
+  // listener is taken away before the service (and its store) goes.
+  struct ResetListener {
+    std::shared_ptr<TenantDirectory> tenants;
+    ~ResetListener() {
+      if (tenants) tenants->on_reset(nullptr);
+    }
+  } reset_listener{tenants};
   if (tenants) {
     (*service)->add_metrics_source([tenants](std::string& out) { tenants->append_metrics(out); });
+    Store* reset_store = &(*service)->store();
+    tenants->on_reset([reset_store] { reset_store->clear_caches(); });
   }
   // The admin API: its own listener and tokens, never the decision port.
   std::unique_ptr<server::AdminService> admin;
@@ -167,7 +196,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   if (checked.admin_listen) {
     admin = std::make_unique<server::AdminService>(
         tenants, (*service)->store(), std::move(checked.admin_tokens),
-        [handler] { return handler->current_policy(); }, stderr_lines("spillway audit: "));
+        [handler] { return handler->current_policy(); }, stderr_lines("spillway audit: "),
+        [handler] { return handler->ipv6_prefix(); });
     server::HttpServerOptions options;
     options.host = checked.admin_listen->host;
     options.port = checked.admin_listen->port;
@@ -208,7 +238,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     engine = std::make_unique<rls::RlsEngine>(
         (*service)->store(), rules,
         rls::RlsOptions{.charge_on_deny = config->rls.charge_on_deny,
-                        .response_headers = config->rls.response_headers});
+                        .response_headers = config->rls.response_headers,
+                        .tenants = rls_tenant_gate(config->rls.tenant_key, tenants, handler)});
     Store* shared_store = &(*service)->store();
     watcher = std::make_unique<rls::RlsWatcher>(*engine, config->rls.config, rules_fingerprint,
                                                 config->rls.watch, stderr_lines("spillway serve: "),
@@ -239,6 +270,9 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
       << " (backend " << printable_url(config->backend.url) << ", " << config->policy.layers.size()
       << " layers)" << std::endl;
   if (grpc) {
+    if (const std::optional<std::string> warning = rls_tenants_warning(*config)) {
+      err << "spillway serve: warning: " << *warning << std::endl;
+    }
     err << "spillway serve: gRPC rate limit service listening on " << grpc_address->host << ":"
         << grpc->port() << " (" << rules->domains.size() << " domains from " << config->rls.config
         << ")" << std::endl;

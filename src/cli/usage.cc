@@ -274,7 +274,11 @@ std::vector<Help> all_help() {
         {"--plan P", "set: the plan; list: only records with this plan", "default: none"},
         {"--limit LAYER=RATE", "set: the caller's own rate for a layer (e.g. gateway=1200/min)",
          "default: none"},
-        {"--blocked", "set: deny every request with this key, charging nothing", "default: off"},
+        {"--blocked",
+         "set: deny every request with this key, charging nothing: on POST /v1/check and GET "
+         "/v1/auth; on Envoy's ShouldRateLimit and RLQS only when rls.tenant_key names the "
+         "descriptor key that carries it",
+         "default: off"},
         {"--layer L", "reset: the layer whose counters for KEY are forgotten", "required by reset"},
         {"--all", "list: every page, one JSON answer per line", "default: one page"},
         {"--page N", "list: records per page (1-1000)", "default: 100"},

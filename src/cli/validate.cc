@@ -144,6 +144,12 @@ int run_validate(int argc, char** argv, int first, std::istream& in, std::ostrea
     err << "spillway validate: " << file << ": warning: " << warning.substr(file.size() + 2)
         << "\n";
   }
+  if (const std::optional<std::string> warning = rls_tenants_warning(report.config)) {
+    const int line = report.config.lines.of("server.grpc_listen");
+    err << "spillway validate: " << file
+        << ": warning: " << (line > 0 ? "line " + std::to_string(line) + ": " : std::string())
+        << *warning << "\n";
+  }
   const std::size_t layers = report.config.policy.layers.size();
   out << file << ": ok (" << layers << (layers == 1 ? " layer)" : " layers)") << "\n";
   return 0;

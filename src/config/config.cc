@@ -31,8 +31,11 @@ Config parse_document(const YAML::Node& root) {
          "the config must be a mapping with server, backend and layers, not " +
              std::string(kind_of(root)));
   }
-  Fields fields(root, "", {"server", "backend", "layers", "rls"});
+  Fields fields(root, "", {"server", "backend", "layers", "rls", "tenants"});
   if (const Entry* rls = fields.find("rls")) collect([&] { parse_rls(rls->value, config.rls); });
+  if (const Entry* tenants = fields.find("tenants")) {
+    collect([&] { parse_tenants(tenants->value, config.tenants); });
+  }
   if (const Entry* server = fields.find("server")) {
     collect([&] { parse_server(server->value, config.server); });
   }

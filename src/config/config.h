@@ -34,12 +34,15 @@
 //     breaker_probe: 1s           # while open, one probe per interval
 //     over_limit_cache: 100000    # Redis: an exact local cache of denials (keys); 0 = off
 //     require_at_start: false     # true: serve exits 1 if the backend does not answer at start
+//   tenants:
+//     until_loaded: deny          # or defaults: source: store layers before the records loaded
 //   rls:                          # the rules of the gRPC listener
 //     config: /etc/spillway/ratelimit   # a YAML file or a directory (envoyproxy/ratelimit's)
 //     charge_on_deny: false       # true: charge the descriptors that admit on a denied request
 //     response_headers: off       # or draft (RateLimit-*), or x-ratelimit (X-RateLimit-*)
 //     on_error: error             # or allow, or deny (default: a gRPC error status)
 //     watch: 1s                   # how often the files are compared for a change; 0 = never
+//     tenant_key: api_key         # the descriptor key carrying a tenant: blocks apply there too
 //   layers:
 //     - name: edge
 //       key: [ip]
@@ -112,6 +115,9 @@ struct ServerConfig {
   // Usage-based limits: how long a reservation ("reserve": true) waits for its commit or cancel
   // before it expires with its estimate charged.
   std::chrono::milliseconds reservation_ttl{10 * 60 * 1000};
+  // The memory backend's bound on open reservations (and, separately, on settled ids remembered
+  // until their ttl): beyond it a reserve is refused with a 503, nothing charged. 1..100,000,000.
+  std::int64_t max_reservations = 1'000'000;
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
@@ -155,6 +161,9 @@ struct RlsConfig {
   RlsHeaders response_headers = RlsHeaders::kOff;
   RlsOnError on_error = RlsOnError::kError;  // error: a gRPC status; Envoy's failure_mode_deny
   std::chrono::milliseconds watch{1000};     // how often the rules are checked for changes; 0 off
+  // The descriptor key whose value is a tenant record's key (e.g. api_key): a blocked caller is
+  // OVER_LIMIT on ShouldRateLimit and DENY_ALL on RLQS too. "": records do not apply there.
+  std::string tenant_key;
   friend bool operator==(const RlsConfig&, const RlsConfig&) = default;
 };
 
@@ -171,10 +180,18 @@ struct FieldLines {
   friend bool operator==(const FieldLines&, const FieldLines&) { return true; }
 };
 
+// `tenants:`: what `source: store` layers decide before this instance's copy of the tenant
+// records was first loaded (spillway/policy_spec.h's UntilLoaded; default deny).
+struct TenantsConfig {
+  UntilLoaded until_loaded = UntilLoaded::kDeny;
+  friend bool operator==(const TenantsConfig&, const TenantsConfig&) = default;
+};
+
 struct Config {
   ServerConfig server;
   BackendConfig backend;
   RlsConfig rls;
+  TenantsConfig tenants;
   PolicySpec policy;  // layers; validated: names unique, key attributes non-empty, one selector
   FieldLines lines;
   friend bool operator==(const Config&, const Config&) = default;

@@ -31,8 +31,11 @@ T choice(const Entry& entry, const std::string& path,
 
 void parse_rls(const YAML::Node& node, RlsConfig& rls) {
   if (node.IsNull()) return;
-  expect_map(node, "rls", "a mapping of config, charge_on_deny, response_headers, on_error, watch");
-  Fields fields(node, "rls", {"config", "charge_on_deny", "response_headers", "on_error", "watch"});
+  expect_map(node, "rls",
+             "a mapping of config, charge_on_deny, response_headers, on_error, watch, tenant_key");
+  Fields fields(
+      node, "rls",
+      {"config", "charge_on_deny", "response_headers", "on_error", "watch", "tenant_key"});
   if (const Entry* config = fields.find("config"))
     collect([&] {
       rls.config = scalar(config->value, fields.path("config"), "a file or directory path");
@@ -53,6 +56,12 @@ void parse_rls(const YAML::Node& node, RlsConfig& rls) {
                                         {{"error", RlsOnError::kError},
                                          {"allow", RlsOnError::kAllow},
                                          {"deny", RlsOnError::kDeny}});
+    });
+  if (const Entry* tenant = fields.find("tenant_key"))
+    collect([&] {
+      rls.tenant_key = scalar(tenant->value, fields.path("tenant_key"), "a descriptor key");
+      if (rls.tenant_key.empty())
+        fail(tenant->value, fields.path("tenant_key"), "must not be empty");
     });
   if (const Entry* watch = fields.find("watch"))
     collect([&] {

@@ -1,5 +1,6 @@
 // The sections of the config file, each read by its own file: server (config_server.cc),
-// backend (config_backend.cc), rls (config_rls.cc) and layers (config_layers.cc); config.cc reads
+// backend (config_backend.cc), rls (config_rls.cc), tenants (config_tenants.cc) and layers
+// (config_layers.cc); config.cc reads
 // the document and calls them. Each section reader fills its part of a Config from the section's
 // YAML node and reports mistakes through the field readers of yaml_fields.h (ConfigError, or
 // recorded in the parse's ReadLog). Internal to spillway_config; reentrant, one parse per thread.
@@ -19,6 +20,9 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend);
 
 // `rls:` (a null node leaves the defaults).
 void parse_rls(const YAML::Node& node, RlsConfig& rls);
+
+// `tenants:` (a null node leaves the defaults).
+void parse_tenants(const YAML::Node& node, TenantsConfig& tenants);
 
 // `layers:`: a non-empty list; each layer's rates are checked by Limit::make, so that a config
 // that validates can always be built.

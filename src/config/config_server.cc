@@ -15,13 +15,13 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   expect_map(node, "server",
              "a mapping of listen, threads, trusted_proxies, client_ip_header, ipv6_prefix, "
              "access_log, grpc_listen, dashboard, dashboard_keys, unknown_attributes, "
-             "admin_listen, admin_token_file, max_connections_per_peer, "
-             "admin_max_connections_per_peer, tls");
+             "admin_listen, admin_token_file, reservation_ttl, max_reservations, "
+             "max_connections_per_peer, admin_max_connections_per_peer, tls");
   Fields fields(node, "server",
                 {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
                  "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header",
-                 "admin_listen", "admin_token_file", "reservation_ttl", "max_connections_per_peer",
-                 "admin_max_connections_per_peer", "tls"});
+                 "admin_listen", "admin_token_file", "reservation_ttl", "max_reservations",
+                 "max_connections_per_peer", "admin_max_connections_per_peer", "tls"});
   // A listen address: host:port, checked as --listen is.
   const auto read_address = [&](const char* name, std::string& out) {
     const Entry* entry = fields.find(name);
@@ -69,6 +69,12 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
           server.reservation_ttl > std::chrono::hours(24 * 7)) {
         fail(ttl->value, path, "must be above 0 and at most 7d");
       }
+    });
+  if (const Entry* max = fields.find("max_reservations"))
+    collect([&] {
+      // 100 million open reservations are tens of GB: a larger number is a typo.
+      server.max_reservations =
+          whole_number(max->value, fields.path("max_reservations"), 1, 100'000'000);
     });
   if (const Entry* dashboard = fields.find("dashboard"))
     collect([&] { server.dashboard = boolean(dashboard->value, fields.path("dashboard")); });

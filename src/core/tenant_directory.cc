@@ -292,3 +292,19 @@ void TenantDirectory::replace_all(std::vector<TenantEntry> entries) {
 }
 
 }  // namespace spillway
+
+namespace spillway {
+
+void TenantDirectory::on_reset(std::function<void()> listener) {
+  std::lock_guard lock(reset_mutex_);
+  reset_listener_ = std::move(listener);
+}
+
+void TenantDirectory::heard_reset() {
+  // Under the lock: once on_reset(nullptr) returned, the old listener is not running and will
+  // not run (its owner may go away).
+  std::lock_guard lock(reset_mutex_);
+  if (reset_listener_) reset_listener_();
+}
+
+}  // namespace spillway

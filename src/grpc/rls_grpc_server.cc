@@ -224,7 +224,7 @@ Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions
   impl->service = std::make_unique<RateLimitService>(engine, metrics, options.on_error);
   impl->quota = std::make_unique<rls::QuotaService>(
       engine.store(), [&engine] { return engine.rules(); }, options.on_error,
-      engine.options().clock);
+      engine.options().clock, engine.options().tenants);
   impl->quota_service = make_quota_grpc_service(*impl->quota);
   const std::string host =
       options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;

@@ -6,6 +6,9 @@
 #include <bit>
 #include <boost/container/small_vector.hpp>
 #include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -47,7 +50,8 @@ class MemoryStore::Impl {
       : max_reservations_(options.max_reservations),
         budget_(options.max_keys),
         tables_(make_tables(shards(options), random_seed(),
-                            std::make_index_sequence<kAlgorithmCount>{})) {}
+                            std::make_index_sequence<kAlgorithmCount>{})),
+        settled_ids_(options.max_settled_reservations) {}
 
   Result<Decision> check(std::string_view key, const Limit& limit, Micros now, std::int64_t cost) {
     return with_table(limit.algorithm(), [&](auto& table) -> Result<Decision> {
@@ -136,23 +140,24 @@ class MemoryStore::Impl {
   }
 
   // Operation::kReserve: a check whose charges, when admitted, are kept under the spec's id.
+  // A place among the open reservations is taken first: a full store charges nothing and answers
+  // kStoreFull in O(1) (after dropping what has expired, which pops only expired entries).
   Result<Decisions> reserve(std::span<const KeyedLimit> checks, Micros now, std::int64_t cost,
                             const ReserveSpec& spec) {
-    // Bounded like the keys: reservations live until their ttl, settled ones too (to answer a
-    // second settlement with a conflict).
-    // Full: drop what has expired everywhere first (a library store may have no sweeper).
-    if (held_reservations_.load(std::memory_order_relaxed) >= max_reservations_) {
-      sweep_reservations(now);
-    }
-    if (held_reservations_.load(std::memory_order_relaxed) >= max_reservations_) {
-      return std::unexpected(Error{
-          Errc::kStoreFull, "the store holds its maximum of " + std::to_string(max_reservations_) +
-                                " reservations (open or settled within their ttl)"});
+    if (!take_open_place(now)) {
+      return std::unexpected(
+          Error{Errc::kStoreFull, "the reservation store is full: it holds its maximum of " +
+                                      std::to_string(max_reservations_) +
+                                      " open reservations (server.max_reservations); nothing was "
+                                      "charged"});
     }
     std::vector<core::ChargeMark> marks;
     marks.reserve(checks.size());
     Result<Decisions> decisions = check_all(checks, now, cost, &marks);
-    if (!decisions || !all_allowed(*decisions)) return decisions;
+    if (!decisions || !all_allowed(*decisions)) {
+      open_reservations_.fetch_sub(1, std::memory_order_relaxed);
+      return decisions;
+    }
     Reservation kept;
     kept.expires_at = now + std::chrono::duration_cast<std::chrono::microseconds>(spec.ttl).count();
     for (std::size_t i = 0; i < checks.size(); ++i) {
@@ -165,32 +170,33 @@ class MemoryStore::Impl {
     }
     ReservationShard& shard = reservation_shard(spec.id);
     std::lock_guard hold(shard.mutex);
-    // A shard sweeps itself as it grows (as the key tables do): amortised O(1) per reservation.
-    if (shard.kept.size() >= shard.sweep_at) {
-      sweep_locked(shard, now);
-      shard.sweep_at = std::max<std::size_t>(1024, 2 * shard.kept.size());
-    }
-    if (!shard.kept.try_emplace(std::string(spec.id), std::move(kept)).second) {
+    expire_locked(shard, now);  // amortised O(1): each reservation is popped once
+    const auto [at, made] = shard.open.try_emplace(std::string(spec.id), std::move(kept));
+    if (!made) {
+      open_reservations_.fetch_sub(1, std::memory_order_relaxed);
       return std::unexpected(Error{Errc::kInternal, "a reservation id was used twice"});
     }
-    open_reservations_.fetch_add(1, std::memory_order_relaxed);
-    held_reservations_.fetch_add(1, std::memory_order_relaxed);
+    at->second.expiry = shard.by_expiry.emplace(at->second.expires_at, at->first);
     return decisions;
   }
 
   // Settles a reservation once (Store::settle); its shard's lock is held throughout, so that two
-  // settlements of one id cannot both find it open.
+  // settlements of one id cannot both find it open (the tombstone is written before it is let go).
   Result<Settled> settle(const Settlement& settlement, Micros now) {
     ReservationShard& shard = reservation_shard(settlement.id);
     std::lock_guard hold(shard.mutex);
-    auto found = shard.kept.find(settlement.id);
-    if (found == shard.kept.end() || found->second.expires_at <= now) {
+    auto found = shard.open.find(settlement.id);
+    if (found != shard.open.end() && found->second.expires_at <= now) {
+      drop_expired_locked(shard, found);
+      found = shard.open.end();
+    }
+    if (found == shard.open.end()) {
+      if (settled_ids_.holds(settled_hash(settlement.id), now)) {
+        return std::unexpected(reservation_already_settled(settlement.id));
+      }
       return std::unexpected(reservation_not_found(settlement.id));
     }
     Reservation& kept = found->second;
-    if (kept.settled) {
-      return std::unexpected(reservation_already_settled(settlement.id));
-    }
     std::vector<std::int64_t> actual;
     if (Result<void> resolved = actual_costs(kept, settlement, actual); !resolved) {
       return std::unexpected(resolved.error());
@@ -208,19 +214,23 @@ class MemoryStore::Impl {
       });
       settled.push_back(std::move(out));
     }
-    // Kept, without its keys, until it would have expired: a second settlement is a conflict.
-    kept.settled = true;
-    kept.keys = {};
+    // Only a tombstone stays, until it would have expired: a second settlement is a conflict.
+    settled_ids_.add(settled_hash(settlement.id), kept.expires_at, now);
+    shard.by_expiry.erase(kept.expiry);
+    shard.open.erase(found);
     open_reservations_.fetch_sub(1, std::memory_order_relaxed);
     return settled;
   }
 
+  // Drops the reservations past their ttl, and the tombstones past theirs: pops only what has
+  // expired (plus one look per shard).
   std::size_t sweep_reservations(Micros now) {
     std::size_t dropped = 0;
     for (ReservationShard& shard : reservation_shards_) {
       std::lock_guard hold(shard.mutex);
-      dropped += sweep_locked(shard, now);
+      dropped += expire_locked(shard, now);
     }
+    settled_ids_.expire(now);
     return dropped;
   }
 
@@ -260,7 +270,8 @@ class MemoryStore::Impl {
 
   std::size_t size() const { return budget_.used(); }
 
-  // Reservations made and neither settled nor swept as expired; swept unsettled.
+  // Reservations made and neither settled nor swept as expired (what counts against
+  // max_reservations); swept unsettled.
   std::uint64_t open_reservations() const { return open_reservations_.load(); }
   std::uint64_t expired_reservations() const { return expired_reservations_.load(); }
 
@@ -293,7 +304,7 @@ class MemoryStore::Impl {
     }
   }
 
-  // A reservation: what each of its keys was charged, and how to settle it.
+  // An open reservation: what each of its keys was charged, and how to settle it.
   struct Reservation {
     struct Key {
       std::string key;
@@ -305,26 +316,102 @@ class MemoryStore::Impl {
     };
     std::vector<Key> keys;
     Micros expires_at = 0;
-    bool settled = false;
+    std::multimap<Micros, std::string_view>::iterator expiry;  // its entry in by_expiry
   };
   struct ReservationShard {
     std::mutex mutex;
-    std::unordered_map<std::string, Reservation, IdHash, std::equal_to<>> kept;
-    std::size_t sweep_at = 1024;  // sweep when it grows to this size
+    std::unordered_map<std::string, Reservation, IdHash, std::equal_to<>> open;
+    // The open ones by expiry (the ids view `open`'s keys, which never move): expiring pops
+    // from the front only what is due.
+    std::multimap<Micros, std::string_view> by_expiry;
   };
   static constexpr std::size_t kReservationShards = 16;
 
-  // Drops the shard's reservations past their ttl (the caller holds its lock).
-  std::size_t sweep_locked(ReservationShard& shard, Micros now) {
-    return std::erase_if(shard.kept, [&](const auto& entry) {
-      if (entry.second.expires_at > now) return false;
-      held_reservations_.fetch_sub(1, std::memory_order_relaxed);
-      if (!entry.second.settled) {
-        open_reservations_.fetch_sub(1, std::memory_order_relaxed);
-        expired_reservations_.fetch_add(1, std::memory_order_relaxed);
+  // Ids settled and not yet past their ttl, so that a second settlement is told apart from an
+  // unknown id: a 64-bit hash of the id and its expiry, in settlement order; at most `bound`, the
+  // oldest settled forgotten first. Thread-safe (its own lock, taken after a shard's, never
+  // before).
+  class SettledIds {
+   public:
+    explicit SettledIds(std::size_t bound) : bound_(std::max<std::size_t>(1, bound)) {}
+
+    void add(std::uint64_t hash, Micros expires_at, Micros now) {
+      std::lock_guard hold(mutex_);
+      expire_locked(now);
+      // Two ids with one hash (2^-64 for random ids): the first's tombstone stands for both.
+      if (expiry_.contains(hash)) return;
+      while (order_.size() >= bound_) pop_oldest_locked();
+      expiry_.emplace(hash, expires_at);
+      order_.emplace_back(hash, expires_at);
+    }
+    bool holds(std::uint64_t hash, Micros now) {
+      std::lock_guard hold(mutex_);
+      const auto found = expiry_.find(hash);
+      return found != expiry_.end() && found->second > now;
+    }
+    void expire(Micros now) {
+      std::lock_guard hold(mutex_);
+      expire_locked(now);
+    }
+
+   private:
+    // Settlement order is nearly expiry order (one ttl); a front not yet due holds back the
+    // ones behind it only until it is due or the bound pushes it out.
+    void expire_locked(Micros now) {
+      while (!order_.empty() && order_.front().second <= now) pop_oldest_locked();
+    }
+    void pop_oldest_locked() {
+      expiry_.erase(order_.front().first);
+      order_.pop_front();
+    }
+    const std::size_t bound_;
+    std::mutex mutex_;
+    std::unordered_map<std::uint64_t, Micros> expiry_;
+    std::deque<std::pair<std::uint64_t, Micros>> order_;  // one entry per key of expiry_
+  };
+
+  // A place among the open reservations, or false when max_reservations are open even after
+  // dropping the expired ones. Never more than the maximum at once, whatever the threads do.
+  bool take_open_place(Micros now) {
+    std::size_t open = open_reservations_.load(std::memory_order_relaxed);
+    bool expired_dropped = false;
+    while (true) {
+      if (open >= max_reservations_) {
+        if (expired_dropped) return false;
+        sweep_reservations(now);
+        expired_dropped = true;
+        open = open_reservations_.load(std::memory_order_relaxed);
+        continue;
       }
-      return true;
-    });
+      if (open_reservations_.compare_exchange_weak(open, open + 1, std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+  }
+
+  // Drops one open reservation found past its ttl (the caller holds its shard's lock): its
+  // estimates stay charged.
+  void drop_expired_locked(ReservationShard& shard,
+                           decltype(ReservationShard::open)::iterator found) {
+    shard.by_expiry.erase(found->second.expiry);
+    shard.open.erase(found);
+    open_reservations_.fetch_sub(1, std::memory_order_relaxed);
+    expired_reservations_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Drops the shard's reservations past their ttl (the caller holds its lock), from the front of
+  // its expiry order: O(what expired).
+  std::size_t expire_locked(ReservationShard& shard, Micros now) {
+    std::size_t dropped = 0;
+    while (!shard.by_expiry.empty() && shard.by_expiry.begin()->first <= now) {
+      drop_expired_locked(shard, shard.open.find(shard.by_expiry.begin()->second));
+      ++dropped;
+    }
+    return dropped;
+  }
+
+  std::uint64_t settled_hash(std::string_view id) const {
+    return std::hash<std::string_view>{}(id) ^ settled_seed_;
   }
 
   ReservationShard& reservation_shard(std::string_view id) {
@@ -361,11 +448,13 @@ class MemoryStore::Impl {
   }
 
   const std::size_t max_reservations_;
+  const std::uint64_t settled_seed_ = random_seed();
   memory::KeyBudget budget_;  // declared before the tables, which keep a reference to it
   Tables tables_;
   std::array<ReservationShard, kReservationShards> reservation_shards_;
-  std::atomic<std::size_t> held_reservations_{0};  // in the map: open or settled tombstones
-  std::atomic<std::uint64_t> open_reservations_{0};
+  SettledIds settled_ids_;
+  // Open reservations, and the places taken by reserves under way: never above the maximum.
+  std::atomic<std::size_t> open_reservations_{0};
   std::atomic<std::uint64_t> expired_reservations_{0};
 };
 

@@ -73,6 +73,12 @@ void CircuitBreakerStore::settle(const Settlement& settlement, SettleCallback do
   inner_->settle(settlement, std::move(done));
 }
 
+Result<void> CircuitBreakerStore::probe() {
+  Result<void> answer = inner_->probe();
+  if (answer) record(nullptr, Call::kNormal);
+  return answer;
+}
+
 bool CircuitBreakerStore::ready() const { return !open() && inner_->ready(); }
 
 std::string_view CircuitBreakerStore::status() const {

@@ -567,6 +567,18 @@ void LeaseStore::sweep(std::optional<Micros> at) {
   for (Leftover& l : leftovers) give_back(std::move(l.id), l.used, l.unused, l.at);
 }
 
+void LeaseStore::clear_caches() {
+  for (std::size_t s = 0; s < kShards; ++s) {
+    Shard& shard = shards_[s];
+    std::lock_guard lock(shard.mutex);
+    for (auto& [key, entry] : shard.entries) {
+      entry.denied_until = 0;
+      entry.denied_forever = false;
+    }
+  }
+  inner_->clear_caches();
+}
+
 void LeaseStore::release_all(std::chrono::milliseconds timeout) {
   std::vector<Leftover> leftovers;
   const Micros now = clock_->now();

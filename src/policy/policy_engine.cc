@@ -9,6 +9,7 @@
 #include "src/core/inline_completion.h"
 #include "src/core/text.h"
 #include "src/core/wait_for_answer.h"
+#include "src/policy/caller_value.h"
 #include "src/policy/endpoint_path.h"
 #include "src/policy/keys.h"
 #include "src/policy/names.h"
@@ -118,9 +119,11 @@ std::vector<KeyedLimit> Policy::keyed_limits(const std::vector<Check>& checks) {
 }
 
 Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
-                                                   std::shared_ptr<const TenantDirectory> tenants) {
+                                                   std::shared_ptr<const TenantDirectory> tenants,
+                                                   UntilLoaded until_loaded) {
   if (spec.layers.empty()) return invalid_argument("a policy needs at least one layer");
   std::shared_ptr<Policy> policy(new Policy(std::move(spec), std::move(tenants)));
+  policy->until_loaded_ = until_loaded;
   std::set<std::string> names;
   for (const LayerSpec& layer : policy->spec_.layers) {
     if (layer.name.empty() || !names.insert(layer.name).second) {
@@ -226,12 +229,30 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
         if (shadow) continue;
         return missing_attribute(layer.by_plan->attribute, layer.name);
       }
+      std::string canonical;  // a path attribute's value, as layers key it
+      if (is_path_attribute(layer.by_plan->attribute)) {
+        auto path = path_attribute_key(*value, layer.by_plan->attribute);
+        if (!path) {
+          if (shadow) continue;
+          return std::unexpected(path.error());
+        }
+        canonical = std::move(*path);
+        value = &canonical;
+      }
       auto assigned = layer.by_plan->assignments.find(*value);
       const std::string& plan = assigned == layer.by_plan->assignments.end()
                                     ? layer.by_plan->default_plan
                                     : assigned->second;
       limit = &built.by_plan.find(plan)->second;
       plan_name = &plan;
+      if (layer.by_plan->source == PlanSource::kStore && tenants_ != nullptr && !shadow &&
+          until_loaded_ == UntilLoaded::kDeny && !tenants_->ready()) {
+        // A copy never loaded cannot tell a blocked caller from another (docs/SPEC.md §5.2).
+        return std::unexpected(Error{Errc::kUnavailable,
+                                     "tenant records are not loaded yet (layer " + layer.name +
+                                         " has source: store; tenants.until_loaded: deny)",
+                                     kTenantsNotLoaded});
+      }
       if (layer.by_plan->source == PlanSource::kStore && tenants_ != nullptr) {
         if (std::shared_ptr<const TenantRecord> record = tenants_->find(*value)) {
           if (record->blocked && !shadow) {
@@ -315,8 +336,43 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
   return checks;
 }
 
+Result<std::string> Policy::caller_value(std::string_view attribute, std::string_view value,
+                                         int ipv6_prefix) const {
+  if (attribute == kIpAttribute) return ip_attribute_key(value, ipv6_prefix, true);
+  if (is_path_attribute(attribute)) return path_attribute_key(value, attribute);
+  return std::string(value);
+}
+
+Result<std::string> Policy::tenant_key(std::string_view value, int ipv6_prefix) const {
+  std::optional<std::string> key;
+  std::string key_layer, refusals;
+  for (const LayerSpec& layer : spec_.layers) {
+    if (!layer.by_plan || layer.by_plan->source != PlanSource::kStore) continue;
+    auto spelt = caller_value(layer.by_plan->attribute, value, ipv6_prefix);
+    if (!spelt) {
+      refusals +=
+          (refusals.empty() ? "" : "; ") + ("layer " + layer.name + ": ") + spelt.error().message;
+      continue;
+    }
+    if (key && *key != *spelt) {
+      return invalid_argument("layers " + key_layer + " and " + layer.name +
+                              " look tenants up by different attributes that spell this key "
+                              "differently: one record cannot serve both (give the key as one "
+                              "of them spells it)");
+    }
+    key = std::move(*spelt);
+    key_layer = layer.name;
+  }
+  if (key) return *key;
+  if (!refusals.empty()) {
+    return invalid_argument("the key can match no caller: " + refusals);
+  }
+  return std::string(value);  // no layer reads records: the record's check says so
+}
+
 Result<std::vector<Policy::Check>> Policy::keys_of_caller(std::string_view layer_name,
-                                                          std::string_view value) const {
+                                                          std::string_view raw_value,
+                                                          int ipv6_prefix) const {
   auto at = std::find_if(spec_.layers.begin(), spec_.layers.end(),
                          [&](const LayerSpec& l) { return l.name == layer_name; });
   if (at == spec_.layers.end()) {
@@ -341,6 +397,13 @@ Result<std::vector<Policy::Check>> Policy::keys_of_caller(std::string_view layer
                                      " caller attributes; its keys cannot be named from one value",
                                  "layer"});
   }
+  const std::string* caller = nullptr;
+  for (const std::string& name : layer.key) {
+    if (route_attribute == nullptr || name != *route_attribute) caller = &name;
+  }
+  auto spelt = caller_value(*caller, raw_value, ipv6_prefix);
+  if (!spelt) return std::unexpected(spelt.error());
+  const std::string_view value = *spelt;
   // The key of one route (nullptr: a layer without routes), as resolve() builds it.
   const auto key_for = [&](const std::string* route) {
     std::string key = layer.name;

@@ -5,9 +5,11 @@
 
 #include "src/core/backend_schemes.h"
 #include "src/core/inline_completion.h"
+#include "src/core/wait_for_answer.h"
 #include "src/redis/batcher.h"
 #include "src/redis/cluster_router.h"
 #include "src/redis/cross_slot.h"
+#include "src/redis/error_cause.h"
 #include "src/redis/key_slot.h"
 #include "src/redis/script_reply.h"
 #include "src/redis/scripts.h"
@@ -253,21 +255,54 @@ void RedisStore::all_or_nothing_call(const std::vector<redis::SlotKey>& keys,
                });
 }
 
-bool RedisStore::ready() const { return target_->ready(); }
+bool RedisStore::ready() const {
+  return target_->ready() && !probe_failed_.load(std::memory_order_acquire);
+}
+
+Result<void> RedisStore::probe() {
+  // lua/probe.lua through the target, as every check's script goes: the connection (and its
+  // AUTH), EVALSHA (EVAL after NOSCRIPT), the owner of the key's slot or the primary the
+  // sentinels name, and a write of a key that the same script deletes.
+  const std::string key = options_.key_prefix + ":readiness-probe";
+  auto args =
+      std::make_shared<std::vector<std::string>>(std::vector<std::string>{"", "", "1", key});
+  const redis::Script script{redis::probe_script_source(), &redis::probe_script_sha()};
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  Result<redis::Reply> reply = wait_for_answer<Result<redis::Reply>>(
+      [&](auto answer) { target_->run(slot_of(key), script, args, deadline, std::move(answer)); });
+  Result<void> answer;
+  if (!reply) {
+    answer = std::unexpected(reply.error());
+  } else if (reply->is_error()) {
+    answer = std::unexpected(redis::reply_error(*reply));
+  }
+  probe_failed_.store(!answer.has_value(), std::memory_order_release);
+  if (answer) return answer;
+  answer.error().message = redis::with_error_cause(std::move(answer.error().message));
+  return answer;
+}
 
 Result<void> RedisStore::wait_ready(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      // Why not: a peek (cost 0, nothing written) fails with the connection's last cause.
-      static const Limit kPeek = *Limit::make(Algorithm::kFixedWindow, 1, kMicrosPerSecond);
-      Result<Decision> peek = check("wait_ready", kPeek, 0);
-      if (peek) return {};  // it connected meanwhile
-      return std::unexpected(peek.error());
+  using SteadyClock = std::chrono::steady_clock;
+  const auto deadline = SteadyClock::now() + timeout;
+  // What the server itself said (an error reply: NOAUTH, READONLY …) tells more than a later
+  // probe that got no reply in time on a loaded machine: it is the one reported.
+  std::optional<Error> replied;
+  while (true) {
+    // Once connected, a probe; before, a probe only at the deadline (its error is the
+    // connection's last cause).
+    if (target_->ready() || SteadyClock::now() >= deadline) {
+      Result<void> answer = probe();
+      if (answer) return answer;
+      if (answer.error().message.starts_with("redis replied: ")) replied = answer.error();
+      if (SteadyClock::now() >= deadline)
+        return std::unexpected(replied ? *replied : answer.error());
+      // A failure that may pass (LOADING, a failover): again after a pause, until the deadline.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  return {};
 }
 
 RedisStore::RoutingCounters RedisStore::routing_counters() const {

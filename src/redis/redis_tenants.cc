@@ -77,8 +77,11 @@ void RedisTenantDirectory::say(const std::string& line) {
 
 bool RedisTenantDirectory::wait_ready(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(stop_mutex_);
-  return stop_signal_.wait_for(lock, timeout, [this] { return loaded_.load() || stopping_; }) &&
-         loaded_.load();
+  // A first load that failed (an error, or its timeout) ends the wait: a backend that refuses the
+  // records (NOPERM) or does not answer will not hand them over before the caller's deadline.
+  return stop_signal_.wait_for(lock, timeout, [this] {
+    return loaded_.load() || stopping_ || first_load_failed_;
+  }) && loaded_.load();
 }
 
 Result<Reply> RedisTenantDirectory::run(int which, std::vector<std::string> argv) {
@@ -87,6 +90,7 @@ Result<Reply> RedisTenantDirectory::run(int which, std::vector<std::string> argv
   *args = {"", "", "3", keys_[0], keys_[1], keys_[2]};
   for (std::string& value : argv) args->push_back(std::move(value));
   const Script script = script_of(which);
+  if (which != kWrite) reads_.fetch_add(1);
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   Result<Reply> reply = wait_for_answer<Result<Reply>>(
       [&](auto answer) { target_->run(slot_, script, args, deadline, std::move(answer)); });
@@ -224,6 +228,18 @@ Result<void> RedisTenantDirectory::load_all() {
   seq_.store(*start_seq);
   nonce_ = std::move(start_nonce);
   resyncs_.fetch_add(1);
+  heard_reset();  // a reset among the entries not read would otherwise be missed
+  return {};
+}
+
+Result<void> RedisTenantDirectory::announce_reset() {
+  auto reply = run(kWrite, {std::to_string(options_.log_length), "r"});
+  if (!reply) return std::unexpected(reply.error());
+  {
+    std::lock_guard lock(stop_mutex_);
+    poked_ = true;  // this instance hears it at once too (its own store already forgot)
+  }
+  stop_signal_.notify_all();
   return {};
 }
 
@@ -232,9 +248,9 @@ Result<void> RedisTenantDirectory::catch_up() {
     auto reply =
         run(kRead, {std::to_string(seq_.load()), std::to_string(options_.read_entries), nonce_});
     if (!reply) return std::unexpected(reply.error());
-    if (reply->type != Reply::Type::kArray || reply->elements.size() < 4 ||
-        reply->elements.size() % 2 != 0 || !is_int(reply->elements[0]) ||
-        !is_int(reply->elements[1]) || !is_int(reply->elements[2])) {
+    if (reply->type != Reply::Type::kArray || reply->elements.size() < 5 ||
+        reply->elements.size() % 2 != 1 || !is_int(reply->elements[0]) ||
+        !is_int(reply->elements[1]) || !is_int(reply->elements[2]) || !is_int(reply->elements[4])) {
       return bad_reply("to a read of the log");
     }
     const std::int64_t now = reply->elements[0].integer;
@@ -244,7 +260,7 @@ Result<void> RedisTenantDirectory::catch_up() {
           std::to_string(seq_.load()) + ") or what follows it; loading every record again");
       return load_all();
     }
-    for (std::size_t i = 4; i + 1 < reply->elements.size(); i += 2) {
+    for (std::size_t i = 5; i + 1 < reply->elements.size(); i += 2) {
       const std::string& text = reply->elements[i + 1].text;
       if (text.empty()) {
         apply(reply->elements[i].text, std::nullopt);
@@ -260,6 +276,10 @@ Result<void> RedisTenantDirectory::catch_up() {
     const std::int64_t last = reply->elements[2].integer;
     seq_.store(last);
     nonce_ = std::move(reply->elements[3].text);
+    if (reply->elements[4].integer > 0) {
+      resets_.fetch_add(static_cast<std::uint64_t>(reply->elements[4].integer));
+      heard_reset();
+    }
     if (last >= now) return {};
   }
 }
@@ -280,6 +300,10 @@ void RedisTenantDirectory::follow() {
       failing_ = false;
     } else {
       errors_.fetch_add(1);
+      {
+        std::lock_guard lock(stop_mutex_);
+        first_load_failed_ = true;  // stop_signal_ is notified below
+      }
       if (!failing_) {
         say("tenant records: cannot read them from Redis (" + step.error().message +
             "); requests use the copy this instance holds until it can");
@@ -307,6 +331,16 @@ void RedisTenantDirectory::append_metrics(std::string& out) const {
       "# HELP spillway_tenants_reloads_total Full loads of the tenant records from Redis.\n"
       "# TYPE spillway_tenants_reloads_total counter\nspillway_tenants_reloads_total " +
       std::to_string(resyncs_.load()) + "\n";
+  out +=
+      "# HELP spillway_tenants_reads_total Script calls this instance's follower made to read "
+      "the change log or every record (about ten a second when nothing changes).\n"
+      "# TYPE spillway_tenants_reads_total counter\nspillway_tenants_reads_total " +
+      std::to_string(reads_.load()) + "\n";
+  out +=
+      "# HELP spillway_counter_resets_heard_total Counter resets read from the change log "
+      "(any instance's): each made this instance forget the denials it remembers.\n"
+      "# TYPE spillway_counter_resets_heard_total counter\nspillway_counter_resets_heard_total " +
+      std::to_string(resets_.load()) + "\n";
   out +=
       "# HELP spillway_tenants_errors_total Failed reads of the tenant records, and records "
       "that could not be decoded.\n# TYPE spillway_tenants_errors_total counter\n"

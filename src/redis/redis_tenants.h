@@ -17,12 +17,16 @@
 // (each entry carries a nonce: the keys were lost and written again, by FLUSHALL, a restart
 // without persistence or a failover to a replica that was behind), loads every record again
 // (lua/tenant_scan.lua, HSCAN), as it does at start.
+// Counter resets ride the same log (announce_reset: an entry with field 'r' and no id), so a
+// reset made through one instance reaches every instance's remembered denials as fast as a
+// record change; a full reload counts as a reset heard (one may have been among what it skipped).
 // Why polling and not pub/sub: a message published while a subscriber reconnects is lost, and a
 // lost invalidation would leave a stale plan in force indefinitely; a sequenced log cannot skip
 // a change, and costs each instance ten small reads a second.
 //
 // While Redis is unreachable the copy keeps serving what it last saw; writes fail
-// (kUnavailable / kTimeout). ready() is true once the first full load succeeded.
+// (kUnavailable / kTimeout). ready() is true once the first full load succeeded; wait_ready()
+// returns as soon as it did, or as soon as a first attempt failed (the follower keeps trying).
 //
 // Thread safety: as TenantDirectory; one background thread follows the log.
 #pragma once
@@ -76,6 +80,9 @@ class RedisTenantDirectory final : public TenantDirectory {
   bool applies_own_writes() const override { return true; }
   void append_metrics(std::string& out) const override;
   bool wait_ready(std::chrono::milliseconds timeout) const override;
+  // A log entry that says a counter reset happened (no key, no record): every instance's
+  // follower runs its on_reset listener within poll_interval plus a round trip.
+  Result<void> announce_reset() override;
   // The sequence number of the last change this copy applied.
   std::int64_t applied_seq() const { return seq_.load(); }
 
@@ -101,11 +108,14 @@ class RedisTenantDirectory final : public TenantDirectory {
   std::atomic<std::uint64_t> resyncs_{0};
   std::atomic<std::uint64_t> errors_{0};
   std::atomic<std::uint64_t> polls_{0};
-  bool failing_ = false;  // the follower's thread only
+  std::atomic<std::uint64_t> resets_{0};  // reset entries read from the log
+  std::atomic<std::uint64_t> reads_{0};   // read and scan script calls sent
+  bool failing_ = false;                  // the follower's thread only
   mutable std::mutex stop_mutex_;
   mutable std::condition_variable stop_signal_;
   bool stopping_ = false;
-  bool poked_ = false;  // a write asks the follower to poll now
+  bool poked_ = false;              // a write asks the follower to poll now
+  bool first_load_failed_ = false;  // a load or read failed (ends wait_ready's wait)
   std::thread follower_;
 };
 

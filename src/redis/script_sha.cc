@@ -43,6 +43,7 @@ const std::string& all_or_nothing_script_sha() { return sha_of<all_or_nothing_sc
 const std::string& refund_script_sha() { return sha_of<refund_script_source>(); }
 const std::string& settle_script_sha() { return sha_of<settle_script_source>(); }
 const std::string& reset_script_sha() { return sha_of<reset_script_source>(); }
+const std::string& probe_script_sha() { return sha_of<probe_script_source>(); }
 const std::string& tenant_write_script_sha() { return sha_of<tenant_write_script_source>(); }
 const std::string& tenant_read_script_sha() { return sha_of<tenant_read_script_source>(); }
 const std::string& tenant_scan_script_sha() { return sha_of<tenant_scan_script_source>(); }

@@ -41,4 +41,8 @@ const std::string& tenant_scan_script_sha();
 std::string_view reset_script_source();
 const std::string& reset_script_sha();
 
+// The readiness probe: writes and deletes one key (Store::probe; lua/probe.lua).
+std::string_view probe_script_source();
+const std::string& probe_script_sha();
+
 }  // namespace spillway::redis

@@ -156,9 +156,27 @@ bool is_base64url(std::string_view id) {
                      [](unsigned char c) { return std::isalnum(c) != 0 || c == '-' || c == '_'; });
 }
 
+// Redis at its maxmemory (maxmemory-policy noeviction) refuses the script's first write with
+// "OOM command not allowed...": nothing was charged and no record could be written. To the
+// caller that is a full store (kStoreFull: the server refuses the reserve, whatever on_error
+// says), not an outage.
+Result<Decisions> out_of_memory_as_full(Result<Decisions> result) {
+  if (!result && result.error().code == Errc::kUnavailable &&
+      result.error().message.find("OOM command not allowed") != std::string::npos) {
+    return std::unexpected(Error{Errc::kStoreFull,
+                                 "the reservation store is full: redis is at its maxmemory, no "
+                                 "record can be written; nothing was charged (" +
+                                     result.error().message + ")"});
+  }
+  return result;
+}
+
 }  // namespace
 
 void RedisStore::reserve(const StoreRequest& request, AllCallback done) {
+  done = [then = std::move(done)](Result<Decisions> result) {
+    then(out_of_memory_as_full(std::move(result)));
+  };
   const ReserveSpec& spec = *request.reserve();
   if (!is_base64url(spec.id)) {
     return complete_inline(

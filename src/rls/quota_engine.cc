@@ -11,11 +11,13 @@
 namespace spillway::rls {
 
 QuotaService::QuotaService(Store& store, std::function<std::shared_ptr<const RlsRules>()> rules,
-                           policy::RlsOnError on_error, std::shared_ptr<const Clock> clock)
+                           policy::RlsOnError on_error, std::shared_ptr<const Clock> clock,
+                           TenantGate tenants)
     : store_(store),
       rules_(std::move(rules)),
       on_error_(on_error),
-      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()) {}
+      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()),
+      tenants_(std::move(tenants)) {}
 
 struct QuotaStream::Report {
   std::vector<QuotaUsage> usages;
@@ -108,7 +110,9 @@ void QuotaStream::next(std::shared_ptr<Report> report) {
     const Match match = domain ? match_descriptor(*domain, sorted) : Match{};
     const RuleLimit* rule =
         match.rule != nullptr && match.rule->rate_limit ? &*match.rule->rate_limit : nullptr;
-    if (rule == nullptr || rule->unlimited) {
+    if (service_.tenants().blocked(usage.bucket)) {
+      answer.strategy = QuotaStrategy::kDenyAll;  // a blocked caller: nothing charged
+    } else if (rule == nullptr || rule->unlimited) {
       answer.strategy = QuotaStrategy::kAllowAll;  // no limit applies
     } else if (!rule->limit) {
       answer.strategy = QuotaStrategy::kDenyAll;  // requests_per_unit 0

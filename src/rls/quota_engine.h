@@ -14,7 +14,8 @@
 // charged). When the shared key has less left than a new bucket costs, the bucket in force is
 // extended instead, else a smaller one is made (half of what is left: a new bucket costs twice
 // its size) and, with nothing left, DENY_ALL. No rule or an unknown domain:
-// ALLOW_ALL; `unlimited`: ALLOW_ALL; requests_per_unit 0: DENY_ALL.
+// ALLOW_ALL; `unlimited`: ALLOW_ALL; requests_per_unit 0: DENY_ALL; a bucket naming a caller
+// whose tenant record is blocked (rls.tenant_key): DENY_ALL, nothing charged.
 //
 // The bound holds while Envoy does as the protocol says: an assignment with the same strategy
 // extends the bucket in force (it is not refilled), and an expired one falls back to the
@@ -36,6 +37,7 @@
 #include "src/config/config.h"
 #include "src/rls/rls_config.h"
 #include "src/rls/rls_request.h"
+#include "src/rls/tenant_gate.h"
 
 namespace spillway::rls {
 
@@ -67,19 +69,23 @@ struct QuotaAssignment {
 class QuotaService {
  public:
   // `rules` gives the rules in force at each report (a reload swaps them).
+  // `tenants`: a bucket naming a blocked caller (tenant_gate.h) is DENY_ALL, nothing charged.
   QuotaService(Store& store, std::function<std::shared_ptr<const RlsRules>()> rules,
-               policy::RlsOnError on_error, std::shared_ptr<const Clock> clock = nullptr);
+               policy::RlsOnError on_error, std::shared_ptr<const Clock> clock = nullptr,
+               TenantGate tenants = {});
 
   Store& store() const { return store_; }
   std::shared_ptr<const RlsRules> rules() const { return rules_(); }
   policy::RlsOnError on_error() const { return on_error_; }
   Micros now() const { return clock_->now(); }
+  const TenantGate& tenants() const { return tenants_; }
 
  private:
   Store& store_;
   std::function<std::shared_ptr<const RlsRules>()> rules_;
   policy::RlsOnError on_error_;
   std::shared_ptr<const Clock> clock_;
+  TenantGate tenants_;
 };
 
 // One RLQS stream: its domain and, per bucket, the assignment in force.

@@ -104,6 +104,18 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
     }
   }
 
+  if (options_.tenants.active()) {
+    // A blocked caller is denied here as on /v1/check: before any rule, nothing charged.
+    RlsResponse blocked;
+    blocked.statuses.resize(request.descriptors.size());
+    for (std::size_t i = 0; i < request.descriptors.size(); ++i) {
+      if (!options_.tenants.blocked(request.descriptors[i].entries)) continue;
+      blocked.statuses[i].code = Code::kOverLimit;
+      blocked.overall_code = Code::kOverLimit;
+    }
+    if (blocked.overall_code == Code::kOverLimit) return done(std::move(blocked));
+  }
+
   auto call = std::make_shared<Call>();
   call->rules = rules();
   call->domain = request.domain;

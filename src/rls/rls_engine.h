@@ -41,6 +41,7 @@
 #include "src/rls/rls_config.h"
 #include "src/rls/rls_request.h"
 #include "src/rls/rls_stats.h"
+#include "src/rls/tenant_gate.h"
 
 namespace spillway::rls {
 
@@ -54,6 +55,10 @@ struct RlsOptions {
   ResponseHeaders response_headers = ResponseHeaders::kOff;
   // For duration_until_reset of rules without a counter (requests_per_unit 0). Default: system.
   std::shared_ptr<const Clock> clock;
+  // Tenant records (rls.tenant_key): a request with a descriptor naming a blocked caller is
+  // OVER_LIMIT (those descriptors OVER_LIMIT without a limit, the others OK unchecked), and
+  // nothing is charged or asked of the store. Default: no records read.
+  TenantGate tenants;
 };
 
 // The most descriptors one request may carry and the most entries one descriptor may have

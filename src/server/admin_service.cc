@@ -232,12 +232,14 @@ Result<std::vector<AdminToken>> read_admin_tokens(const std::string& path) {
 AdminService::AdminService(std::shared_ptr<TenantDirectory> tenants, Store& store,
                            std::vector<AdminToken> tokens,
                            std::function<std::shared_ptr<const policy::Policy>()> policy,
-                           std::function<void(const std::string&)> audit)
+                           std::function<void(const std::string&)> audit,
+                           std::function<int()> ipv6_prefix)
     : tenants_(std::move(tenants)),
       store_(store),
       token_digest_(*KeyDigest::make({})),
       policy_(std::move(policy)),
-      audit_(std::move(audit)) {
+      audit_(std::move(audit)),
+      ipv6_prefix_(std::move(ipv6_prefix)) {
   replace_tokens(std::move(tokens));
 }
 
@@ -386,9 +388,16 @@ void AdminService::handle(HttpRequest request, Responder respond) {
     }
     return respond(reset(*who, *key, *counters));
   }
-  if (request.method == "PUT") return respond(put(*who, *key, request.body));
-  if (request.method == "GET") return respond(get(*key));
-  if (request.method == "DELETE") return respond(erase(*who, *key));
+  const bool record_method =
+      request.method == "PUT" || request.method == "GET" || request.method == "DELETE";
+  if (record_method) {
+    // The key its requests are looked up by, whatever spelling was sent.
+    auto spelt = policy_()->tenant_key(*key, ipv6_prefix_());
+    if (!spelt) return respond(error_response(400, spelt.error().message));
+    if (request.method == "PUT") return respond(put(*who, *spelt, request.body));
+    if (request.method == "GET") return respond(get(*spelt));
+    return respond(erase(*who, *spelt));
+  }
   HttpResponse response = error_response(405, "method " + request.method +
                                                   " is not allowed on a tenant (allow: GET, PUT, "
                                                   "DELETE)");
@@ -451,7 +460,7 @@ HttpResponse AdminService::erase(const std::string& who, const std::string& key)
 
 HttpResponse AdminService::reset(const std::string& who, const std::string& key,
                                  std::string_view layer) {
-  auto checks = policy_()->keys_of_caller(layer, key);
+  auto checks = policy_()->keys_of_caller(layer, key, ipv6_prefix_());
   if (!checks) return from_error(checks.error());
   std::vector<KeyedLimit> keys;
   for (const policy::Policy::Check& check : *checks) keys.push_back({check.key, check.limit});
@@ -462,11 +471,25 @@ HttpResponse AdminService::reset(const std::string& who, const std::string& key,
   if (!done) return error_response(503, "the backend did not reset: " + done.error().message);
   std::size_t forgotten = 0;
   for (const Decision& d : *done) forgotten += d.allowed ? 1 : 0;
+  // Every other instance on this backend forgets the denials it remembers (within the time a
+  // record change takes to reach it); this one already has.
+  const Result<void> announced = tenants_->announce_reset();
   const std::string name(layer);
   audit_("token=" + who + " reset tenant=" + masked(key) + " layer=" + name +
-         " keys=" + std::to_string(keys.size()) + " held_state=" + std::to_string(forgotten));
-  return json_response(200, "{\"layer\":\"" + name + "\",\"keys\":" + std::to_string(keys.size()) +
-                                ",\"held_state\":" + std::to_string(forgotten) + "}");
+         " keys=" + std::to_string(keys.size()) + " held_state=" + std::to_string(forgotten) +
+         (announced ? "" : " not_announced=" + quote_for_error(announced.error().message, 120)));
+  std::string out = "{\"layer\":\"" + name + "\",\"keys\":" + std::to_string(keys.size()) +
+                    ",\"held_state\":" + std::to_string(forgotten) + ",\"announced\":";
+  if (announced) {
+    out += "true}";
+  } else {
+    // The reset is done here and in the shared store; instances that remember a denial of this
+    // caller keep it until its retry_after runs out.
+    out += "false,\"announce_error\":";
+    append_json_string(out, announced.error().message);
+    out += "}";
+  }
+  return json_response(200, std::move(out));
 }
 
 HttpResponse AdminService::list(std::string_view query) const {
@@ -567,6 +590,9 @@ HttpResponse AdminService::import(const std::string& who, const HttpRequest& req
       return error_response(
           400, where + "the key must be 1 to " + std::to_string(kMaxTenantKeyBytes) + " bytes");
     }
+    auto spelt = policy->tenant_key(key, ipv6_prefix_());
+    if (!spelt) return error_response(400, where + spelt.error().message);
+    key = std::move(*spelt);
     if (auto fits = check_against(*policy, record, where); !fits) return from_error(fits.error());
     records.emplace_back(std::move(key), std::move(record));
   }

@@ -13,7 +13,11 @@
 //   DELETE /v1/tenants/{key}/counters/{layer}   the caller's state in that layer forgotten (every
 //                              plan's and route's key; Operation::kReset), e.g. after a limit was
 //                              hit by mistake
-// {key} is percent-decoded (a key with '/' is sent as %2F). A record is checked against the
+// {key} is percent-decoded (a key with '/' is sent as %2F), then spelt as the request path spells
+// the attribute it names (Policy::tenant_key for records and imports, Policy::keys_of_caller for
+// resets; src/policy/caller_value.h): an IP address as its key (IPv4-mapped as IPv4, IPv6 as its
+// /64 or server.ipv6_prefix), a path as its canonical path; a key that no request could be keyed
+// by is a 400 naming the form expected. A record is checked against the
 // current policy: its plan must be a plan of a by_plan layer with `source: store`, its limits
 // name such layers with rates their algorithm takes. Bad input is a 400 naming the field (or the
 // import's line) and writes nothing.
@@ -58,11 +62,13 @@ Result<std::vector<AdminToken>> read_admin_tokens(const std::string& path);
 class AdminService {
  public:
   // `policy` returns the policy in force (it changes on reload); `audit` gets one line per change;
-  // `store` is where counters are reset (the decision endpoints' store; it outlives this).
-  AdminService(std::shared_ptr<TenantDirectory> tenants, Store& store,
-               std::vector<AdminToken> tokens,
-               std::function<std::shared_ptr<const policy::Policy>()> policy,
-               std::function<void(const std::string&)> audit);
+  // `store` is where counters are reset (the decision endpoints' store; it outlives this);
+  // `ipv6_prefix` returns server.ipv6_prefix in force (how an "ip" key is spelt).
+  AdminService(
+      std::shared_ptr<TenantDirectory> tenants, Store& store, std::vector<AdminToken> tokens,
+      std::function<std::shared_ptr<const policy::Policy>()> policy,
+      std::function<void(const std::string&)> audit,
+      std::function<int()> ipv6_prefix = [] { return 64; });
 
   void handle(HttpRequest request, Responder respond);
 
@@ -116,6 +122,7 @@ class AdminService {
   std::shared_ptr<const TokenSet> tokens_;
   std::function<std::shared_ptr<const policy::Policy>()> policy_;
   std::function<void(const std::string&)> audit_;
+  std::function<int()> ipv6_prefix_;
   mutable RateLimitedLog refused_log_;
 };
 

@@ -174,6 +174,15 @@ HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Err
   return response;
 }
 
+HttpResponse reservation_refused_response(const Error& error) {
+  std::string body = "{\"allowed\":false,\"backend_error\":";
+  append_json_string(body, error.message);
+  body.append(",\"error\":\"the store is full: no reservation was made, nothing was charged\"}");
+  HttpResponse response{.status = 503, .body = std::move(body)};
+  add_backend_error_headers(response, false, error);
+  return response;
+}
+
 void add_reservation(HttpResponse& response, std::string_view id, std::chrono::milliseconds ttl) {
   std::string& body = response.body;
   if (body.empty() || body.back() != '}') return;  // not a JSON object (nginx's answers)

@@ -29,6 +29,12 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& decision, bo
 // The same endpoints when the backend failed: on_error's answer (`allow`) with "backend_error".
 HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Error& error);
 
+// A "reserve": true request (POST /v1/check, /v1/limit) that the store could not keep
+// (Errc::kStoreFull: its reservations or keys at their maximum): 503 with Retry-After: 1,
+// "allowed": false and the store's reason, whatever on_error says: a reservation that cannot be
+// kept is never granted (nothing was charged). nginx's /v1/auth never reserves.
+HttpResponse reservation_refused_response(const Error& error);
+
 // An admitted "reserve": true answer (POST /v1/check, /v1/limit): adds "reservation" (its id)
 // and "reservation_expires_ms" (how long it waits for its commit or cancel) to the JSON body.
 void add_reservation(HttpResponse& response, std::string_view id, std::chrono::milliseconds ttl);

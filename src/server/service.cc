@@ -33,7 +33,7 @@ bool allows(std::string_view allow, std::string_view method) {
 }  // namespace
 
 Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& config) const {
-  auto built = Policy::make(config.policy, tenants_);
+  auto built = Policy::make(config.policy, tenants_, config.tenants.until_loaded);
   if (!built) return std::unexpected(built.error());
   auto settings = std::make_shared<Settings>();
   settings->policy = *built;

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 
 #include "spillway/policy_engine.h"
@@ -55,6 +56,8 @@ class Service {
   Metrics& metrics() { return metrics_; }
   // The policy in force now (the admin API checks records against it).
   std::shared_ptr<const policy::Policy> current_policy() const { return settings()->policy; }
+  // server.ipv6_prefix in force: how an "ip" attribute is keyed.
+  int ipv6_prefix() const { return settings()->ipv6_prefix; }
   // The store the endpoints decide on (the gRPC listener shares it).
   Store& store() { return *store_; }
   // Adds text to GET /metrics (Prometheus lines), e.g. the gRPC listener's. Any time, any
@@ -123,6 +126,9 @@ class Service {
                   const Reply& reply, bool reserve = false);
   // Counts a backend error and what on_error answered, and logs it (at most a line a second).
   void backend_failed(const Error& error, bool allowed);
+  // A reserve the store could not keep (kStoreFull): counted, logged, answered 503 (never
+  // admitted, whatever on_error says). Otherwise nullopt.
+  std::optional<HttpResponse> reservation_refused(const Result<void>& kept);
   void warn_of_unread_client_header(const HttpRequest& request, const Settings& settings,
                                     const policy::IpAddress& peer);
   HttpResponse limit_response(const Limit& limit, policy::OnError on_error,

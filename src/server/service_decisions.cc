@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/core/text.h"
+#include "src/policy/caller_value.h"
 #include "src/policy/keys.h"
 #include "src/server/decision_response.h"
 #include "src/server/json_body.h"
@@ -21,13 +22,6 @@ using policy::LayerDecision;
 using policy::Policy;
 using policy::PolicyDecision;
 namespace {
-
-// The "ip" attribute as its edge key: IPv4 whole, IPv6 by prefix. Invalid -> error.
-Result<std::string> normalize_ip(std::string_view text_ip, int ipv6_prefix) {
-  auto ip = policy::parse_ip(text_ip);
-  if (!ip) return invalid_argument("\"ip\": " + ip.error().message);
-  return policy::ip_key(*ip, ipv6_prefix);
-}
 
 bool uses_attribute(const Policy& policy, std::string_view name) {
   const std::vector<std::string>& used = policy.attributes_used();
@@ -82,8 +76,18 @@ void Service::backend_failed(const Error& error, bool allowed) {
   std::string line = "spillway: backend error (";
   line.append(errc_name(error.code)).append("): ").append(error.message);
   line.append(allowed ? "; on_error allow: admitted without a decision"
-                      : "; on_error deny: answered 503 (403 to nginx)");
+              : error.field == policy::kTenantsNotLoaded
+                  ? "; answered 503 (403 to nginx)"
+                  : "; on_error deny: answered 503 (403 to nginx)");
   error_log_.write(std::move(line));  // one line a second at most
+}
+
+std::optional<HttpResponse> Service::reservation_refused(const Result<void>& kept) {
+  if (kept || kept.error().code != Errc::kStoreFull) return std::nullopt;
+  metrics_.backend_error(errc_name(kept.error().code), false);
+  error_log_.write("spillway: a reserve was refused (" + std::string(errc_name(kept.error().code)) +
+                   "): " + kept.error().message + "; answered 503, nothing charged");
+  return reservation_refused_response(kept.error());
 }
 
 void Service::limit(const HttpRequest& request, const Reply& reply) {
@@ -169,6 +173,11 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   if (!reservation) return reply(error_response(400, reservation.error().message));
   store_->decide(*reservation, [this, limit = *made, on_error, key = *stored_key, id, ttl,
                                 reply](Result<Decisions> decisions) {
+    if (!decisions) {
+      if (auto refused = reservation_refused(std::unexpected(decisions.error()))) {
+        return reply(std::move(*refused));
+      }
+    }
     Result<Decision> decision = decisions ? Result<Decision>(decisions->front())
                                           : Result<Decision>(std::unexpected(decisions.error()));
     HttpResponse response = limit_response(limit, on_error, key, decision);
@@ -236,8 +245,9 @@ void Service::check(const HttpRequest& request, const Reply& reply) {
     if (!v) return reply(error_response(400, v.error().message));
     attributes.insert_or_assign(std::string(name), std::move(*v));
   }
-  if (auto ip = attributes.find("ip"); ip != attributes.end()) {
-    auto normalized = normalize_ip(ip->second, current->ipv6_prefix);
+  if (auto ip = attributes.find(policy::kIpAttribute); ip != attributes.end()) {
+    // The one spelling the admin API and inspect use too (src/policy/caller_value.h).
+    auto normalized = policy::ip_attribute_key(ip->second, current->ipv6_prefix);
     if (!normalized) return reply(error_response(400, normalized.error().message));
     ip->second = std::move(*normalized);
   }
@@ -327,16 +337,21 @@ void Service::run_policy(const std::shared_ptr<const Settings>& settings,
                                  reply(policy_response(*settings, for_nginx, result));
                                });
   }
-  policy.reserve_async(*store_, attributes, cost, std::nullopt, settings->reservation_ttl,
-                       [this, settings, reply](Result<PolicyDecision> result) {
-                         HttpResponse response = policy_response(*settings, false, result);
-                         if (result && !result->reservation.empty()) {
-                           metrics_.reservation("reserved");
-                           add_reservation(response, result->reservation,
-                                           settings->reservation_ttl);
-                         }
-                         reply(std::move(response));
-                       });
+  policy.reserve_async(
+      *store_, attributes, cost, std::nullopt, settings->reservation_ttl,
+      [this, settings, reply](Result<PolicyDecision> result) {
+        if (!result) {
+          if (auto refused = reservation_refused(std::unexpected(result.error()))) {
+            return reply(std::move(*refused));
+          }
+        }
+        HttpResponse response = policy_response(*settings, false, result);
+        if (result && !result->reservation.empty()) {
+          metrics_.reservation("reserved");
+          add_reservation(response, result->reservation, settings->reservation_ttl);
+        }
+        reply(std::move(response));
+      });
 }
 
 HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
@@ -348,7 +363,10 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
       if (!for_nginx) return error_response(400, result.error().message);
       return error_response(missing_key ? 401 : 400, auth_attribute_message(result.error()));
     }
-    const bool allow = settings.on_error != policy::OnError::kDeny;
+    // A source: store layer before the tenant records loaded (tenants.until_loaded: deny) is
+    // denied whatever on_error says: a caller an operator blocked must not be admitted.
+    const bool allow = settings.on_error != policy::OnError::kDeny &&
+                       result.error().field != policy::kTenantsNotLoaded;
     backend_failed(result.error(), allow);
     return policy_backend_error_response(allow, for_nginx, result.error());
   }

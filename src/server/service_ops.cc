@@ -42,7 +42,7 @@ void Service::index(const HttpRequest&, const Reply& reply) {
       "POST /v1/cancel    give a reservation's whole estimate back\n"
       "GET  /metrics      Prometheus metrics\n"
       "GET  /healthz      liveness\n"
-      "GET  /readyz       readiness (503 while the backend is unreachable)\n";
+      "GET  /readyz       readiness (503 while checks fail or tenant records are not loaded)\n";
   if (settings()->dashboard) {
     body.append(
         "GET  /v1/stats     live counters as JSON\n"
@@ -56,11 +56,18 @@ void Service::healthz(const HttpRequest&, const Reply& reply) {
 }
 
 void Service::readyz(const HttpRequest&, const Reply& reply) {
-  const bool ready = store_->ready();
+  // The store's ready() follows the backend's probes and its circuit (a check would work), not
+  // whether a socket is open. The reason stays a word: the probe's error (addresses, Redis'
+  // text) is in the log, not on a port that callers may reach.
+  const bool backend_ready = store_->ready();
+  const bool tenants_ready = tenants_ == nullptr || tenants_->ready();
+  const bool ready = backend_ready && tenants_ready;
   // on_error says what requests get meanwhile: with allow they are admitted unchecked.
   const std::string_view on_error = policy::on_error_name(settings()->on_error);
-  std::string body = ready ? R"({"status":"ready","backend":")"
-                           : R"({"status":"not ready","error":"backend unreachable","backend":")";
+  std::string body =
+      ready           ? R"({"status":"ready","backend":")"
+      : backend_ready ? R"({"status":"not ready","error":"tenant records not loaded","backend":")"
+                      : R"({"status":"not ready","error":"backend unreachable","backend":")";
   body.append(store_->status()).append(R"(","on_error":")").append(on_error).append("\"}");
   reply({.status = ready ? 200 : 503, .body = std::move(body)});
 }

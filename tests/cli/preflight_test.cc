@@ -30,5 +30,16 @@ TEST(PreflightBackendOptions, UnsetKnobsKeepTheStoresDefaults) {
   EXPECT_EQ(options.redis.max_in_flight, RedisStoreOptions{}.max_in_flight);
 }
 
+TEST(PreflightBackendOptions, MaxReservationsReachesTheMemoryStore) {
+  Result<policy::Config> config = policy::parse_config("server: {max_reservations: 5000}\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  const BackendOptions options = backend_options(*config);
+  EXPECT_EQ(options.memory.max_reservations, 5000u);
+  EXPECT_EQ(options.memory.max_settled_reservations, 5000u);
+  Result<policy::Config> defaults = policy::parse_config("server: {}\n");
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().message;
+  EXPECT_EQ(backend_options(*defaults).memory.max_reservations, 1'000'000u);
+}
+
 }  // namespace
 }  // namespace spillway::cli

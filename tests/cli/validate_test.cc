@@ -110,6 +110,20 @@ TEST(ValidateBinary, BadConfigNamesTheLineAndFieldAndFails) {
   EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << run.err;  // one line
 }
 
+TEST(ValidateBinary, ABadTenantsUntilLoadedNamesTheLineAndField) {
+  const std::string good = write_config("tenants:\n  until_loaded: defaults\n");
+  Outcome accepted = run_binary("validate " + good);
+  std::remove(good.c_str());
+  EXPECT_EQ(accepted.status, 0) << accepted.err;
+  const std::string path =
+      write_config("backend:\n  url: memory\ntenants:\n  until_loaded: allow\n");
+  Outcome run = run_binary("validate " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.err, "spillway validate: " + path +
+                         ": line 4: tenants.until_loaded: \"allow\" must be deny or defaults\n");
+}
+
 TEST(ValidateBinary, MissingFileFailsNamingThePath) {
   const std::string path = temp_path("_missing.yaml");
   Outcome run = run_binary("validate " + path);

@@ -417,7 +417,7 @@ TEST(ConfigErrors, ExactMessages) {
   config = parse_config("colour: blue\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
-            "line 1: colour: unknown field (expected server, backend, layers, rls)");
+            "line 1: colour: unknown field (expected server, backend, layers, rls, tenants)");
 }
 
 TEST(ConfigErrors, YamlSyntaxErrorsKeepTheParserMessage) {
@@ -443,7 +443,7 @@ TEST(ConfigErrors, ControlCharactersAreEscapedSoMessagesStayOneLine) {
   Result<Config> config = parse_config("laye\rrs: []\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
-            "line 1: laye\\x0drs: unknown field (expected server, backend, layers, rls)");
+            "line 1: laye\\x0drs: unknown field (expected server, backend, layers, rls, tenants)");
   config = parse_config("layers:\n  - name: a\n    key: [ip]\n    algorithm: \"gc\\nra\"\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_TRUE(
@@ -561,6 +561,26 @@ TEST(ConfigBackend, RedisBatchingKnobsAreReadAndBounded) {
       {"backend: {max_batch: lots}\n", "line 1: backend.max_batch: "},
       {"backend: {max_in_flight: -2}\n", "line 1: backend.max_in_flight: "},
       {"backend: {max_in_flight: 1.5}\n", "line 1: backend.max_in_flight: "},
+  };
+  expect_config_refused(cases);
+}
+
+TEST(ConfigServer, MaxReservationsIsReadAndBounded) {
+  Result<Config> config = parse_config("server:\n  max_reservations: 2500\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->server.max_reservations, 2500);
+  Result<Config> defaults = parse_config("server: {}\n");
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().message;
+  EXPECT_EQ(defaults->server.max_reservations, 1'000'000);
+  const std::pair<const char*, const char*> cases[] = {
+      {"server:\n  max_reservations: 0\n", "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: -5\n", "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: many\n", "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: 1.5\n", "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: 100000001\n", "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: 99999999999999999999999\n",
+       "line 2: server.max_reservations: "},
+      {"server:\n  max_reservations: [1]\n", "line 2: server.max_reservations: "},
   };
   expect_config_refused(cases);
 }

@@ -45,6 +45,32 @@ TEST(TenantConfig, AnotherSourceIsAnErrorNamingItsLine) {
   EXPECT_NE(bad.error().message.find("must be file"), std::string::npos);
 }
 
+TEST(TenantConfig, UntilLoadedIsDenyUnlessTheFileSaysDefaults) {
+  auto defaults = parse_config("");
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->tenants.until_loaded, UntilLoaded::kDeny);
+  for (const auto& [text, expected] :
+       {std::pair{"deny", UntilLoaded::kDeny}, std::pair{"defaults", UntilLoaded::kDefaults}}) {
+    auto config = parse_config(std::string("tenants:\n  until_loaded: ") + text + "\n");
+    ASSERT_TRUE(config.has_value()) << config.error().message;
+    EXPECT_EQ(config->tenants.until_loaded, expected) << text;
+  }
+}
+
+TEST(TenantConfig, AnotherUntilLoadedOrFieldIsAnErrorNamingItsLine) {
+  for (const auto& [text, error] :
+       {std::pair{"tenants:\n  until_loaded: allow\n",
+                  "line 2: tenants.until_loaded: \"allow\" must be deny or defaults"},
+        std::pair{"tenants:\n  until_loaded: [deny]\n", "line 2: tenants.until_loaded:"},
+        std::pair{"tenants:\n  until_load: deny\n", "line 2: tenants.until_load"},
+        std::pair{"tenants: deny\n", "line 1: tenants"}}) {
+    auto bad = parse_config(text);
+    ASSERT_FALSE(bad.has_value()) << text;
+    EXPECT_NE(bad.error().message.find(error), std::string::npos)
+        << text << ": " << bad.error().message;
+  }
+}
+
 TEST(TenantConfig, AdminAndTenantsFileFieldsAreRead) {
   auto config = parse_config(
       "server:\n  admin_listen: 127.0.0.1:9090\n  admin_token_file: /etc/spillway/tokens\n"

@@ -174,11 +174,18 @@ export async function httpGet(port, urlPath) {
 // ---------------------------------------------------------------------------------------
 // spillway serve.
 
-// A tiny YAML emitter for the config file (mappings of scalars only, which is all we need).
+// A tiny YAML emitter for the config file: mappings, and lists of scalars or of mappings.
 function toYaml(value, indent = '') {
   let out = '';
   for (const [key, v] of Object.entries(value)) {
-    if (v !== null && typeof v === 'object') {
+    if (Array.isArray(v)) {
+      out += `${indent}${key}:\n`;
+      for (const item of v) {
+        out += item !== null && typeof item === 'object'
+          ? `${indent}  - ${toYaml(item, `${indent}    `).trimStart()}`
+          : `${indent}  - ${JSON.stringify(String(item))}\n`;
+      }
+    } else if (v !== null && typeof v === 'object') {
       out += `${indent}${key}:\n${toYaml(v, indent + '  ')}`;
     } else {
       out += `${indent}${key}: ${JSON.stringify(String(v))}\n`;

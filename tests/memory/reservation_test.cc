@@ -119,36 +119,109 @@ TEST(MemoryReservation, AnUnsettledReservationExpiresWithItsEstimateCharged) {
   EXPECT_EQ(f.left("tpm", kTokens), 400);
 }
 
-TEST(MemoryReservation, HeldReservationsAreBoundedAndCounted) {
-  auto clock = std::make_shared<ManualClock>(kReservationTestNow);
-  MemoryStore store({.max_reservations = 2, .clock = clock});
-  const auto reserve = [&](const std::string& id) {
+// A store at a small cap (docs/SPEC.md §5.3): reserve until full; the next reserve is refused
+// with kStoreFull and charges nothing; settled reservations do not count against the cap (their
+// second settlement is still a 409); expiry frees room; spillway_reservations_open is the count.
+struct MemoryReservationCapFixture {
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(kReservationTestNow);
+  MemoryStore store;
+  explicit MemoryReservationCapFixture(std::size_t cap, std::size_t settled_cap = 1'000)
+      : store({.max_reservations = cap, .max_settled_reservations = settled_cap, .clock = clock}) {}
+  Result<Decisions> reserve(const std::string& id,
+                            std::chrono::milliseconds ttl = std::chrono::seconds(10)) {
     const KeyedLimit keys[] = {{"tpm", &kTokens, 10}};
     const ReservedLayer layers[] = {{"tpm", true}};
-    const ReserveSpec spec{.id = id, .ttl = std::chrono::seconds(10), .layers = layers};
+    const ReserveSpec spec{.id = id, .ttl = ttl, .layers = layers};
     auto request = StoreRequest::make_reserve(keys, 1, std::nullopt, spec);
     return store.decide_and_wait(*request);
-  };
-  ASSERT_TRUE(reserve("one").has_value());
-  ASSERT_TRUE(reserve("two").has_value());
-  ASSERT_TRUE(store.settle_and_wait({.id = "one", .cost = 5}).has_value());
-  // Two held (one settled, kept to answer a second settlement): a third is refused, uncharged.
-  auto full = reserve("three");
+  }
+  std::string metrics() {
+    std::string out;
+    store.append_metrics(out);
+    return out;
+  }
+};
+
+TEST(MemoryReservation, AFullStoreRefusesAReserveUnchargedAndSettledOnesDoNotCount) {
+  MemoryReservationCapFixture f(3);
+  for (const char* id : {"one", "two", "three"}) ASSERT_TRUE(f.reserve(id).has_value()) << id;
+  auto full = f.reserve("four");
   ASSERT_FALSE(full.has_value());
   EXPECT_EQ(full.error().code, Errc::kStoreFull);
-  EXPECT_EQ(store.check("tpm", kTokens, 0)->remaining, 1'000 - 5 - 10);
-  std::string metrics;
-  store.append_metrics(metrics);
-  EXPECT_NE(metrics.find("spillway_reservations_open 1"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("spillway_reservations_expired_total 0"), std::string::npos) << metrics;
-  // Past their ttl the sweep drops both: "two" expired unsettled; room for new ones again.
-  clock->advance(10 * kMicrosPerSecond);
-  store.sweep();
-  metrics.clear();
-  store.append_metrics(metrics);
-  EXPECT_NE(metrics.find("spillway_reservations_open 0"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("spillway_reservations_expired_total 1"), std::string::npos) << metrics;
-  EXPECT_TRUE(reserve("three").has_value());
+  EXPECT_NE(full.error().message.find("3 open reservations"), std::string::npos)
+      << full.error().message;
+  EXPECT_EQ(f.store.check("tpm", kTokens, 0)->remaining, 1'000 - 30) << "the refusal charged";
+  EXPECT_NE(f.metrics().find("spillway_reservations_open 3"), std::string::npos) << f.metrics();
+  // Settled, they leave the cap: room for as many new ones, and a second settlement is a 409.
+  ASSERT_TRUE(f.store.settle_and_wait({.id = "one", .cost = 5}).has_value());
+  ASSERT_TRUE(f.store.settle_and_wait({.id = "two", .cancel = true}).has_value());
+  EXPECT_NE(f.metrics().find("spillway_reservations_open 1"), std::string::npos) << f.metrics();
+  EXPECT_TRUE(f.reserve("four").has_value());
+  EXPECT_TRUE(f.reserve("five").has_value());
+  EXPECT_FALSE(f.reserve("six").has_value());
+  for (const char* id : {"one", "two"}) {
+    auto again = f.store.settle_and_wait({.id = id, .cost = 1});
+    ASSERT_FALSE(again.has_value()) << id;
+    EXPECT_EQ(again.error().code, Errc::kConflict) << id;
+  }
+  // Past their ttl the open ones expire (their estimates stay charged): the next reserve makes
+  // room by itself, without a sweep, and a settlement of an expired one is a 404.
+  f.clock->advance(10 * kMicrosPerSecond);
+  EXPECT_TRUE(f.reserve("seven").has_value());
+  EXPECT_NE(f.metrics().find("spillway_reservations_open 1"), std::string::npos) << f.metrics();
+  EXPECT_NE(f.metrics().find("spillway_reservations_expired_total 3"), std::string::npos)
+      << f.metrics();
+  auto late = f.store.settle_and_wait({.id = "three", .cost = 1});
+  ASSERT_FALSE(late.has_value());
+  EXPECT_EQ(late.error().code, Errc::kNotFound);
+  auto old = f.store.settle_and_wait({.id = "one", .cost = 1});
+  ASSERT_FALSE(old.has_value());
+  EXPECT_EQ(old.error().code, Errc::kNotFound) << "a tombstone outlived its ttl";
+}
+
+TEST(MemoryReservation, SettledIdsHaveTheirOwnBoundTheOldestForgottenFirst) {
+  MemoryReservationCapFixture f(2, 2);
+  for (const char* id : {"a", "b", "c"}) {
+    ASSERT_TRUE(f.reserve(id).has_value()) << id;
+    ASSERT_TRUE(f.store.settle_and_wait({.id = id, .cost = 1}).has_value()) << id;
+  }
+  // Two tombstones kept: "a" (the oldest) was forgotten, so its second settlement is a 404 (it
+  // still charges nothing); "b" and "c" are 409s.
+  auto forgotten = f.store.settle_and_wait({.id = "a", .cost = 1});
+  ASSERT_FALSE(forgotten.has_value());
+  EXPECT_EQ(forgotten.error().code, Errc::kNotFound);
+  for (const char* id : {"b", "c"}) {
+    auto again = f.store.settle_and_wait({.id = id, .cost = 1});
+    ASSERT_FALSE(again.has_value()) << id;
+    EXPECT_EQ(again.error().code, Errc::kConflict) << id;
+  }
+  EXPECT_EQ(f.store.check("tpm", kTokens, 0)->remaining, 1'000 - 3);
+}
+
+// Many threads reserving at once never hold more than the cap, and each refusal is kStoreFull.
+TEST(MemoryReservation, RacingReservesNeverPassTheCap) {
+  MemoryReservationCapFixture f(50);
+  std::atomic<int> made{0}, refused{0}, other{0};
+  std::vector<std::jthread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 40; ++i) {
+        auto r = f.reserve(new_reservation_id(), std::chrono::minutes(1));
+        if (r) {
+          ++made;
+        } else if (r.error().code == Errc::kStoreFull) {
+          ++refused;
+        } else {
+          ++other;
+        }
+      }
+    });
+  }
+  threads.clear();
+  EXPECT_EQ(made.load(), 50);
+  EXPECT_EQ(refused.load(), 4 * 40 - 50);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_NE(f.metrics().find("spillway_reservations_open 50"), std::string::npos) << f.metrics();
 }
 
 TEST(MemoryReservation, RacingSettlementsOfOneIdSettleItOnce) {

@@ -727,6 +727,42 @@ TEST(RedisReservation, ADeniedReservationLeavesNothingBehind) {
   EXPECT_EQ(remaining(*store, "tpm", kRedisTokens, kRedisNow), 900);
 }
 
+// Redis' bound on reservation records is its own maxmemory (docs/SPEC.md §5.3): at it, under
+// the default maxmemory-policy noeviction, a reserve is refused as a full store (kStoreFull, so
+// the server answers 503 whatever on_error says), charges nothing and keeps no record; below it
+// again, reserves work.
+TEST(RedisReservation, AtMaxmemoryAReserveIsRefusedAsAFullStoreAndChargesNothing) {
+  testing::RedisServer own("maxmemory-policy noeviction");
+  std::unique_ptr<RedisStore> store = open_reservation_store(own.url(), reservation_prefix());
+  ASSERT_TRUE(store != nullptr);
+  const Reserved first = reserve_tokens(*store, "rpm", "tpm", 600, kRedisNow);
+  ASSERT_TRUE(first.admitted());
+  const long long keys_before = key_count(own);
+  ASSERT_EQ(own.cli("CONFIG SET maxmemory 1").substr(0, 2),
+            "OK");  // below what it uses: at the bound
+
+  const std::string refused_id = new_reservation_id();
+  const KeyedLimit keys[] = {{"rpm", &kRedisRequests}, {"tpm", &kRedisTokens, 100}};
+  const ReservedLayer layers[] = {{"rpm", false}, {"tpm", true}};
+  const ReserveSpec spec{.id = refused_id, .ttl = std::chrono::minutes(1), .layers = layers};
+  const Result<StoreRequest> request = StoreRequest::make_reserve(keys, 1, kRedisNow, spec);
+  ASSERT_TRUE(request.has_value());
+  const Result<Decisions> full = store->decide_and_wait(*request);
+  ASSERT_FALSE(full.has_value()) << "a reserve was kept by a Redis at its maxmemory";
+  EXPECT_EQ(full.error().code, Errc::kStoreFull) << full.error().message;
+  EXPECT_NE(full.error().message.find("maxmemory"), std::string::npos) << full.error().message;
+
+  ASSERT_EQ(own.cli("CONFIG SET maxmemory 0").substr(0, 2), "OK");
+  EXPECT_EQ(key_count(own), keys_before) << "the refused reserve left a key";
+  EXPECT_EQ(remaining(*store, "rpm", kRedisRequests, kRedisNow), 9) << "the refusal charged";
+  EXPECT_EQ(remaining(*store, "tpm", kRedisTokens, kRedisNow), 400) << "the refusal charged";
+  const Result<Settled> settled =
+      store->settle_and_wait({.id = refused_id, .cancel = true, .now = kRedisNow});
+  ASSERT_FALSE(settled.has_value());
+  EXPECT_EQ(settled.error().code, Errc::kNotFound) << settled.error().message;
+  EXPECT_TRUE(reserve_tokens(*store, "rpm", "tpm", 100, kRedisNow).admitted());
+}
+
 // A user key whose stored key (under `limit`, with the store's prefix) is in hash slot `slot`.
 std::string reservation_key_on(const RedisStore& store, const Limit& limit, const std::string& stem,
                                std::uint16_t slot) {

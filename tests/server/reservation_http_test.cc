@@ -3,16 +3,23 @@
 // tokens-per-minute policy (sliding_window, 10,000 a minute) where each request reserves its
 // estimate, then commits what it really used.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <boost/json.hpp>
+#include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "spillway/clock.h"
 #include "spillway/memory_store.h"
 #include "src/config/config.h"
 #include "tests/support/http_client.h"
 #include "tests/support/llm_policy.h"
+#include "tests/support/process.h"
 #include "tests/support/running_service.h"
 
 namespace spillway::server {
@@ -197,6 +204,128 @@ TEST(ReservationHttp, MetricsCountReservationsAndUnits) {
                            "spillway_settled_units_total{layer=\"tpm\",kind=\"debt\"} 50"}) {
     EXPECT_NE(metrics.body.find(line), std::string::npos) << line << "\n" << metrics.body;
   }
+}
+
+// A store at a small cap (server.max_reservations, issue 32): 4 connections flood it with
+// reserves while a fifth one checks. Each refused reserve is a 503 "allowed": false that names
+// the full store and charges nothing, under the default on_error (allow): never admitted
+// uncharged. The checks on the fifth connection are answered, each exactly.
+TEST(ReservationHttp, AFullStoreRefusesReservesWhileAnotherConnectionsChecksAreAnswered) {
+  constexpr int kReservationHttpFloodCap = 8;
+  auto clock = std::make_shared<ManualClock>(kStart);
+  testing::RunningService service = testing::start_service(
+      reservation_llm_config(), std::make_unique<MemoryStore>(MemoryStoreOptions{
+                                    .max_reservations = kReservationHttpFloodCap, .clock = clock}));
+  ASSERT_NE(service.port(), 0);
+  const auto reserve_body = [](const std::string& key) {
+    return R"({"api_key":")" + key + R"(","reserve":true,"tokens":5})";
+  };
+  for (int i = 0; i < kReservationHttpFloodCap; ++i) {
+    const HttpReply made = http(service.port(), "POST", "/v1/check", reserve_body("fill"));
+    ASSERT_EQ(made.status, 200) << made.body;
+    ASSERT_NE(made.body.find("\"reservation\""), std::string::npos) << made.body;
+  }
+  // A generous deadline per reply: a hang fails instead of stalling the suite.
+  const auto with_deadline = [](testing::HttpConnection& connection) {
+    const timeval deadline{.tv_sec = 60, .tv_usec = 0};
+    ::setsockopt(connection.fd(), SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+  };
+  std::atomic<bool> flooding{true};
+  std::atomic<int> refused{0};
+  std::vector<std::string> wrong[4];
+  {
+    std::vector<std::jthread> flood;
+    for (int t = 0; t < 4; ++t) {
+      flood.emplace_back([&, t] {
+        try {
+          testing::HttpConnection connection(service.port());
+          with_deadline(connection);
+          for (int i = 0; flooding.load() || i < 50; ++i) {
+            const HttpReply r =
+                connection.request("POST", "/v1/check", reserve_body("flood-" + std::to_string(t)));
+            if (r.status != 503 || r.body.find("\"allowed\":false") == std::string::npos ||
+                r.body.find("\"reservation\"") != std::string::npos ||
+                r.body.find("reservation store is full") == std::string::npos ||
+                r.header("x-spillway-backend-error") != "store_full") {
+              wrong[t].push_back(std::to_string(r.status) + " " + r.body);
+              if (r.status == 0) return;
+            }
+            ++refused;
+            if (i >= 100'000) return;
+          }
+        } catch (const std::exception& e) {
+          wrong[t].push_back(e.what());
+        }
+      });
+    }
+    testing::HttpConnection checker(service.port());
+    with_deadline(checker);
+    for (int i = 0; i < 40; ++i) {
+      const HttpReply r =
+          checker.request("POST", "/v1/check", R"({"api_key":"checker","tokens":10})");
+      EXPECT_EQ(r.status, 200) << i << ": " << r.body;
+      EXPECT_NE(r.body.find("\"remaining\":" + std::to_string(100 - 1 - i) + ",\"retry_after_ms\""),
+                std::string::npos)
+          << i << ": " << r.body;
+    }
+    flooding = false;
+  }
+  for (const std::vector<std::string>& answers : wrong) {
+    EXPECT_TRUE(answers.empty()) << answers.size() << " wrong answers, first: " << answers.front();
+  }
+  EXPECT_GE(refused.load(), 4 * 50);
+  // The refused reserves charged nothing; /v1/limit's reserve is refused the same way.
+  const HttpReply flood_key =
+      http(service.port(), "POST", "/v1/check", R"({"api_key":"flood-0","tokens":0})");
+  EXPECT_NE(flood_key.body.find("\"remaining\":99,"), std::string::npos) << flood_key.body;
+  const HttpReply limit = http(service.port(), "POST", "/v1/limit",
+                               R"({"key":"export","limit":10,"period":"1h","reserve":true})");
+  EXPECT_EQ(limit.status, 503) << limit.body;
+  EXPECT_NE(limit.body.find("\"allowed\":false"), std::string::npos) << limit.body;
+  EXPECT_NE(
+      http(service.port(), "POST", "/v1/limit", R"({"key":"export","limit":10,"period":"1h"})")
+          .body.find("\"remaining\":9,"),
+      std::string::npos);
+  const HttpReply metrics = http(service.port(), "GET", "/metrics", "");
+  EXPECT_NE(metrics.body.find("spillway_reservations_open 8"), std::string::npos) << metrics.body;
+}
+
+// `spillway serve` takes its cap from the config (server.max_reservations: 2): the third open
+// reservation is refused with a 503 under the default on_error (allow), a settled one frees its
+// place, and the metric says what counts. (A `Serve` test: the binary, label cli.)
+TEST(Serve, MaxReservationsFromTheConfigBoundsOpenReservations) {
+  const std::string stem =
+      "/tmp/spillway_reservation_cap_" + std::to_string(::getpid()) + "_" + "serve";
+  std::ofstream(stem + ".yaml") << "server:\n  access_log: off\n  max_reservations: 2\n"
+                                   "layers:\n  - name: tpm\n    key: [api_key]\n"
+                                   "    algorithm: fixed_window\n    cost: tokens\n"
+                                   "    limit: 1000/hour\n";
+  testing::ServeProcess serve({"--config", stem + ".yaml"}, stem + ".log");
+  ASSERT_TRUE(serve.ready()) << serve.log();
+  const std::string body = R"({"api_key":"capped","tokens":10,"reserve":true})";
+  const HttpReply first = http(serve.port(), "POST", "/v1/check", body);
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(http(serve.port(), "POST", "/v1/check", body).status, 200);
+  const HttpReply third = http(serve.port(), "POST", "/v1/check", body);
+  EXPECT_EQ(third.status, 503) << third.body;
+  EXPECT_NE(third.body.find("\"allowed\":false"), std::string::npos) << third.body;
+  EXPECT_NE(third.body.find("maximum of 2 open reservations"), std::string::npos) << third.body;
+  boost::system::error_code ec;
+  const boost::json::value made = boost::json::parse(first.body, ec);
+  ASSERT_FALSE(ec) << first.body;
+  const std::string id(made.at("reservation").as_string());
+  ASSERT_EQ(http(serve.port(), "POST", "/v1/commit", R"({"reservation":")" + id + R"(","cost":3})")
+                .status,
+            200);
+  EXPECT_EQ(http(serve.port(), "POST", "/v1/check", body).status, 200) << "a settled one counts";
+  const HttpReply metrics = http(serve.port(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("spillway_reservations_open 2"), std::string::npos) << metrics.body;
+  // 3 admitted reserves of 10 tokens (one committed at 3): 1000 - 23 left.
+  EXPECT_NE(http(serve.port(), "POST", "/v1/check", R"({"api_key":"capped","tokens":0})")
+                .body.find("\"remaining\":977,"),
+            std::string::npos);
+  std::remove((stem + ".yaml").c_str());
+  std::remove((stem + ".log").c_str());
 }
 
 }  // namespace
