@@ -9,6 +9,8 @@
 #include <ostream>
 #include <utility>
 
+#include "src/cli/exposure.h"
+
 namespace spillway::cli {
 namespace {
 
@@ -41,17 +43,21 @@ class Problems {
   bool from_flag(const std::string& path) const { return flags_.contains(path); }
 
   void add(const std::string& path, const std::string& what) {
-    if (auto flag = flags_.find(path); flag != flags_.end()) {
-      out_.errors.push_back(flag->second + ": " + what);
-      return;
-    }
-    const int line = config_.lines.of(path);
-    std::string text = file_.empty() ? "" : file_ + ": ";
-    if (line > 0) text += "line " + std::to_string(line) + ": ";
-    out_.errors.push_back(text + path + ": " + what);
+    out_.errors.push_back(located(path, what));
+  }
+  void warn(const std::string& path, const std::string& what) {
+    out_.warnings.push_back(located(path, what));
   }
 
  private:
+  std::string located(const std::string& path, const std::string& what) const {
+    if (auto flag = flags_.find(path); flag != flags_.end()) return flag->second + ": " + what;
+    const int line = config_.lines.of(path);
+    std::string text = file_.empty() ? "" : file_ + ": ";
+    if (line > 0) text += "line " + std::to_string(line) + ": ";
+    return text + path + ": " + what;
+  }
+
   const policy::Config& config_;
   const std::string& file_;
   const std::map<std::string, std::string>& flags_;
@@ -117,6 +123,16 @@ Preflight preflight(const policy::Config& config, const std::string& file,
     }
   }
 
+  if (config.server.tls) {
+    if (auto tls = server::ServerTls::make(*config.server.tls)) {
+      out.tls = std::move(*tls);
+      if (auto exposed = exposed_secret_file(config.server.tls->key_file)) {
+        problems.warn("server.tls.key_file", *exposed);
+      }
+    } else {
+      problems.add("server.tls", tls.error().message);
+    }
+  }
   if (!config.server.admin_listen.empty()) {
     if (auto admin = policy::parse_listen_address(config.server.admin_listen)) {
       if (admin->port != 0 && ((admin->port == out.listen.port && admin->host == out.listen.host) ||
@@ -126,6 +142,12 @@ Preflight preflight(const policy::Config& config, const std::string& file,
                      "must not be the decision or gRPC listener's address: the admin API has a "
                      "listener of its own");
       } else {
+        if (!is_loopback_host(admin->host) && !config.server.tls) {
+          problems.warn("server.admin_listen",
+                        admin->host +
+                            " is not a loopback address and the admin listener has no TLS: "
+                            "bearer tokens and tenant keys cross the network in clear");
+        }
         out.admin_listen = std::move(*admin);
       }
     } else {
@@ -136,6 +158,9 @@ Preflight preflight(const policy::Config& config, const std::string& file,
                    "the admin API needs server.admin_token_file (a file of bearer tokens)");
     } else if (auto tokens = server::read_admin_tokens(config.server.admin_token_file)) {
       out.admin_tokens = std::move(*tokens);
+      if (auto exposed = exposed_secret_file(config.server.admin_token_file)) {
+        problems.warn("server.admin_token_file", *exposed);
+      }
     } else {
       problems.add("server.admin_token_file", tokens.error().message);
     }
@@ -196,6 +221,9 @@ Preflight preflight(const policy::Config& config, const std::string& file,
   if (!config.backend.key_secret_file.empty()) {
     if (auto secret = read_key_secret(config.backend.key_secret_file)) {
       out.backend.redis.key_hash.secret = std::move(*secret);
+      if (auto exposed = exposed_secret_file(config.backend.key_secret_file)) {
+        problems.warn("backend.key_secret_file", *exposed);
+      }
     } else {
       problems.add("backend.key_secret_file", secret.error().message);
       secret_read = false;

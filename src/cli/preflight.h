@@ -22,11 +22,15 @@
 #include "src/config/listen_address.h"
 #include "src/rls/rls_config.h"
 #include "src/server/admin_service.h"
+#include "src/server/server_tls.h"
 
 namespace spillway::cli {
 
 struct Preflight {
   std::vector<std::string> errors;  // one line each, in the order above; empty: all is well
+  // Not errors (serve starts, validate says ok), located as errors are: an admin listener off
+  // loopback without TLS, a secret file that group or others can read (src/cli/exposure.h).
+  std::vector<std::string> warnings;
   bool usage_error = false;      // one is about a flag's address or a missing rules flag (exit 2)
   policy::ListenAddress listen;  // server.listen
   std::optional<policy::ListenAddress> grpc_listen;  // set when the gRPC listener is on
@@ -37,6 +41,8 @@ struct Preflight {
   // The admin listener (server.admin_listen) and its tokens, read from admin_token_file.
   std::optional<policy::ListenAddress> admin_listen;
   std::vector<server::AdminToken> admin_tokens;
+  // server.tls loaded (its files checked): for the decision and admin listeners; null: plain.
+  std::shared_ptr<server::ServerTls> tls;
   // Tenant records are needed: a by_plan layer has source: store, or the admin API is on, or a
   // Redis backend remembers denials in this process (over_limit_cache, a `sync: lease` layer):
   // counter resets reach it on the records' change log; or rls.tenant_key is set.

@@ -82,6 +82,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     for (const std::string& line : checked.errors) err << "spillway serve: " << line << "\n";
     return checked.usage_error ? 2 : 1;
   }
+  for (const std::string& line : checked.warnings)
+    err << "spillway serve: warning: " << line << "\n";
   const std::optional<policy::ListenAddress> grpc_address = checked.grpc_listen;
   const std::shared_ptr<const rls::RlsRules> rules = checked.rules;
   const std::string rules_fingerprint = checked.rules_fingerprint;
@@ -91,6 +93,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   http.threads = config->server.threads;
   http.log_requests = config->server.access_log;
   http.logged_path = &server::Service::logged_path;  // never a path as sent: it may hold a key
+  http.max_connections_per_peer = config->server.max_connections_per_peer;
+  http.tls = checked.tls;
 
   // Signals go to this thread only (sigwait below): block them before any thread starts.
   sigset_t signals;
@@ -200,7 +204,13 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     options.port = checked.admin_listen->port;
     options.threads = 1;
     options.max_body_bytes = server::AdminService::kMaxBodyBytes;
-    options.read_timeout = std::chrono::seconds(120);
+    // The decision port's deadlines: 5 s to the first byte and to a whole header, 5 s idle; only
+    // a request whose token check passed gets longer for its body (an import).
+    options.idle_timeout = options.read_timeout;
+    options.body_timeout = std::chrono::seconds(120);
+    options.max_connections_per_peer = config->server.admin_max_connections_per_peer;
+    options.evict_idle_when_full = true;  // an idle flood from many addresses
+    options.tls = checked.tls;
     options.log_requests = config->server.access_log;
     options.logged_path = &server::AdminService::logged_path;
     options.max_connections = server::AdminService::kMaxConnections;
@@ -239,7 +249,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         {.host = grpc_address->host,
          .port = grpc_address->port,
          .on_error = config->rls.on_error,
-         .ready = [shared_store] { return shared_store->ready(); }},
+         .ready = [shared_store] { return shared_store->ready(); },
+         .tls = config->server.tls},
         *engine, grpc_metrics);
     if (!started) {  // before anything said "listening"
       err << "spillway serve: " << started.error().message << std::endl;
@@ -270,6 +281,16 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   if (admin_server) {
     err << "spillway serve: admin API listening on " << checked.admin_listen->host << ":"
         << admin_server->port() << " (" << tenants->size() << " tenant records)" << std::endl;
+    err << "spillway serve: admin tokens: " << admin->token_count() << " in force from "
+        << config->server.admin_token_file << std::endl;
+  }
+  if (checked.tls) {
+    err << "spillway serve: TLS on every listener (certificate " << config->server.tls->cert_file
+        << (config->server.tls->client_ca_file.empty()
+                ? std::string(")")
+                : "; client certificates required, from " + config->server.tls->client_ca_file +
+                      ")")
+        << std::endl;
   }
   // From here on, a line each time the backend stops or starts answering.
   std::optional<BackendWatch> backend_watch;
@@ -284,6 +305,26 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     if (sigwait(&signals, &signal) != 0) continue;
     if (signal == SIGHUP) {
       if (watcher) (void)watcher->reload();  // logs its own outcome
+      if (checked.tls) {  // new connections get the new certificate; gRPC keeps its own
+        if (auto reloaded = checked.tls->reload()) {
+          err << "spillway serve: TLS certificate reloaded from " << config->server.tls->cert_file
+              << (grpc ? " (the gRPC listener keeps its certificate until a restart)" : "")
+              << std::endl;
+        } else {
+          err << "spillway serve: TLS certificate not reloaded, keeping the one in force: "
+              << reloaded.error().message << std::endl;
+        }
+      }
+      if (admin) {  // the token file of the start: a removed token is refused from now on
+        const std::string& file = config->server.admin_token_file;
+        if (auto count = admin->reload_tokens(file)) {
+          err << "spillway serve: admin tokens reloaded from " << file << ": " << *count
+              << " in force" << std::endl;
+        } else {
+          err << "spillway serve: admin tokens not reloaded, keeping the " << admin->token_count()
+              << " in force: " << count.error().message << std::endl;
+        }
+      }
       if (!config_path) {
         err << "spillway serve: SIGHUP: no --config to reload; keeping the built-in policy"
             << std::endl;
@@ -309,7 +350,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
         if (fresh->server.admin_listen != config->server.admin_listen ||
             fresh->server.admin_token_file != config->server.admin_token_file) {
           err << "spillway serve: server.admin_listen and server.admin_token_file take effect at "
-                 "the next restart (the admin API keeps its listener and tokens)"
+                 "the next restart (the admin API keeps its listener and reloads the token "
+                 "file it started with)"
               << std::endl;
         }
         if (!tenants) {

@@ -140,6 +140,10 @@ int run_validate(int argc, char** argv, int first, std::istream& in, std::ostrea
   for (const std::string& warning : auth_warnings(report.config)) {
     err << "spillway validate: " << file << ": warning: " << warning << "\n";
   }
+  for (const std::string& warning : checked.warnings) {  // "FILE: line N: path: what"
+    err << "spillway validate: " << file << ": warning: " << warning.substr(file.size() + 2)
+        << "\n";
+  }
   if (const std::optional<std::string> warning = rls_tenants_warning(report.config)) {
     const int line = report.config.lines.of("server.grpc_listen");
     err << "spillway validate: " << file

@@ -82,6 +82,14 @@
 
 namespace spillway::policy {
 
+// server.tls: TLS on the decision, admin and gRPC listeners (docs/SPEC.md §5.2).
+struct ServerTlsConfig {
+  std::string cert_file;       // PEM: the certificate chain, leaf first
+  std::string key_file;        // PEM: its private key
+  std::string client_ca_file;  // PEM: CAs a client certificate must chain to; "" = none asked
+  friend bool operator==(const ServerTlsConfig&, const ServerTlsConfig&) = default;
+};
+
 struct ServerConfig {
   std::string listen = "127.0.0.1:8080";
   int threads = 2;
@@ -98,6 +106,12 @@ struct ServerConfig {
   // admin_token_file: lines "<name> <token>" (or a lone token, named "admin").
   std::string admin_listen;
   std::string admin_token_file;
+  // Open connections one peer (an IPv4 address, an IPv6 /64) may hold: on the decision listener
+  // (0: no cap, the default: behind a proxy every caller is the proxy) and on the admin listener
+  // (of its 64), so that an idle flood from one address cannot hold every slot.
+  std::size_t max_connections_per_peer = 0;
+  std::size_t admin_max_connections_per_peer = 8;
+  std::optional<ServerTlsConfig> tls;  // none: plain HTTP and gRPC
   // Usage-based limits: how long a reservation ("reserve": true) waits for its commit or cancel
   // before it expires with its estimate charged.
   std::chrono::milliseconds reservation_ttl{10 * 60 * 1000};

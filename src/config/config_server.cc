@@ -1,6 +1,7 @@
 // The config file's server section (see config.h for its fields).
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "src/config/config_sections.h"
 #include "src/config/listen_address.h"
@@ -14,11 +15,13 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   expect_map(node, "server",
              "a mapping of listen, threads, trusted_proxies, client_ip_header, ipv6_prefix, "
              "access_log, grpc_listen, dashboard, dashboard_keys, unknown_attributes, "
-             "admin_listen, admin_token_file, reservation_ttl, max_reservations");
+             "admin_listen, admin_token_file, reservation_ttl, max_reservations, "
+             "max_connections_per_peer, admin_max_connections_per_peer, tls");
   Fields fields(node, "server",
                 {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
                  "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header",
-                 "admin_listen", "admin_token_file", "reservation_ttl", "max_reservations"});
+                 "admin_listen", "admin_token_file", "reservation_ttl", "max_reservations",
+                 "max_connections_per_peer", "admin_max_connections_per_peer", "tls"});
   // A listen address: host:port, checked as --listen is.
   const auto read_address = [&](const char* name, std::string& out) {
     const Entry* entry = fields.find(name);
@@ -115,6 +118,33 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
     collect([&] {
       server.ipv6_prefix =
           static_cast<int>(whole_number(prefix->value, fields.path("ipv6_prefix"), 1, 128));
+    });
+  for (auto [name, out, min, max] :
+       {std::tuple{"max_connections_per_peer", &server.max_connections_per_peer, 0, 10000},
+        std::tuple{"admin_max_connections_per_peer", &server.admin_max_connections_per_peer, 1,
+                   64}}) {
+    if (const Entry* cap = fields.find(name))
+      collect([&] {
+        *out = static_cast<std::size_t>(whole_number(cap->value, fields.path(name), min, max));
+      });
+  }
+  if (const Entry* tls = fields.find("tls"))
+    collect([&] {
+      const std::string path = fields.path("tls");
+      expect_map(tls->value, path, "a mapping of cert_file, key_file, client_ca_file");
+      Fields tls_fields(tls->value, path, {"cert_file", "key_file", "client_ca_file"});
+      ServerTlsConfig& out = server.tls.emplace();
+      for (auto [name, field] :
+           {std::pair{"cert_file", &out.cert_file}, std::pair{"key_file", &out.key_file},
+            std::pair{"client_ca_file", &out.client_ca_file}}) {
+        if (const Entry* entry = tls_fields.find(name))
+          collect([&] {
+            *field = non_empty_scalar(entry->value, tls_fields.path(name), "a file path");
+          });
+      }
+      if (tls_fields.find("cert_file") == nullptr || tls_fields.find("key_file") == nullptr) {
+        fail(tls->value, path, "needs cert_file and key_file");
+      }
     });
   if (const Entry* log = fields.find("access_log"))
     collect([&] { server.access_log = boolean(log->value, fields.path("access_log")); });

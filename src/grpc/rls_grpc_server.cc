@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -135,6 +137,40 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
   const policy::RlsOnError on_error_;
 };
 
+// A whole PEM file, or an error naming the server.tls field and the file.
+Result<std::string> read_pem(std::string_view field, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) {
+    return invalid_argument("server.tls: " + std::string(field) + " \"" + path +
+                            "\" cannot be read for the gRPC listener");
+  }
+  if (text.empty()) {
+    return invalid_argument("server.tls: " + std::string(field) + " \"" + path +
+                            "\" is empty or cannot be read for the gRPC listener");
+  }
+  return text;
+}
+
+// server.tls for gRPC: the certificate and key, and with client_ca_file a client certificate
+// that chains to it is required.
+Result<std::shared_ptr<::grpc::ServerCredentials>> tls_credentials(
+    const policy::ServerTlsConfig& tls) {
+  auto cert = read_pem("cert_file", tls.cert_file);
+  if (!cert) return std::unexpected(cert.error());
+  auto key = read_pem("key_file", tls.key_file);
+  if (!key) return std::unexpected(key.error());
+  ::grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({std::move(*key), std::move(*cert)});
+  if (!tls.client_ca_file.empty()) {
+    auto ca = read_pem("client_ca_file", tls.client_ca_file);
+    if (!ca) return std::unexpected(ca.error());
+    options.pem_root_certs = std::move(*ca);
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return ::grpc::SslServerCredentials(options);
+}
+
 }  // namespace
 
 struct RlsGrpcServer::Impl {
@@ -193,8 +229,14 @@ Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions
   const std::string host =
       options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
   const std::string address = host + ":" + std::to_string(options.port);
+  std::shared_ptr<::grpc::ServerCredentials> credentials = ::grpc::InsecureServerCredentials();
+  if (options.tls) {
+    auto made = tls_credentials(*options.tls);
+    if (!made) return std::unexpected(made.error());
+    credentials = std::move(*made);
+  }
   ::grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, ::grpc::InsecureServerCredentials(), &impl->port);
+  builder.AddListeningPort(address, credentials, &impl->port);
   builder.RegisterService(impl->service.get());
   builder.RegisterService(impl->quota_service.get());
   {

@@ -1,9 +1,10 @@
 // The gRPC listener of `spillway serve`: envoy.service.ratelimit.v3.RateLimitService (decided by
 // an RlsEngine), envoy.service.rate_limit_quota.v3.RateLimitQuotaService on the same rules and
-// store (src/grpc/quota_grpc_service.h, docs/SPEC.md §9.7), the standard grpc.health.v1.Health service (for "" and for the service's name:
-// SERVING while `ready` says the backend can decide, NOT_SERVING otherwise, as GET /readyz; checked
-// every 500 ms)
-// and server reflection. Plain TCP on the given address (port 0: any free port).
+// store (src/grpc/quota_grpc_service.h, docs/SPEC.md §9.7), the standard grpc.health.v1.Health
+// service (for "" and for the service's name: SERVING while `ready` says the backend can decide,
+// NOT_SERVING otherwise, as GET /readyz; checked every 500 ms) and server reflection. Plain TCP on
+// the given address (port 0: any free port), or TLS (grpc::SslServerCredentials) with options.tls,
+// requiring a client certificate of its client_ca_file when one is set.
 //
 // Errors: bad input (no domain, no descriptors, empty keys…) is INVALID_ARGUMENT naming the
 // field. A backend error is UNAVAILABLE (DEADLINE_EXCEEDED for a timeout) with the backend's
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "spillway/error.h"
@@ -35,6 +37,8 @@ struct RlsGrpcOptions {
   int port = 0;
   policy::RlsOnError on_error = policy::RlsOnError::kError;
   std::function<bool()> ready;  // e.g. the store's ready(); none: always SERVING
+  // server.tls: the files are read at start (a restart takes new ones); none: plain TCP.
+  std::optional<policy::ServerTlsConfig> tls;
 };
 
 class RlsGrpcServer {

@@ -242,10 +242,32 @@ AdminService::AdminService(std::shared_ptr<TenantDirectory> tenants, Store& stor
       policy_(std::move(policy)),
       audit_(std::move(audit)),
       ipv6_prefix_(std::move(ipv6_prefix)) {
-  for (AdminToken& token : tokens) {
-    tokens_.push_back({std::move(token.name), token_digest_.of(token.token)});
-  }
+  replace_tokens(std::move(tokens));
 }
+
+std::size_t AdminService::replace_tokens(std::vector<AdminToken> tokens) {
+  auto hashed = std::make_shared<TokenSet>();
+  for (AdminToken& token : tokens) {
+    hashed->push_back({std::move(token.name), token_digest_.of(token.token)});
+  }
+  const std::size_t count = hashed->size();
+  const std::lock_guard lock(tokens_mutex_);
+  tokens_ = std::move(hashed);
+  return count;
+}
+
+Result<std::size_t> AdminService::reload_tokens(const std::string& path) {
+  auto tokens = read_admin_tokens(path);
+  if (!tokens) return std::unexpected(tokens.error());
+  return replace_tokens(std::move(*tokens));
+}
+
+std::shared_ptr<const AdminService::TokenSet> AdminService::tokens() const {
+  const std::lock_guard lock(tokens_mutex_);
+  return tokens_;
+}
+
+std::size_t AdminService::token_count() const { return tokens()->size(); }
 
 std::string AdminService::logged_path(std::string_view path) {
   path = path.substr(0, path.find('?'));
@@ -262,17 +284,19 @@ std::string AdminService::logged_path(std::string_view path) {
   return "other";
 }
 
-const std::string* AdminService::authenticate(const HttpRequest& request) const {
+std::optional<std::string> AdminService::authenticate(const HttpRequest& request) const {
   const std::string* header = request.header("authorization");
-  if (header == nullptr) return nullptr;
+  if (header == nullptr) return std::nullopt;
   std::string_view value = *header;
-  if (value.size() < 7 || !ascii_iequals(value.substr(0, 7), "bearer ")) return nullptr;
+  if (value.size() < 7 || !ascii_iequals(value.substr(0, 7), "bearer ")) return std::nullopt;
   const std::string digest = token_digest_.of(trim(value.substr(7)));
+  const std::shared_ptr<const TokenSet> tokens = this->tokens();
   const std::string* found = nullptr;
-  for (const Hashed& token : tokens_) {  // every token compared: the time does not say which
+  for (const Hashed& token : *tokens) {  // every token compared: the time does not say which
     if (same_digest(token.digest, digest)) found = &token.name;
   }
-  return found;
+  if (found == nullptr) return std::nullopt;
+  return *found;
 }
 
 // The first 8 characters of the key's id (its digest: HMAC when the backend has a key secret, so
@@ -293,11 +317,12 @@ HttpResponse AdminService::refused(const HttpRequest& request) const {
       error_response(401, carried ? "the bearer token is not one of server.admin_token_file"
                                   : "the admin API needs Authorization: Bearer <token>");
   response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"spillway-admin\"");
+  response.close_connection = true;  // no keep-alive without a token
   return response;
 }
 
 std::optional<HttpResponse> AdminService::check_headers(const HttpRequest& request) const {
-  if (authenticate(request) == nullptr) return refused(request);
+  if (!authenticate(request)) return refused(request);
   const std::string_view path =
       std::string_view(request.target).substr(0, request.target.find('?'));
   const std::string* length = request.header("content-length");
@@ -310,8 +335,8 @@ std::optional<HttpResponse> AdminService::check_headers(const HttpRequest& reque
 }
 
 void AdminService::handle(HttpRequest request, Responder respond) {
-  const std::string* who = authenticate(request);
-  if (who == nullptr) return respond(refused(request));
+  const std::optional<std::string> who = authenticate(request);
+  if (!who) return respond(refused(request));
   const std::string_view target = request.target;
   const std::size_t question = target.find('?');
   const std::string_view path = target.substr(0, question);

@@ -26,11 +26,17 @@
 // 8 characters of its SHA-256 digest), the record before and after. An import is one line with
 // its count.
 //
-// Thread safety: handle() from any number of threads; writes are serialised by the directory.
+// Tokens: replace_tokens() swaps the whole set at once (serve calls reload_tokens() on SIGHUP); a
+// request checked after it returns is checked against the new set only, so a removed token is
+// refused from then on.
+//
+// Thread safety: handle(), check_headers() and the token calls from any number of threads; writes
+// are serialised by the directory.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +72,13 @@ class AdminService {
 
   void handle(HttpRequest request, Responder respond);
 
+  // The tokens in force from now on. Returns how many.
+  std::size_t replace_tokens(std::vector<AdminToken> tokens);
+  // Reads `path` (read_admin_tokens) and puts its tokens in force; on an error the tokens in force
+  // stay and the error says why. Returns how many tokens are in force.
+  Result<std::size_t> reload_tokens(const std::string& path);
+  std::size_t token_count() const;
+
   // For HttpServerOptions::check_headers: a request without a valid token is refused (401) before
   // its body is read, and one whose declared body is over kMaxRecordBodyBytes on anything but the
   // import (413), so that no one without a token makes the server buffer a large body.
@@ -89,8 +102,8 @@ class AdminService {
     std::string name;
     std::string digest;
   };
-  // The name of the token the request carries, or nullptr.
-  const std::string* authenticate(const HttpRequest& request) const;
+  // The name of the token the request carries, or nullopt.
+  std::optional<std::string> authenticate(const HttpRequest& request) const;
   // The 401 for a request without a valid token, logged (at most a line a second).
   HttpResponse refused(const HttpRequest& request) const;
   HttpResponse put(const std::string& who, const std::string& key, const std::string& body);
@@ -101,10 +114,14 @@ class AdminService {
   HttpResponse reset(const std::string& who, const std::string& key, std::string_view layer);
   std::string masked(std::string_view key) const;
 
+  using TokenSet = std::vector<Hashed>;
+  std::shared_ptr<const TokenSet> tokens() const;  // the set in force now
+
   std::shared_ptr<TenantDirectory> tenants_;
   Store& store_;
-  std::vector<Hashed> tokens_;
   KeyDigest token_digest_;
+  mutable std::mutex tokens_mutex_;  // guards tokens_ (the pointer; a set never changes)
+  std::shared_ptr<const TokenSet> tokens_;
   std::function<std::shared_ptr<const policy::Policy>()> policy_;
   std::function<void(const std::string&)> audit_;
   std::function<int()> ipv6_prefix_;

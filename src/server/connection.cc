@@ -75,27 +75,53 @@ class ResponderState {
 }  // namespace
 
 Connection::Connection(Server& server, Socket socket, std::thread::id thread, std::string peer,
-                       bool counted)
+                       bool counted, std::shared_ptr<boost::asio::ssl::context> tls)
     : server_(server),
       executor_(socket.get_executor()),
       thread_(thread),
       socket_(std::move(socket)),
+      tls_context_(std::move(tls)),
       timer_(executor_),
       reader_(server.options().max_header_bytes, server.options().max_body_bytes),
       peer_(std::move(peer)),
       counted_(counted) {
+  if (tls_context_) tls_.emplace(socket_, *tls_context_);
   if (counted_) server_.connection_opened();
 }
 
 Connection::~Connection() { release(); }
 
-void Connection::start(bool reject) {
-  asio::post(executor_, [self = shared_from_this(), reject] {
+void Connection::start(const char* refusal) {
+  asio::post(executor_, [self = shared_from_this(), refusal] {
     if (self->state_ == State::kClosed) return;  // drained before it started
     self->arm_timer();
-    if (reject) return self->respond_error(503, "too many connections");
-    self->wait(true);
+    if (refusal != nullptr) {
+      // Under TLS, no handshake for a refused connection: closed without an answer.
+      if (self->options().tls) return self->close();
+      return self->respond_error(503, refusal);
+    }
+    if (!self->tls_) return self->wait(true);
+    // The handshake within the read deadline (the timer closes a client that stalls it).
+    self->set_deadline(self->options().read_timeout);
+    self->tls_->async_handshake(boost::asio::ssl::stream_base::server,
+                                [self](const error_code& ec) {
+                                  if (self->state_ == State::kClosed) return;
+                                  if (ec) return self->close();  // refused or broken off
+                                  self->wait(true);
+                                });
   });
+}
+
+template <typename Buffers, typename Handler>
+void Connection::read_some(const Buffers& buffers, Handler&& handler) {
+  if (tls_) return tls_->async_read_some(buffers, std::forward<Handler>(handler));
+  socket_.async_read_some(buffers, std::forward<Handler>(handler));
+}
+
+template <typename Buffers, typename Handler>
+void Connection::write_all(const Buffers& buffers, Handler&& handler) {
+  if (tls_) return asio::async_write(*tls_, buffers, std::forward<Handler>(handler));
+  asio::async_write(socket_, buffers, std::forward<Handler>(handler));
 }
 
 void Connection::post_drain() {
@@ -146,7 +172,7 @@ void Connection::wait(bool fresh) {
 }
 
 void Connection::read_more() {
-  socket_.async_read_some(
+  read_some(
       reader_.prepare(kReadSize),
       [self = shared_from_this()](const error_code& ec, std::size_t n) { self->on_read(ec, n); });
 }
@@ -186,16 +212,19 @@ void Connection::parse() {
         started_ = SteadyClock::now();
         return write(std::move(*refused));
       }
+      // Accepted (a valid credential): the body may take body_timeout from now.
+      proven_.store(true, std::memory_order_release);
+      if (options().body_timeout > options().read_timeout) set_deadline(options().body_timeout);
     }
   }
   if (!reader_.take_continue_request()) return read_more();
   static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-  asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
-                    [self = shared_from_this()](const error_code& ec, std::size_t) {
-                      if (self->state_ == State::kClosed) return;
-                      if (ec) return self->close();
-                      self->read_more();
-                    });
+  write_all(asio::buffer(kContinue.data(), kContinue.size()),
+            [self = shared_from_this()](const error_code& ec, std::size_t) {
+              if (self->state_ == State::kClosed) return;
+              if (ec) return self->close();
+              self->read_more();
+            });
 }
 
 void Connection::on_request() {
@@ -205,6 +234,7 @@ void Connection::on_request() {
   framing_ =
       ResponseFraming{.keep_alive = read.keep_alive, .http10 = read.http10, .head = read.head};
   request_complete_ = true;
+  proven_.store(true, std::memory_order_release);
   read.request.peer_address = peer_;
 
   state_ = State::kHandling;
@@ -264,14 +294,14 @@ void Connection::respond_error(int status, const std::string& message) {
 
 void Connection::write(HttpResponse response) {
   if (state_ == State::kClosed) return;
-  if (draining_) framing_.keep_alive = false;
+  if (draining_ || response.close_connection) framing_.keep_alive = false;
   out_.clear();
   status_ = append_response(out_, response, framing_);
   state_ = State::kWriting;
   set_deadline(std::max(options().read_timeout, options().idle_timeout));
-  asio::async_write(
-      socket_, asio::buffer(out_),
-      [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_written(ec); });
+  write_all(asio::buffer(out_), [self = shared_from_this()](const error_code& ec, std::size_t) {
+    self->on_written(ec);
+  });
 }
 
 void Connection::on_written(const error_code& ec) {
@@ -321,6 +351,11 @@ void Connection::log_request() {
 // was read completely and nothing follows it.
 void Connection::linger() {
   state_ = State::kLingering;
+  if (tls_) {
+    // close_notify, then the client's (or the deadline): what TLS has instead of a half close.
+    set_deadline(std::min(options().read_timeout, kMaxLinger));
+    return tls_->async_shutdown([self = shared_from_this()](const error_code&) { self->close(); });
+  }
   error_code ec;
   if (request_complete_ && reader_.buffered() == 0 && socket_.available(ec) == 0 && !ec) {
     return close();

@@ -27,6 +27,9 @@
 //   without an answer sends a 500, so a connection never waits forever for a lost Responder.
 #pragma once
 
+#include <atomic>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
@@ -48,15 +51,17 @@ class Server;
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // `peer` is the remote address as text; `counted`: false for a connection rejected over
-  // max_connections (it does not count as open).
-  Connection(Server& server, Socket socket, std::thread::id thread, std::string peer, bool counted);
+  // max_connections (it does not count as open); `tls`: the context of its TLS session (null:
+  // plain HTTP), kept for the connection's lifetime.
+  Connection(Server& server, Socket socket, std::thread::id thread, std::string peer, bool counted,
+             std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // From the accept loop (not yet on the connection's thread: nothing else knows it). `reject`:
-  // answer 503 and close.
-  void start(bool reject);
+  // From the accept loop (not yet on the connection's thread: nothing else knows it). `refusal`
+  // (a string literal, or null to serve): answer 503 with it and close.
+  void start(const char* refusal);
 
   // From any thread: drain (stop()), or close now.
   void post_drain();
@@ -65,11 +70,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // connection's thread while the handler is still running, it is kept and written when the
   // handler returns; otherwise it is posted.
   void answer(std::uint64_t sequence, HttpResponse response);
+  // From any thread: a request was read whole, or a header check_headers accepted (never evicted
+  // by HttpServerOptions::evict_idle_when_full from then on).
+  bool proven() const { return proven_.load(std::memory_order_acquire); }
 
  private:
   enum class State { kNew, kIdle, kReading, kHandling, kWriting, kLingering, kClosed };
 
   const HttpServerOptions& options() const;
+
+  // The socket, or the TLS stream over it.
+  template <typename Buffers, typename Handler>
+  void read_some(const Buffers& buffers, Handler&& handler);
+  template <typename Buffers, typename Handler>
+  void write_all(const Buffers& buffers, Handler&& handler);
 
   void arm_timer();
   void set_deadline(std::chrono::milliseconds from_now);
@@ -94,6 +108,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const Executor executor_;       // the connection's worker
   const std::thread::id thread_;  // ... and its thread
   Socket socket_;
+  const std::shared_ptr<boost::asio::ssl::context> tls_context_;
+  std::optional<boost::asio::ssl::stream<Socket&>> tls_;  // over socket_, with tls_context_
   Timer timer_;
   RequestReader reader_;
   const std::string peer_;
@@ -104,6 +120,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ResponseFraming framing_;        // of the current request's response
   bool request_complete_ = false;  // the last request was read whole (no protocol error)
   bool released_ = false;
+  std::atomic<bool> proven_{false};
   bool in_handler_ = false;                   // the handler is running on this connection's thread
   std::optional<HttpResponse> early_answer_;  // given while in_handler_
   std::uint64_t sequence_ = 0;                // of the request the handler is answering

@@ -13,6 +13,7 @@
 #include "src/server/ascii.h"
 #include "src/server/connection.h"
 #include "src/server/http_server_impl.h"
+#include "src/server/server_tls.h"
 
 namespace spillway::server {
 namespace {
@@ -33,6 +34,15 @@ std::string peer_text(const asio::ip::address& address) {
     return asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6()).to_string();
   }
   return address.to_string();
+}
+
+// What max_connections_per_peer counts by: an IPv4 address (IPv4-mapped ones too), or an IPv6
+// address's /64 (one host usually has a whole /64).
+std::string peer_key(const asio::ip::address& address) {
+  if (address.is_v4() || address.to_v6().is_v4_mapped()) return peer_text(address);
+  asio::ip::address_v6::bytes_type bytes = address.to_v6().to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), 0);
+  return asio::ip::address_v6(bytes).to_string() + "/64";
 }
 
 std::string where(std::string_view host, std::uint16_t port) {
@@ -86,7 +96,13 @@ void Server::schedule_log_flush() {
 
 void Server::forget(Connection* connection) {
   const std::lock_guard lock(mutex_);
-  connections_.erase(connection);
+  const auto found = connections_.find(connection);
+  if (found == connections_.end()) return;
+  if (!found->second.peer.empty()) {
+    const auto peer = per_peer_.find(found->second.peer);
+    if (peer != per_peer_.end() && --peer->second == 0) per_peer_.erase(peer);
+  }
+  connections_.erase(found);
   changed_.notify_all();
 }
 
@@ -175,19 +191,55 @@ void Server::on_accept(const error_code& ec, std::thread::id thread, Socket sock
     });
     return;
   }
-  const bool reject = open_.load(std::memory_order_acquire) >= options_.max_connections;
-  auto connection = std::make_shared<Connection>(*this, std::move(socket), thread,
-                                                 peer_text(peer_.address()), !reject);
-  bool admitted = false;
+  const bool full = open_.load(std::memory_order_acquire) >= options_.max_connections;
+  const char* refusal = full && !options_.evict_idle_when_full ? "too many connections" : nullptr;
+  const std::size_t per_peer = options_.max_connections_per_peer;
+  std::string key = per_peer > 0 && refusal == nullptr ? peer_key(peer_.address()) : "";
+  std::shared_ptr<Connection> connection;
+  std::shared_ptr<Connection> evicted;  // released after the lock (its destructor takes it)
   {
     const std::lock_guard lock(mutex_);
     if (!stopping_) {
-      connections_.emplace(connection.get(), connection);
-      admitted = true;
+      if (!key.empty()) {
+        const auto found = per_peer_.find(key);
+        if (found != per_peer_.end() && found->second >= per_peer) {
+          refusal = "too many connections from this address";
+        }
+      }
+      if (refusal == nullptr && full) {
+        evicted = evict_idle();
+        if (!evicted) refusal = "too many connections";
+      }
+      if (refusal != nullptr) key.clear();
+      if (!key.empty()) ++per_peer_[key];
+      connection = std::make_shared<Connection>(
+          *this, std::move(socket), thread, peer_text(peer_.address()), refusal == nullptr,
+          options_.tls && refusal == nullptr ? options_.tls->current() : nullptr);
+      connections_.emplace(connection.get(), Tracked{.connection = connection,
+                                                     .peer = std::move(key),
+                                                     .counted = refusal == nullptr,
+                                                     .order = ++accepted_});
     }
   }
-  if (admitted) connection->start(reject);  // else it closes as it goes out of scope
+  if (evicted) evicted->post_close();
+  if (connection) connection->start(refusal);  // else the socket closes as it goes out of scope
   accept();
+}
+
+// The counted connection accepted first among those that have not sent a request (nor a header
+// check_headers accepted), marked so that it is not chosen twice; null if there is none. Called
+// with mutex_ held: an entry of connections_ is alive (its destructor waits for mutex_ to leave the
+// books), so its proven() may be read through the raw pointer.
+std::shared_ptr<Connection> Server::evict_idle() {
+  Tracked* oldest = nullptr;
+  for (auto& [raw, tracked] : connections_) {
+    if (!tracked.counted || tracked.evicted || raw->proven()) continue;
+    if (oldest == nullptr || tracked.order < oldest->order) oldest = &tracked;
+  }
+  if (oldest == nullptr) return nullptr;
+  std::shared_ptr<Connection> victim = oldest->connection.lock();
+  if (victim) oldest->evicted = true;
+  return victim;
 }
 
 bool Server::on_server_thread() const {
@@ -205,8 +257,8 @@ void Server::stop(milliseconds drain) {
   {
     const std::lock_guard lock(mutex_);
     stopping_ = true;
-    for (const auto& [raw, weak] : connections_) {
-      if (auto connection = weak.lock()) live.push_back(std::move(connection));
+    for (const auto& [raw, tracked] : connections_) {
+      if (auto connection = tracked.connection.lock()) live.push_back(std::move(connection));
     }
   }
   asio::post(workers_[0]->ioc, [this] {
@@ -223,8 +275,8 @@ void Server::stop(milliseconds drain) {
   {
     std::unique_lock lock(mutex_);
     changed_.wait_for(lock, drain, [this] { return connections_.empty(); });
-    for (const auto& [raw, weak] : connections_) {
-      if (auto connection = weak.lock()) live.push_back(std::move(connection));
+    for (const auto& [raw, tracked] : connections_) {
+      if (auto connection = tracked.connection.lock()) live.push_back(std::move(connection));
     }
   }
   for (const auto& connection : live) connection->post_close();

@@ -23,6 +23,8 @@
 
 namespace spillway::server {
 
+class ServerTls;  // src/server/server_tls.h
+
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string target;  // path and query, as sent: "/v1/limit?x=1"
@@ -45,6 +47,9 @@ struct HttpResponse {
   std::string body;
   // A string literal (static storage: nothing to allocate per response), or empty for none.
   std::string_view content_type = "application/json";
+  // The connection closes after this response (e.g. a refused credential: the client does not
+  // keep the connection).
+  bool close_connection = false;
 };
 
 using Responder = std::function<void(HttpResponse)>;
@@ -59,6 +64,19 @@ struct HttpServerOptions {
   std::chrono::milliseconds read_timeout{5000};   // to receive one whole request
   std::chrono::milliseconds idle_timeout{60000};  // keep-alive connection with no request
   std::size_t max_connections = 10000;            // more: accepted and closed at once
+  // Open connections from one peer (an IPv4 address, an IPv6 /64); more: 503 and closed at once,
+  // so that one peer cannot hold every connection. 0: no cap.
+  std::size_t max_connections_per_peer = 0;
+  // At max_connections, a new connection closes the open connection accepted first among those
+  // that have not sent a request yet (nor a header that check_headers accepted), instead of being
+  // refused: an idle flood from many addresses cannot keep a client that sends a request out.
+  bool evict_idle_when_full = false;
+  // Once check_headers accepted a request's header: the time from then for the rest of its body
+  // (an authorised upload may take longer than read_timeout). 0: read_timeout from the first byte.
+  std::chrono::milliseconds body_timeout{0};
+  // TLS on every connection (server.tls): the handshake must end within read_timeout; a
+  // connection over a connection cap is closed without an answer. Null: plain HTTP.
+  std::shared_ptr<ServerTls> tls;
   // One structured line per request (and per protocol error), e.g.
   // `2026-12-02T01:02:03.456Z method=POST path=/v1/check status=200 us=85 peer=127.0.0.1` (UTC,
   // RFC 3339; a sink gets each line with its time, without its newline). Default: stderr,

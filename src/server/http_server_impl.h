@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -73,6 +74,7 @@ class Server : public std::enable_shared_from_this<Server> {
   void accept();
   void on_accept(const boost::system::error_code& ec, std::thread::id thread, Socket socket);
   bool on_server_thread() const;
+  std::shared_ptr<Connection> evict_idle();  // with mutex_ held
   void schedule_log_flush();
 
   // Declared first so they outlive the io_contexts: connections destroyed with them use them.
@@ -82,7 +84,17 @@ class Server : public std::enable_shared_from_this<Server> {
   std::atomic<std::size_t> open_{0};
   std::mutex mutex_;  // guards the fields below, with `changed_`
   std::condition_variable changed_;
-  std::unordered_map<Connection*, std::weak_ptr<Connection>> connections_;
+  struct Tracked {
+    std::weak_ptr<Connection> connection;
+    std::string peer;         // its key in per_peer_; "" when not counted there
+    bool counted = false;     // an open connection (not one refused over a cap)
+    std::uint64_t order = 0;  // accept order
+    bool evicted = false;     // closed by evict_idle(), closing
+  };
+  std::unordered_map<Connection*, Tracked> connections_;
+  // Open connections per peer (peer_key()), when options_.max_connections_per_peer is set.
+  std::unordered_map<std::string, std::size_t> per_peer_;
+  std::uint64_t accepted_ = 0;  // connections accepted so far (Tracked::order)
   bool stopping_ = false;
   int running_threads_ = 0;
 

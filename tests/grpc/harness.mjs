@@ -90,11 +90,12 @@ export function descriptor(entries, extra = {}) {
 }
 
 export class RlsClient {
-  constructor(address) {
+  // credentials: grpc-js channel credentials (tls.test.mjs: createSsl); default plaintext.
+  constructor(address, credentials = grpc.credentials.createInsecure()) {
     const Service = rlsService();
-    this.client = new Service(address, grpc.credentials.createInsecure());
+    this.client = new Service(address, credentials);
     const Health = healthService();
-    this.health = new Health(address, grpc.credentials.createInsecure());
+    this.health = new Health(address, credentials);
   }
 
   // request: {domain, descriptors, hits_addend}

@@ -39,6 +39,9 @@ class SpellScratch {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     std::ofstream(path("tokens")) << "ops " << kSpellToken << "\n";
+    // Owner-only, as an operator keeps it (serve and validate warn otherwise).
+    std::filesystem::permissions(
+        path("tokens"), std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   }
   ~SpellScratch() {
     std::error_code ignored;
