@@ -46,7 +46,9 @@ const fs::path kEexEnvoy = kEexSource / "examples/envoy";
 // ---------------------------------------------------------------------------------------------
 // The schema: message name -> field name -> what the field holds.
 struct EexField {
-  std::string type;  // a message's full name, "enum:<full name>", "any", or "" (a scalar)
+  // A message's full name, "enum:<full name>", "any", "bool", "uint" (an unsigned integer), or
+  // "" (another scalar, or a message not checked further).
+  std::string type;
   bool map = false;  // map<string, type>
 };
 using EexSchema = std::map<std::string, std::map<std::string, EexField>>;
@@ -58,8 +60,9 @@ struct EexProtos {
 
 // Envoy's config messages the examples use that proto/ does not hold: one message per
 // unindented line, then its fields, each `name` (a scalar, an enum or a message not checked
-// further), `name:Type` (a message checked field by field), `name:map:Type` or `name:any`
-// (a TypedExtensionConfig's typed_config or an Any: its "@type" names the message).
+// further), `name:bool`, `name:uint` (an unsigned integer), `name:Type` (a message checked field
+// by field), `name:map:Type` or `name:any` (a TypedExtensionConfig's typed_config or an Any: its
+// "@type" names the message).
 constexpr std::string_view kEexEnvoyFields = R"(
 envoy.config.bootstrap.v3.Bootstrap
   node admin:envoy.config.bootstrap.v3.Admin static_resources:envoy.config.bootstrap.v3.StaticResources
@@ -70,7 +73,7 @@ envoy.config.bootstrap.v3.StaticResources
 envoy.config.core.v3.Address
   socket_address:envoy.config.core.v3.SocketAddress pipe
 envoy.config.core.v3.SocketAddress
-  protocol address port_value named_port resolver_name ipv4_compat
+  protocol address port_value:uint named_port resolver_name ipv4_compat
 envoy.config.listener.v3.Listener
   name address:envoy.config.core.v3.Address filter_chains:envoy.config.listener.v3.FilterChain
 envoy.config.listener.v3.FilterChain
@@ -80,9 +83,9 @@ envoy.config.listener.v3.Filter
 envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
   codec_type stat_prefix route_config:envoy.config.route.v3.RouteConfiguration rds
   http_filters:envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter
-  normalize_path merge_slashes use_remote_address xff_num_trusted_hops access_log
+  normalize_path:bool merge_slashes:bool use_remote_address:bool xff_num_trusted_hops:uint access_log
 envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter
-  name typed_config:any is_optional disabled
+  name typed_config:any is_optional:bool disabled:bool
 envoy.config.route.v3.RouteConfiguration
   name virtual_hosts:envoy.config.route.v3.VirtualHost
 envoy.config.route.v3.VirtualHost
@@ -94,16 +97,16 @@ envoy.config.route.v3.Route
 envoy.config.route.v3.RouteMatch
   prefix path safe_regex path_separated_prefix headers:envoy.config.route.v3.HeaderMatcher
 envoy.config.route.v3.HeaderMatcher
-  name exact_match present_match string_match invert_match treat_missing_header_as_empty
+  name exact_match present_match:bool string_match invert_match:bool treat_missing_header_as_empty:bool
 envoy.config.route.v3.RouteAction
-  cluster timeout rate_limits:envoy.config.route.v3.RateLimit include_vh_rate_limits
+  cluster timeout rate_limits:envoy.config.route.v3.RateLimit include_vh_rate_limits:bool
 envoy.config.route.v3.DirectResponseAction
-  status body:envoy.config.core.v3.DataSource
+  status:uint body:envoy.config.core.v3.DataSource
 envoy.config.core.v3.DataSource
   filename inline_bytes inline_string environment_variable
 envoy.config.route.v3.RateLimit
-  stage disable_key actions:envoy.config.route.v3.RateLimit.Action limit hits_addend:envoy.config.route.v3.RateLimit.HitsAddend
-  apply_on_stream_done
+  stage:uint disable_key actions:envoy.config.route.v3.RateLimit.Action limit hits_addend:envoy.config.route.v3.RateLimit.HitsAddend
+  apply_on_stream_done:bool
 envoy.config.route.v3.RateLimit.HitsAddend
   number format
 envoy.config.route.v3.RateLimit.Action
@@ -112,14 +115,14 @@ envoy.config.route.v3.RateLimit.Action
   generic_key:envoy.config.route.v3.RateLimit.Action.GenericKey header_value_match metadata
   extension masked_remote_address query_parameter_value_match
 envoy.config.route.v3.RateLimit.Action.RequestHeaders
-  header_name descriptor_key skip_if_absent
+  header_name descriptor_key skip_if_absent:bool
 envoy.config.route.v3.RateLimit.Action.RemoteAddress
 envoy.config.route.v3.RateLimit.Action.GenericKey
   descriptor_value descriptor_key
 envoy.extensions.filters.http.ratelimit.v3.RateLimit
-  domain stage request_type timeout failure_mode_deny rate_limited_as_resource_exhausted
+  domain stage:uint request_type timeout failure_mode_deny:bool rate_limited_as_resource_exhausted:bool
   rate_limit_service:envoy.config.ratelimit.v3.RateLimitServiceConfig enable_x_ratelimit_headers
-  disable_x_envoy_ratelimited_header rate_limited_status response_headers_to_add status_on_error
+  disable_x_envoy_ratelimited_header:bool rate_limited_status response_headers_to_add status_on_error
   stat_prefix
 envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute
   vh_rate_limits override_option rate_limits:envoy.config.route.v3.RateLimit domain
@@ -159,7 +162,7 @@ xds.type.matcher.v3.Matcher
   matcher_list:xds.type.matcher.v3.Matcher.MatcherList matcher_tree
   on_no_match:xds.type.matcher.v3.Matcher.OnMatch
 xds.type.matcher.v3.Matcher.OnMatch
-  matcher:xds.type.matcher.v3.Matcher action:xds.core.v3.TypedExtensionConfig keep_matching
+  matcher:xds.type.matcher.v3.Matcher action:xds.core.v3.TypedExtensionConfig keep_matching:bool
 xds.type.matcher.v3.Matcher.MatcherList
   matchers:xds.type.matcher.v3.Matcher.MatcherList.FieldMatcher
 xds.type.matcher.v3.Matcher.MatcherList.FieldMatcher
@@ -170,7 +173,7 @@ xds.type.matcher.v3.Matcher.MatcherList.Predicate
 xds.type.matcher.v3.Matcher.MatcherList.Predicate.SinglePredicate
   input:xds.core.v3.TypedExtensionConfig value_match:xds.type.matcher.v3.StringMatcher custom_match
 xds.type.matcher.v3.StringMatcher
-  exact prefix suffix safe_regex:xds.type.matcher.v3.RegexMatcher contains custom ignore_case
+  exact prefix suffix safe_regex:xds.type.matcher.v3.RegexMatcher contains custom ignore_case:bool
 xds.type.matcher.v3.RegexMatcher
   google_re2 regex
 xds.core.v3.TypedExtensionConfig
@@ -334,6 +337,8 @@ void eex_read_proto(const std::string& text, EexProtos& out, std::vector<EexRawF
 std::string eex_resolve(const EexProtos& protos, const std::string& scope, const std::string& type,
                         bool& is_enum) {
   is_enum = false;
+  if (type == "bool") return "bool";
+  if (type == "uint32" || type == "uint64") return "uint";
   if (eex_scalar_type(type)) return "";
   std::string at = scope;
   while (true) {
@@ -384,6 +389,16 @@ void eex_check(const EexProtos& protos, const YAML::Node& node, std::string type
     return;
   }
   if (type.empty()) return;  // a scalar, or a message this schema does not open
+  if (type == "bool" || type == "uint") {
+    const std::string value = node.IsScalar() ? node.as<std::string>() : "";
+    const bool fits =
+        type == "bool"
+            ? value == "true" || value == "false"
+            : !value.empty() && std::all_of(value.begin(), value.end(),
+                                            [](unsigned char c) { return std::isdigit(c); });
+    if (!fits) errors.push_back(path + ": not a " + (type == "bool" ? "boolean" : "whole number"));
+    return;
+  }
   if (type.starts_with("?")) {
     errors.push_back(path + ": type " + type.substr(1) + " is in no .proto of proto/");
     return;
@@ -549,8 +564,8 @@ TEST(EnvoyExamples, EveryFieldOfEveryEnvoyYamlIsAFieldOfItsMessage) {
     EXPECT_TRUE(errors.empty()) << file << ":\n" << eex_joined(errors);
   }
 
-  // The check finds what Envoy would refuse: a misspelt field, a field in the wrong message, a
-  // strategy field that is not in proto/, a blanket rule that does not exist.
+  // The check finds what Envoy would refuse: a misspelt field, a misspelt boolean, a field in the
+  // wrong message, a strategy field that is not in proto/, a blanket rule that does not exist.
   const YAML::Node bad = YAML::Load(R"(
 static_resources:
   clusters:
@@ -567,6 +582,7 @@ static_resources:
           - name: envoy.filters.http.ratelimit
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit
+              failure_mode_deny: flase
               rate_limit_service: {cluster_name: spillway}
           - name: envoy.filters.http.rate_limit_quota
             typed_config:
@@ -585,7 +601,8 @@ static_resources:
   std::vector<std::string> errors;
   eex_check(protos, bad, "envoy.config.bootstrap.v3.Bootstrap", "", errors);
   const std::string all = eex_joined(errors);
-  EXPECT_EQ(errors.size(), 4u) << all;
+  EXPECT_EQ(errors.size(), 5u) << all;
+  EXPECT_NE(all.find("typed_config.failure_mode_deny: not a boolean"), std::string::npos) << all;
   EXPECT_NE(all.find("clusters[0].conect_timeout: no field"), std::string::npos) << all;
   EXPECT_NE(all.find("rate_limit_service.cluster_name: no field cluster_name in "
                      "envoy.config.ratelimit.v3.RateLimitServiceConfig"),
