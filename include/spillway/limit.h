@@ -33,6 +33,12 @@ class Limit {
   std::int64_t limit() const { return limit_; }
   Micros period() const { return period_; }
   std::int64_t burst() const { return burst_; }
+  // The most cost units an idle key admits back to back, which is what a decision's `remaining`
+  // counts down from: B for token_bucket and gcra, L for the windows. The limit that rate limit
+  // headers pairing a limit with a remaining report (X-RateLimit-Limit on HTTP, RateLimit-Limit
+  // or X-RateLimit-Limit on Envoy's rate limit service), so that "limit - remaining" is what
+  // was used.
+  std::int64_t capacity() const { return takes_burst(algorithm_) ? burst_ : limit_; }
 
   // L / gcd(L, P) and P / gcd(L, P): the emission interval T is period_units / limit_units µs.
   std::int64_t limit_units() const { return limit_units_; }

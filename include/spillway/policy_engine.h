@@ -41,6 +41,8 @@ struct PolicyDecision {
   std::string denied_key;                // the denying layer's key (empty when admitted)
   Decision top;                          // what the top-level fields and headers describe
   Micros top_period = 0;
+  std::int64_t top_capacity =
+      0;  // its limit's capacity() (0 when no layer applied): X-RateLimit-Limit
   std::vector<LayerDecision> layers;       // the layers that applied: enforced, then shadow ones
   bool shadow_checked = false;             // shadow layers applied and were checked
   std::vector<std::string> shadow_denied;  // shadow layers that would have denied

@@ -483,6 +483,7 @@ PolicyDecision Policy::combine(const std::vector<Check>& checks, const Decisions
   if (top) {
     out.top = decisions[*top];
     out.top_period = checks[*top].limit->period();
+    out.top_capacity = checks[*top].limit->capacity();
     if (!out.allowed) {
       out.denied_by = out.layers[*top].name;
       out.denied_key = checks[*top].key;
@@ -534,6 +535,7 @@ PolicyDecision Policy::blocked_answer(const Check& blocked) const {
                      .retry_after = kNever,
                      .reset_after = 0};
   out.top_period = blocked.limit->period();
+  out.top_capacity = blocked.limit->capacity();
   out.denied_by = layer_name(blocked.layer);
   out.denied_key = blocked.key;
   out.layers.push_back({layer_name(blocked.layer), out.top, out.top_period, false,

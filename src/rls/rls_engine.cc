@@ -42,6 +42,13 @@ struct Item {
   std::optional<Decision> decision;
 };
 
+// The limit the rate limit headers report beside the remaining: what that remaining counts down
+// from (Limit::capacity(), the burst of a bucket algorithm, as the HTTP path's headers say), or
+// the rule's requests_per_unit when nothing was counted.
+std::int64_t header_limit(const DescriptorStatus& status, const Item& item) {
+  return item.limit ? item.limit->capacity() : status.current_limit->requests_per_unit;
+}
+
 }  // namespace
 
 struct RlsEngine::Call {
@@ -363,6 +370,7 @@ void RlsEngine::finish(const std::shared_ptr<Call>& call) {
   RlsResponse response;
   response.statuses.reserve(call->items.size());
   const DescriptorStatus* tightest = nullptr;
+  const Item* tightest_item = nullptr;
   const Micros now = options_.clock->now();
   for (Item& item : call->items) {
     if (item.same_as) {
@@ -448,13 +456,14 @@ void RlsEngine::finish(const std::shared_ptr<Call>& call) {
     if (tightest == nullptr || (over && !tightest_over) ||
         (over == tightest_over && status.limit_remaining < tightest->limit_remaining)) {
       tightest = &status;
+      tightest_item = &call->items[i];
     }
   }
   if (tightest != nullptr && options_.response_headers != ResponseHeaders::kOff) {
     const std::string prefix =
         options_.response_headers == ResponseHeaders::kXRateLimit ? "X-RateLimit-" : "RateLimit-";
     response.response_headers = {
-        {prefix + "Limit", std::to_string(tightest->current_limit->requests_per_unit)},
+        {prefix + "Limit", std::to_string(header_limit(*tightest, *tightest_item))},
         {prefix + "Remaining", std::to_string(tightest->limit_remaining)},
         {prefix + "Reset", reset_seconds(tightest->duration_until_reset)}};
   }

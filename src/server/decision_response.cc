@@ -32,8 +32,10 @@ std::string decision_json(const Decision& d) {
 
 // RateLimit-Policy / RateLimit (IETF httpapi draft: named policies with q, w; r, t) of the
 // enforced layers, the X-RateLimit-* trio of the top-level decision, and Retry-After when denied.
+// X-RateLimit-Limit is `top_capacity`, its limit's Limit::capacity(): what X-RateLimit-Remaining
+// counts down from (a bucket's burst); q stays the rate's L per w.
 void add_rate_headers(HttpResponse& response, const std::vector<LayerDecision>& layers,
-                      const Decision& top) {
+                      const Decision& top, std::int64_t top_capacity) {
   response.headers.reserve(6);
   if (!layers.empty() && !layers.front().shadow) {
     std::string policy, state;  // sized once: "\"<name>\";q=<limit>;w=<seconds>" per layer
@@ -57,7 +59,7 @@ void add_rate_headers(HttpResponse& response, const std::vector<LayerDecision>& 
     response.headers.emplace_back("RateLimit-Policy", std::move(policy));
     response.headers.emplace_back("RateLimit", std::move(state));
   }
-  response.headers.emplace_back("X-RateLimit-Limit", std::to_string(top.limit));
+  response.headers.emplace_back("X-RateLimit-Limit", std::to_string(top_capacity));
   response.headers.emplace_back("X-RateLimit-Remaining", std::to_string(top.remaining));
   response.headers.emplace_back("X-RateLimit-Reset", std::to_string(seconds_up(top.reset_after)));
   if (!top.allowed && top.retry_after > 0) {
@@ -86,9 +88,9 @@ HttpResponse error_response(int status, std::string_view message) {
   return {.status = status, .body = error_body(message)};
 }
 
-HttpResponse limit_decision_response(const Decision& decision, Micros period) {
+HttpResponse limit_decision_response(const Decision& decision, const Limit& limit) {
   HttpResponse response{.status = decision.allowed ? 200 : 429, .body = decision_json(decision)};
-  add_rate_headers(response, {{"limit", decision, period}}, decision);
+  add_rate_headers(response, {{"limit", decision, limit.period()}}, decision, limit.capacity());
   return response;
 }
 
@@ -159,7 +161,7 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
     for (const std::string& name : d.shadow_denied) names.append(names.empty() ? "" : ",") += name;
     response.headers.emplace_back("X-Spillway-Shadow-Denied", std::move(names));
   }
-  add_rate_headers(response, d.layers, top);
+  add_rate_headers(response, d.layers, top, d.top_capacity);
   return response;
 }
 

@@ -19,7 +19,7 @@ namespace spillway::server {
 HttpResponse error_response(int status, std::string_view message);
 
 // POST /v1/limit: 200 admitted or 429 denied, the decision's fields and headers.
-HttpResponse limit_decision_response(const Decision& decision, Micros period);
+HttpResponse limit_decision_response(const Decision& decision, const Limit& limit);
 // POST /v1/limit when the backend failed: on_error's answer (`allow`) with "backend_error".
 HttpResponse limit_backend_error_response(const Limit& limit, bool allow, const Error& error);
 

@@ -204,7 +204,7 @@ HttpResponse Service::limit_response(const Limit& limit, policy::OnError on_erro
   metrics_.decision("limit", decision->allowed);
   metrics_.outcome(decision->allowed);
   if (!decision->allowed) top_denied_.add(stored_key);
-  return limit_decision_response(*decision, limit.period());
+  return limit_decision_response(*decision, limit);
 }
 
 void Service::check(const HttpRequest& request, const Reply& reply) {

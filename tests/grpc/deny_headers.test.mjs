@@ -18,6 +18,10 @@ domain: hdr
 descriptors:
   - key: h
     rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: g
+    rate_limit: {unit: minute, requests_per_unit: 10, algorithm: gcra, burst: 5}
+  - key: t
+    rate_limit: {unit: minute, requests_per_unit: 10, algorithm: token_bucket, burst: 20}
 `;
 
 const servers = {};
@@ -103,6 +107,22 @@ describe('response headers', () => {
     const denied = await servers.draft.rls.check('hdr', [['h', v]]);
     assert.equal(denied.overall_code, 'OVER_LIMIT');
     assert.equal(headerMap(denied)['RateLimit-Remaining'], '0');
+  });
+
+  // The limit is what the remaining counts down from: a bucket's burst, as the HTTP endpoints'
+  // X-RateLimit-Limit says; current_limit keeps the rule's rate.
+  it('a bucket with a burst → its burst as the limit', async () => {
+    for (const [key, burst] of [['g', 5], ['t', 20]]) {
+      const r = await servers.draft.rls.check('hdr', [[key, unique(`burst_${key}`)]]);
+      assert.equal(r.overall_code, 'OK');
+      assert.equal(Number(r.statuses[0].current_limit.requests_per_unit), 10, key);
+      const h = headerMap(r);
+      assert.equal(h['RateLimit-Limit'], String(burst), key);
+      assert.equal(h['RateLimit-Remaining'], String(burst - 1), key);
+    }
+    const x = await servers.xratelimit.rls.check('hdr', [['g', unique('burst_x')]]);
+    assert.equal(headerMap(x)['X-RateLimit-Limit'], '5');
+    assert.equal(headerMap(x)['X-RateLimit-Remaining'], '4');
   });
 
   it('x-ratelimit → X-RateLimit-Limit / -Remaining / -Reset', async () => {
