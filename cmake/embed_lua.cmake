@@ -15,7 +15,7 @@
 # "  -- @settle" line the settle block (usage-based limits: sets done, and state and idle_at as
 # the decide block does). Each mirrors the C++ function of the same name in src/core/<a>.cc.
 #   standalone scripts:     tenant_write.lua, tenant_read.lua, tenant_scan.lua, reset.lua,
-#                           probe.lua as they are
+#                           probe.lua, quota_share.lua as they are
 # The id table maps each algorithm's number (its position in the list, as the C++ sends it) to
 # its decide function; static_asserts in the output check that the C++ list says the same.
 include(${CMAKE_CURRENT_LIST_DIR}/algorithm_list.cmake)
@@ -102,7 +102,7 @@ string(APPEND body "std::string_view settle_script_source() {\n")
 string(APPEND body "  return R\"spillway_lua(${prelude}${every_algorithm}${every_settle}${id_table}${settle_table}${settle})spillway_lua\";\n}\n\n")
 string(APPEND body "std::string_view refund_script_source() {\n")
 string(APPEND body "  return R\"spillway_lua(${refund})spillway_lua\";\n}\n\n")
-foreach(name IN ITEMS tenant_write tenant_read tenant_scan reset probe)
+foreach(name IN ITEMS tenant_write tenant_read tenant_scan reset probe quota_share)
   file(READ ${LUA_DIR}/${name}.lua text)
   string(APPEND body "std::string_view ${name}_script_source() {\n")
   string(APPEND body "  return R\"spillway_lua(${text})spillway_lua\";\n}\n\n")

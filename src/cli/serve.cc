@@ -17,6 +17,7 @@
 #include "src/core/backend_schemes.h"
 #include "src/grpc/grpc_metrics.h"
 #include "src/grpc/rls_grpc_server.h"
+#include "src/open_store/open_quota_shares.h"
 #include "src/rls/rls_engine.h"
 #include "src/rls/rls_watcher.h"
 #include "src/server/http_server.h"
@@ -245,12 +246,20 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     watcher = std::make_unique<rls::RlsWatcher>(*engine, config->rls.config, rules_fingerprint,
                                                 config->rls.watch, stderr_lines("spillway serve: "),
                                                 [shared_store] { shared_store->clear_caches(); });
+    // RLQS: the Envoys' demands meet in the backend, so every server shares a bucket fairly.
+    auto shares = open_quota_shares(config->backend.url, backend_options);
+    if (!shares) {
+      err << "spillway serve: rlqs shares: " << shares.error().message << std::endl;
+      (*http_server)->stop(std::chrono::seconds(0));
+      return 1;
+    }
     auto started = grpc_server::RlsGrpcServer::start(
         {.host = grpc_address->host,
          .port = grpc_address->port,
          .on_error = config->rls.on_error,
          .ready = [shared_store] { return shared_store->ready(); },
-         .tls = config->server.tls},
+         .tls = config->server.tls,
+         .quota_shares = std::move(*shares)},
         *engine, grpc_metrics);
     if (!started) {  // before anything said "listening"
       err << "spillway serve: " << started.error().message << std::endl;
@@ -260,11 +269,14 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     grpc = std::move(*started);
     rls::RlsEngine* engine_ptr = engine.get();
     rls::RlsWatcher* watcher_ptr = watcher.get();
-    (*service)->add_metrics_source([engine_ptr, watcher_ptr, &grpc_metrics](std::string& out) {
-      engine_ptr->stats().render(out);
-      watcher_ptr->render(out);
-      grpc_metrics.render(out);
-    });
+    grpc_server::RlsGrpcServer* grpc_ptr = grpc.get();
+    (*service)->add_metrics_source(
+        [engine_ptr, watcher_ptr, grpc_ptr, &grpc_metrics](std::string& out) {
+          engine_ptr->stats().render(out);
+          watcher_ptr->render(out);
+          grpc_metrics.render(out);
+          grpc_ptr->append_quota_metrics(out);
+        });
   }
   // Both listeners are bound: now they may be announced.
   err << "spillway serve: listening on " << http.host << ":" << (*http_server)->port()

@@ -15,15 +15,19 @@ using Response = pbq::RateLimitQuotaResponse;
 
 constexpr Micros kMaxDurationMicros = kMaxNow;  // far beyond any report interval
 
+// A Duration in µs, a part of a µs rounded up (so 500 ns is 1 µs, not 0); -1 for one that can
+// never be valid (negative, or nanos outside 0..999,999,999). Unset is 0.
 Micros micros_of(const ::google::protobuf::Duration& d) {
-  if (d.seconds() < 0 || d.nanos() < 0) return 0;
+  if (d.seconds() < 0 || d.nanos() < 0 || d.nanos() > 999'999'999) return -1;
   if (d.seconds() >= kMaxDurationMicros / 1'000'000) return kMaxDurationMicros;
-  return d.seconds() * 1'000'000 + d.nanos() / 1'000;
+  return d.seconds() * 1'000'000 + (d.nanos() + 999) / 1'000;
 }
 
+// Envoy reads only a Duration's `.seconds()` (rate_limit_quota/global_client_impl.cc): whole
+// seconds, nanos 0 (the engine gives whole seconds; a remainder is rounded up, never dropped).
 void set_duration(::google::protobuf::Duration& d, Micros micros) {
-  d.set_seconds(micros / 1'000'000);
-  d.set_nanos(static_cast<std::int32_t>((micros % 1'000'000) * 1'000));
+  d.set_seconds((micros + 999'999) / 1'000'000);
+  d.set_nanos(0);
 }
 
 std::vector<rls::QuotaUsage> usages_of(const Reports& reports) {
@@ -47,6 +51,10 @@ void to_proto(const std::vector<rls::QuotaAssignment>& assignments, Response& re
     for (const rls::RlsEntry& entry : a.bucket) {
       (*action->mutable_bucket_id()->mutable_bucket())[entry.key] = entry.value;
     }
+    if (a.strategy == rls::QuotaStrategy::kAbandon) {
+      action->mutable_abandon_action();  // Envoy forgets the bucket (global_client_impl.cc)
+      continue;
+    }
     auto* assignment = action->mutable_quota_assignment_action();
     set_duration(*assignment->mutable_assignment_time_to_live(), a.ttl);
     auto* strategy = assignment->mutable_rate_limit_strategy();
@@ -56,6 +64,8 @@ void to_proto(const std::vector<rls::QuotaAssignment>& assignments, Response& re
         break;
       case rls::QuotaStrategy::kDenyAll:
         strategy->set_blanket_rule(::envoy::type::v3::RateLimitStrategy::DENY_ALL);
+        break;
+      case rls::QuotaStrategy::kAbandon:
         break;
       case rls::QuotaStrategy::kTokenBucket: {
         auto* bucket = strategy->mutable_token_bucket();

@@ -214,6 +214,10 @@ RlsGrpcServer::RlsGrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 
 RlsGrpcServer::~RlsGrpcServer() { stop(std::chrono::milliseconds(0)); }
 
+void RlsGrpcServer::append_quota_metrics(std::string& out) const {
+  impl_->quota->stats().render(out);
+}
+
 Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions& options,
                                                             rls::RlsEngine& engine,
                                                             GrpcMetrics& metrics) {
@@ -224,7 +228,7 @@ Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions
   impl->service = std::make_unique<RateLimitService>(engine, metrics, options.on_error);
   impl->quota = std::make_unique<rls::QuotaService>(
       engine.store(), [&engine] { return engine.rules(); }, options.on_error,
-      engine.options().clock, engine.options().tenants);
+      engine.options().clock, engine.options().tenants, options.quota_shares);
   impl->quota_service = make_quota_grpc_service(*impl->quota);
   const std::string host =
       options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "spillway/error.h"
+#include "spillway/quota_shares.h"
 #include "src/config/config.h"
 #include "src/grpc/grpc_metrics.h"
 #include "src/rls/rls_engine.h"
@@ -39,6 +40,8 @@ struct RlsGrpcOptions {
   std::function<bool()> ready;  // e.g. the store's ready(); none: always SERVING
   // server.tls: the files are read at start (a restart takes new ones); none: plain TCP.
   std::optional<policy::ServerTlsConfig> tls;
+  // Where RLQS streams' demands meet (every server of the backend); none: this process.
+  std::shared_ptr<QuotaShares> quota_shares;
 };
 
 class RlsGrpcServer {
@@ -48,6 +51,8 @@ class RlsGrpcServer {
   ~RlsGrpcServer();
 
   int port() const;
+  // The RLQS per-bucket metrics (rls::QuotaStats), as Prometheus text appended to `out`.
+  void append_quota_metrics(std::string& out) const;
   // Stops taking calls and waits up to `grace` for those running.
   void stop(std::chrono::milliseconds grace);
 

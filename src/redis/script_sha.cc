@@ -47,5 +47,6 @@ const std::string& probe_script_sha() { return sha_of<probe_script_source>(); }
 const std::string& tenant_write_script_sha() { return sha_of<tenant_write_script_source>(); }
 const std::string& tenant_read_script_sha() { return sha_of<tenant_read_script_source>(); }
 const std::string& tenant_scan_script_sha() { return sha_of<tenant_scan_script_source>(); }
+const std::string& quota_share_script_sha() { return sha_of<quota_share_script_source>(); }
 
 }  // namespace spillway::redis

@@ -37,6 +37,11 @@ const std::string& tenant_write_script_sha();
 const std::string& tenant_read_script_sha();
 const std::string& tenant_scan_script_sha();
 
+// The members of an RLQS bucket and their demands (lua/quota_share.lua;
+// src/redis/redis_quota_shares.h).
+std::string_view quota_share_script_source();
+const std::string& quota_share_script_sha();
+
 // Forgets keys' state (Operation::kReset; lua/reset.lua).
 std::string_view reset_script_source();
 const std::string& reset_script_sha();

@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "src/core/metrics_text.h"
 #include "src/rls/rls_engine.h"
 #include "src/rls/rls_match.h"
 
@@ -12,12 +13,64 @@ namespace spillway::rls {
 
 QuotaService::QuotaService(Store& store, std::function<std::shared_ptr<const RlsRules>()> rules,
                            policy::RlsOnError on_error, std::shared_ptr<const Clock> clock,
-                           TenantGate tenants)
+                           TenantGate tenants, std::shared_ptr<QuotaShares> shares)
     : store_(store),
       rules_(std::move(rules)),
       on_error_(on_error),
       clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()),
-      tenants_(std::move(tenants)) {}
+      tenants_(std::move(tenants)),
+      shares_(shares ? std::move(shares) : std::make_shared<LocalQuotaShares>(clock_)),
+      stats_(std::make_unique<QuotaStats>()) {}
+
+void QuotaStats::add(std::string_view domain, std::string_view path, Counter counter,
+                     std::int64_t n) {
+  if (path.empty() || n == 0) return;
+  std::string name = std::string(domain) + '\0' + std::string(path);
+  std::lock_guard lock(mutex_);
+  auto found = series_.find(name);
+  if (found == series_.end()) {
+    if (series_.size() >= kMaxSeries) name = std::string(domain) + '\0' + "_other";
+    found = series_.try_emplace(std::move(name)).first;
+  }
+  found->second[counter] += n;
+}
+
+std::int64_t QuotaStats::get(std::string_view domain, std::string_view path,
+                             Counter counter) const {
+  const std::string name = std::string(domain) + '\0' + std::string(path);
+  std::lock_guard lock(mutex_);
+  auto found = series_.find(name);
+  return found == series_.end() ? 0 : found->second[counter];
+}
+
+void QuotaStats::render(std::string& out) const {
+  std::lock_guard lock(mutex_);
+  if (series_.empty()) return;
+  const auto domain = [](const std::string& name) {
+    return std::string_view(name).substr(0, name.find('\0'));
+  };
+  const auto bucket = [](const std::string& name) {
+    return std::string_view(name).substr(name.find('\0') + 1);
+  };
+  append_metric_family(out, "spillway_rlqs_tokens_total", MetricType::kCounter,
+                       "RLQS tokens per bucket: assigned (charged for assignments), used (allowed, "
+                       "as the Envoys report), refunded (given back by settlements).");
+  static constexpr std::array<std::string_view, 3> kinds = {"assigned", "used", "refunded"};
+  for (const auto& [name, values] : series_) {
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      append_metric_sample(out, "spillway_rlqs_tokens_total",
+                           {{"domain", domain(name)}, {"bucket", bucket(name)}, {"kind", kinds[k]}},
+                           static_cast<std::uint64_t>(std::max<std::int64_t>(0, values[k])));
+    }
+  }
+  append_metric_family(out, "spillway_rlqs_envoys", MetricType::kGauge,
+                       "RLQS streams (Envoys) holding a bucket on this server.");
+  for (const auto& [name, values] : series_) {
+    append_metric_sample(out, "spillway_rlqs_envoys",
+                         {{"domain", domain(name)}, {"bucket", bucket(name)}},
+                         static_cast<std::uint64_t>(std::max<std::int64_t>(0, values[kHolders])));
+  }
+}
 
 struct QuotaStream::Report {
   std::vector<QuotaUsage> usages;
@@ -33,31 +86,150 @@ std::unexpected<Error> bad_report(std::string message) {
   return std::unexpected(Error{Errc::kInvalidArgument, std::move(message), "bucket_quota_usages"});
 }
 
-// The assignment's time to live: twice the report interval, within [1 s, 60 s].
-Micros ttl_for(Micros elapsed) {
-  return std::clamp<Micros>(elapsed > kMaxQuotaTtl ? kMaxQuotaTtl : 2 * elapsed, kMinQuotaTtl,
-                            kMaxQuotaTtl);
+// `m` rounded up to whole seconds, within [1 s, kMaxQuotaTtl]: Envoy reads only `.seconds()`.
+Micros whole_seconds(Micros m) {
+  const Micros up = (std::max<Micros>(m, 1) + kMicrosPerSecond - 1) / kMicrosPerSecond;
+  return std::min(up * kMicrosPerSecond, kMaxQuotaTtl);
 }
 
-// About 1.25 × the requests seen, scaled to `ttl`, at least 1, at most what the limit gives in
-// ttl, half the largest charge the limit can take (L, or B for the buckets: a new bucket costs
-// twice its size) and what a uint32 holds.
-std::uint32_t tokens_for(const QuotaUsage& usage, const Limit& limit, Micros ttl) {
-  const double seen = static_cast<double>(usage.allowed) + static_cast<double>(usage.denied);
-  const double want =
-      std::ceil(seen * 1.25 * static_cast<double>(ttl) / static_cast<double>(usage.elapsed));
-  const double ceiling =
-      std::max(1.0, std::floor(static_cast<double>(limit.limit()) * static_cast<double>(ttl) /
-                               static_cast<double>(limit.period())));
-  const double largest =
-      static_cast<double>(takes_burst(limit.algorithm()) ? limit.burst() : limit.limit());
-  const double most =
-      std::max(1.0, std::min({ceiling, std::floor(largest / 2),
+// The assignment's time to live: the longest time seen between two reports plus half of it (at
+// least 600 ms, more than two trips of kQuotaGrace), in whole seconds, so it outlives the next
+// report whatever Envoy's reporting_interval; kFirstQuotaTtl before any is seen.
+Micros ttl_for(Micros interval) {
+  if (interval <= 0) return kFirstQuotaTtl;
+  const Micros i = std::min(interval, kMaxQuotaTtl);
+  return whole_seconds(i + std::max<Micros>(i / 2, 600'000));
+}
+
+// What an assignment of `tokens` per fill interval costs: Envoy's bucket holds `size` =
+// tokens × ttl / fill (what one ttl brings, at least 1, at most tokens) and starts full; it
+// refills tokens/fill per second for `span` (until the expiry Envoy arms).
+struct QuotaCost {
+  Micros ttl = 0;
+  Micros fill = 0;
+  Micros span = 0;
+  std::uint32_t size(std::uint32_t tokens) const {
+    const double s = std::ceil(static_cast<double>(tokens) * static_cast<double>(ttl) /
+                               static_cast<double>(fill));
+    return static_cast<std::uint32_t>(std::clamp(s, 1.0, static_cast<double>(tokens)));
+  }
+  static std::int64_t refill(std::uint32_t tokens, Micros fill, Micros span) {
+    if (span <= 0) return 0;
+    return static_cast<std::int64_t>(std::ceil(
+        static_cast<double>(tokens) * static_cast<double>(span) / static_cast<double>(fill)));
+  }
+  std::int64_t of_new(std::uint32_t tokens) const {
+    return std::int64_t{size(tokens)} + refill(tokens, fill, span);
+  }
+  // The largest tokens whose new bucket `left` pays for (0: none).
+  std::int64_t fit(std::int64_t left) const {
+    if (left < 2) return 0;
+    const double per = static_cast<double>(std::min(ttl, fill) + span) / static_cast<double>(fill);
+    auto t = static_cast<std::int64_t>(std::floor(static_cast<double>(left - 1) / per));
+    t = std::clamp<std::int64_t>(t, 0, std::numeric_limits<std::uint32_t>::max());
+    while (t > 0 && of_new(static_cast<std::uint32_t>(t)) > left) --t;
+    return t;
+  }
+};
+
+// The ttl before any report interval is seen: kFirstQuotaTtl, halved (to 2 s at least) while
+// a bucket of one token per F would cost more than a sixteenth of the largest charge the limit
+// takes (a short period: its refill over a long ttl is charged in advance, and the first bucket
+// is replaced at the next report, where a bucket algorithm gives nothing back).
+Micros first_ttl(const Limit& limit, Micros fill) {
+  const std::int64_t largest = takes_burst(limit.algorithm()) ? limit.burst() : limit.limit();
+  Micros ttl = kFirstQuotaTtl;
+  while (ttl > 2 * kMicrosPerSecond &&
+         QuotaCost{.ttl = ttl, .fill = fill, .span = ttl + kQuotaGrace}.of_new(1) > largest / 16) {
+    ttl = std::max<Micros>(2 * kMicrosPerSecond, ttl / 2 / kMicrosPerSecond * kMicrosPerSecond);
+  }
+  return ttl;
+}
+
+// What a limit allows one Envoy per fill interval F (= the limit's period in whole seconds):
+// `rate`, the limit's rate over F; `most`, at most that and what keeps a new bucket's cost within
+// the largest charge the limit can take (L, or B); `start`, for an Envoy whose demand is not known
+// yet, what a sixteenth of that largest charge pays for (at least 1, at most `most`).
+struct QuotaSizing {
+  double rate = 1;
+  double most = 1;
+  double start = 1;
+};
+
+QuotaSizing sizing_for(const Limit& limit, Micros ttl, Micros fill) {
+  const double f = static_cast<double>(fill);
+  QuotaSizing out;
+  out.rate = std::max(1.0, std::floor(static_cast<double>(limit.limit()) * f /
+                                      static_cast<double>(limit.period())));
+  const std::int64_t largest = takes_burst(limit.algorithm()) ? limit.burst() : limit.limit();
+  const QuotaCost cost{.ttl = ttl, .fill = fill, .span = ttl + kQuotaGrace};
+  out.most =
+      std::max(1.0, std::min({out.rate, static_cast<double>(cost.fit(largest)),
                               static_cast<double>(std::numeric_limits<std::uint32_t>::max())}));
-  return static_cast<std::uint32_t>(std::clamp(want, 1.0, most));
+  out.start = std::clamp(static_cast<double>(cost.fit(largest / 16)), 1.0, out.most);
+  return out;
+}
+
+// An Envoy's demand per F: the requests it saw (allowed + denied) over `gap`, scaled to F; -1
+// when not known (gap 0: a bucket Envoy just created).
+std::int64_t demand_of(const QuotaUsage& usage, Micros gap, Micros fill) {
+  if (gap <= 0) return -1;
+  const double seen = static_cast<double>(usage.allowed) + static_cast<double>(usage.denied);
+  const double want = std::ceil(seen * static_cast<double>(fill) / static_cast<double>(gap));
+  return static_cast<std::int64_t>(std::clamp(want, 1.0, 1e15));
+}
+
+// What the member whose demand is demands[0] is given of `capacity`: its max-min fair share by
+// the demands (a demand of -1, not known, asks for all: each member asking less than an even
+// split gets what it asks, the rest is split evenly), plus an even part of what the shares
+// leave, up to 1.25 × its demand (headroom for growth; `unknown`: what it gets while its demand
+// is not known).
+double max_min_share(double capacity, const std::vector<std::int64_t>& demands, double unknown) {
+  if (demands.empty()) return unknown;
+  const auto asked = [capacity](std::int64_t d) {
+    return d < 0 ? capacity : static_cast<double>(d);
+  };
+  std::vector<double> sorted;
+  sorted.reserve(demands.size());
+  for (std::int64_t d : demands) sorted.push_back(asked(d));
+  std::sort(sorted.begin(), sorted.end());
+  double left = capacity;
+  double level = capacity;  // what a member asking more than its share gets
+  std::size_t i = 0;
+  for (; i < sorted.size(); ++i) {
+    level = left / static_cast<double>(sorted.size() - i);
+    if (sorted[i] >= level) break;
+    left -= sorted[i];
+  }
+  const double spare = i == sorted.size() ? left / static_cast<double>(sorted.size()) : 0;
+  const double own = asked(demands[0]);
+  if (demands[0] < 0) return std::min(unknown, level);
+  return std::min(own * 1.25, std::min(own, level) + spare);
+}
+
+// The same bucket named twice in one report is one bucket: its counts summed, the longer elapsed.
+std::string bucket_name(std::vector<RlsEntry> entries) {
+  std::sort(entries.begin(), entries.end(),
+            [](const RlsEntry& a, const RlsEntry& b) { return a.key < b.key; });
+  std::string name;
+  for (const RlsEntry& e : entries) name += e.key + '\0' + e.value + '\0';
+  return name;
+}
+
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  return a > std::numeric_limits<std::uint64_t>::max() - b
+             ? std::numeric_limits<std::uint64_t>::max()
+             : a + b;
 }
 
 }  // namespace
+
+QuotaStream::QuotaStream(const QuotaService& service)
+    : service_(service), id_(new_reservation_id()) {}
+
+QuotaStream::~QuotaStream() {
+  for (auto& [key, bucket] : buckets_) leave(key, bucket);
+}
 
 void QuotaStream::report(std::string_view domain, std::vector<QuotaUsage> usages, Done done) {
   if (domain_.empty()) {
@@ -85,10 +257,23 @@ void QuotaStream::report(std::string_view domain, std::vector<QuotaUsage> usages
         return done(bad_report(at + ".bucket_id has an empty key or value"));
       }
     }
-    if (usage.elapsed <= 0) return done(bad_report(at + ".time_elapsed must be above 0"));
+    if (usage.elapsed < 0) return done(bad_report(at + ".time_elapsed must not be negative"));
+  }
+  std::vector<QuotaUsage> merged;
+  std::map<std::string, std::size_t> seen;
+  for (QuotaUsage& usage : usages) {
+    auto [at, fresh] = seen.emplace(bucket_name(usage.bucket), merged.size());
+    if (fresh) {
+      merged.push_back(std::move(usage));
+      continue;
+    }
+    QuotaUsage& into = merged[at->second];
+    into.allowed = saturating_add(into.allowed, usage.allowed);
+    into.denied = saturating_add(into.denied, usage.denied);
+    into.elapsed = std::max(into.elapsed, usage.elapsed);
   }
   auto state = std::make_shared<Report>();
-  state->usages = std::move(usages);
+  state->usages = std::move(merged);
   state->rules = service_.rules();
   state->done = std::move(done);
   next(std::move(state));
@@ -97,11 +282,41 @@ void QuotaStream::report(std::string_view domain, std::vector<QuotaUsage> usages
 void QuotaStream::next(std::shared_ptr<Report> report) {
   while (report->index < report->usages.size()) {
     const QuotaUsage& usage = report->usages[report->index];
-    const Micros ttl = ttl_for(usage.elapsed);
-    QuotaAssignment answer{.bucket = usage.bucket, .ttl = ttl};
     std::vector<RlsEntry> sorted = usage.bucket;
     std::sort(sorted.begin(), sorted.end(),
               [](const RlsEntry& a, const RlsEntry& b) { return a.key < b.key; });
+    // The time since this bucket's last report: the server's own clock (time_elapsed is whole
+    // seconds, 0 under 1 s), at least what Envoy says; for a bucket new to this stream what
+    // Envoy says (0 for a bucket new to Envoy: its demand is not known yet).
+    const Micros now = service_.now();
+    std::string key = rls_key(domain_, sorted);
+    Bucket& held = buckets_[key];
+    const Micros gap =
+        held.last_report < 0 ? usage.elapsed : std::max(now - held.last_report, usage.elapsed);
+    held.last_report = now;
+    interval_ = std::max(interval_, gap);
+    Micros ttl = ttl_for(interval_);
+    // The report's requests were admitted by the bucket in force since the last report.
+    const auto allowed =
+        static_cast<std::int64_t>(std::min<std::uint64_t>(usage.allowed, 1ULL << 52));
+    held.used += allowed;
+    if (usage.allowed == 0 && usage.denied == 0) {
+      if (held.idle_reports++ == 0) held.idle_since = now - gap;
+    } else {
+      held.idle_reports = 0;
+      held.idle_since = -1;
+    }
+    if (held.idle_reports >= kQuotaIdleReports && now - held.idle_since >= kQuotaIdleTime) {
+      // Idle: Envoy forgets the bucket (and makes it again at its next request); its share and
+      // what it did not use come back.
+      close(held);
+      leave(key, held);
+      buckets_.erase(key);
+      report->answers.push_back({.bucket = usage.bucket, .strategy = QuotaStrategy::kAbandon});
+      ++report->index;
+      continue;
+    }
+    QuotaAssignment answer{.bucket = usage.bucket, .ttl = ttl};
     const DomainRules* domain = nullptr;
     if (report->rules) {
       auto found = report->rules->domains.find(domain_);
@@ -110,46 +325,89 @@ void QuotaStream::next(std::shared_ptr<Report> report) {
     const Match match = domain ? match_descriptor(*domain, sorted) : Match{};
     const RuleLimit* rule =
         match.rule != nullptr && match.rule->rate_limit ? &*match.rule->rate_limit : nullptr;
-    if (service_.tenants().blocked(usage.bucket)) {
-      answer.strategy = QuotaStrategy::kDenyAll;  // a blocked caller: nothing charged
-    } else if (rule == nullptr || rule->unlimited) {
-      answer.strategy = QuotaStrategy::kAllowAll;  // no limit applies
-    } else if (!rule->limit) {
-      answer.strategy = QuotaStrategy::kDenyAll;  // requests_per_unit 0
-    } else {
-      return limited(std::move(report), *rule->limit, rls_key(domain_, sorted), ttl,
-                     tokens_for(usage, *rule->limit, ttl), 0, 0);
+    const bool blocked = service_.tenants().blocked(usage.bucket);
+    if (blocked || rule == nullptr || rule->unlimited || !rule->limit) {
+      // A blanket rule: Envoy drops the token bucket it held, and this stream its share.
+      close(held);
+      leave(key, held);
+      held.tokens = 0;
+      if (blocked) {
+        answer.strategy = QuotaStrategy::kDenyAll;  // a blocked caller: nothing charged
+      } else if (rule == nullptr || rule->unlimited) {
+        answer.strategy = QuotaStrategy::kAllowAll;  // no limit applies
+      } else {
+        answer.strategy = QuotaStrategy::kDenyAll;  // requests_per_unit 0
+      }
+      report->answers.push_back(std::move(answer));
+      ++report->index;
+      continue;
     }
-    report->answers.push_back(std::move(answer));
-    ++report->index;
+    service_.stats().add(domain_, match.stat_path, QuotaStats::kUsed, allowed);
+    const Limit& limit = *rule->limit;
+    const Micros fill = whole_seconds(limit.period());
+    if (interval_ <= 0) ttl = first_ttl(limit, fill);
+    if (held.path != match.stat_path) {
+      leave(key, held);
+      held.path = match.stat_path;
+    }
+    const std::int64_t demand = demand_of(usage, gap, fill);
+    return share(std::move(report), limit, std::move(key), ttl, fill, demand);
   }
   Done done = std::move(report->done);
   done(std::move(report->answers));
 }
 
+void QuotaStream::share(std::shared_ptr<Report> report, const Limit& limit, std::string key,
+                        Micros ttl, Micros fill, std::int64_t demand) {
+  Bucket& held = buckets_[key];
+  if (!held.member) {
+    held.member = true;
+    service_.stats().add(domain_, held.path, QuotaStats::kHolders, 1);
+  }
+  const Limit copy = limit;
+  const std::string bucket = key;
+  service_.shares().exchange(
+      bucket, id_, demand, ttl + kQuotaGrace,
+      [this, report = std::move(report), copy, key = std::move(key), ttl, fill,
+       demand](Result<std::vector<std::int64_t>> demands) mutable {
+        const QuotaSizing size = sizing_for(copy, ttl, fill);
+        // Without the others' demands (the backend failed), this Envoy's own: the charge still
+        // bounds what all of them admit.
+        const std::vector<std::int64_t> alone = {demand};
+        const double given = max_min_share(size.rate, demands ? *demands : alone, size.start);
+        const auto want = static_cast<std::uint32_t>(std::clamp(std::floor(given), 1.0, size.most));
+        limited(std::move(report), copy, std::move(key), ttl, fill, want, 0, 0);
+      });
+}
+
 // The candidates, in order (stage), each tried when the one before was denied (`left`: what the
-// shared key had left then): 0, the demand's size — or the bucket in force when the demand is
-// within a quarter of it (then straight on to 2 if denied: no new bucket for small changes, each
-// costs a full one); 1, a new bucket of half of `left` (a new bucket costs twice its size) when
-// that is more than the bucket in force; 2, the bucket in force, extended; 3, a new bucket of half
-// of `left`, however small; then DENY_ALL.
+// shared key had left then): 0, the fair share's size — or the bucket in force when it is within
+// a tenth of it (then straight on to 2 if denied: no new bucket for small changes, each costs a
+// full one); 1, the largest new bucket `left` pays for when that is more than the bucket in force;
+// 2, the bucket in force, extended; 3, the largest new bucket `left` pays for, however small;
+// then DENY_ALL.
 void QuotaStream::limited(std::shared_ptr<Report> report, const Limit& limit, std::string key,
-                          Micros ttl, std::uint32_t want, int stage, std::int64_t left) {
+                          Micros ttl, Micros fill, std::uint32_t want, int stage,
+                          std::int64_t left) {
   const Micros now = service_.now();
-  auto known = buckets_.find(key);
-  const bool alive = known != buckets_.end() && known->second.fill_interval == ttl &&
-                     now < known->second.charged_until;
-  const std::uint32_t current = alive ? known->second.tokens : 0;
-  const std::int64_t half = std::min<std::int64_t>(want, left / 2);
+  const Bucket& known = buckets_[key];
+  // Envoy still holds the bucket in force when this answer reaches it (its expiry was armed a
+  // trip after ours): then an equal assignment extends it, tokens and all.
+  const bool alive = known.tokens > 0 && now + 2 * kQuotaGrace < known.charged_until;
+  const std::uint32_t current = alive ? known.tokens : 0;
+  const Micros until = now + ttl + kQuotaGrace;
+  const QuotaCost cost{.ttl = ttl, .fill = fill, .span = until - now};
+  const std::int64_t fits = stage == 0 ? 0 : std::min<std::int64_t>(want, cost.fit(left));
   std::uint32_t tokens = 0;
   if (stage == 0) {
-    const bool close = alive && std::abs(static_cast<double>(want) - current) * 4 <= current;
-    tokens = close ? current : want;
-    if (close) stage = 2;
+    const bool close_enough =
+        alive && std::abs(static_cast<double>(want) - current) * 10 <= static_cast<double>(want);
+    tokens = close_enough ? current : want;
+    if (close_enough) stage = 2;
   }
   if (stage == 1) {
-    if (half > current) {
-      tokens = static_cast<std::uint32_t>(half);
+    if (fits > current) {
+      tokens = static_cast<std::uint32_t>(fits);
     } else {
       stage = 2;
     }
@@ -162,53 +420,138 @@ void QuotaStream::limited(std::shared_ptr<Report> report, const Limit& limit, st
     }
   }
   if (stage == 3) {
-    if (half < 1) return deny(std::move(report), key, ttl);
-    tokens = static_cast<std::uint32_t>(half);
+    if (fits < 1) return deny(std::move(report), key, ttl);
+    tokens = static_cast<std::uint32_t>(fits);
   }
   const bool same = alive && tokens == current;
-  // A new bucket starts full (tokens); the refill is charged from where the last charge ended.
-  const Micros from = same ? std::max(known->second.charged_until, now) : now;
-  const Micros until = now + ttl;
-  const std::int64_t refill = static_cast<std::int64_t>(std::ceil(
-      static_cast<double>(tokens) * static_cast<double>(until - from) / static_cast<double>(ttl)));
-  const std::int64_t charge = (same ? 0 : std::int64_t{tokens}) + std::max<std::int64_t>(0, refill);
+  // Envoy compares max_tokens, tokens_per_fill and fill_interval.nanos (always 0 here): the same
+  // bucket keeps its size and the fill interval in force, which is what Envoy keeps refilling at.
+  const std::uint32_t size = same ? known.max_tokens : cost.size(tokens);
+  if (same) fill = known.fill_interval;
+  // A new bucket starts full (size); the refill, tokens per fill seconds, is charged from where
+  // the last charge ended to the expiry Envoy arms (a trip after now) — whole seconds as it reads.
+  const Micros from = same ? std::max(known.charged_until, now) : now;
+  const std::int64_t charge =
+      (same ? 0 : std::int64_t{size}) + QuotaCost::refill(tokens, fill, until - from);
+  // Kept as a reservation until it is settled (the next reports), at most a day past its span.
+  const Micros keep =
+      (until - now) + 2 * std::max<Micros>(interval_, kMicrosPerSecond) + 10 * kMicrosPerSecond;
+  auto held_charge = std::make_shared<Charge>(Charge{.id = new_reservation_id(),
+                                                     .estimate = charge,
+                                                     .size = same ? 0 : std::int64_t{size},
+                                                     .from = from,
+                                                     .until = until});
+  static constexpr ReservedLayer kLayer{.label = "rlqs"};
+  const ReserveSpec spec{.id = held_charge->id,
+                         .ttl = std::chrono::milliseconds(keep / 1000),
+                         .layers = std::span<const ReservedLayer>(&kLayer, 1)};
   const Limit copy = limit;
-  service_.store().check_async(
-      key, copy, charge, std::nullopt,
-      [this, report, copy, key, ttl, tokens, want, stage, until](Result<Decision> decided) mutable {
-        if (decided && !decided->allowed && stage < 3) {
-          return limited(std::move(report), copy, std::move(key), ttl, want, stage + 1,
-                         decided->remaining);
-        }
-        if (decided && !decided->allowed) return deny(std::move(report), key, ttl);
-        const QuotaUsage& usage = report->usages[report->index];
-        QuotaAssignment answer{.bucket = usage.bucket, .ttl = ttl};
-        if (!decided) {
-          // The backend failed: rls.on_error says what Envoy is told, for the shortest time.
-          answer.strategy = service_.on_error() == policy::RlsOnError::kAllow
-                                ? QuotaStrategy::kAllowAll
-                                : QuotaStrategy::kDenyAll;
-          answer.ttl = kMinQuotaTtl;
-        } else {
-          buckets_[key] = {.tokens = tokens, .fill_interval = ttl, .charged_until = until};
-          answer.strategy = QuotaStrategy::kTokenBucket;
-          answer.max_tokens = tokens;
-          answer.tokens_per_fill = tokens;
-          answer.fill_interval = ttl;
-        }
-        report->answers.push_back(std::move(answer));
-        ++report->index;
-        next(std::move(report));
-      });
+  const KeyedLimit check{.key = key, .limit = &copy};
+  auto request = StoreRequest::make_reserve(std::span<const KeyedLimit>(&check, 1), charge,
+                                            std::nullopt, spec);
+  auto answered = [this, report, copy, key, ttl, fill, tokens, size, want, stage, until, same,
+                   held_charge](Result<Decisions> decided) mutable {
+    const bool ok = decided && !decided->empty();
+    if (ok && !decided->front().allowed && stage < 3) {
+      return limited(std::move(report), copy, std::move(key), ttl, fill, want, stage + 1,
+                     decided->front().remaining);
+    }
+    if (ok && !decided->front().allowed) return deny(std::move(report), key, ttl);
+    const QuotaUsage& usage = report->usages[report->index];
+    QuotaAssignment answer{.bucket = usage.bucket, .ttl = ttl};
+    Bucket& held = buckets_[key];
+    if (!ok) {
+      // The backend failed: rls.on_error says what Envoy is told, for the shortest time.
+      answer.strategy = service_.on_error() == policy::RlsOnError::kAllow ? QuotaStrategy::kAllowAll
+                                                                          : QuotaStrategy::kDenyAll;
+      answer.ttl = kMinQuotaTtl;
+      close(held);
+      held.tokens = 0;
+    } else {
+      if (!same) close(held);  // Envoy replaces its bucket: the old one's charges settle
+      held.open.push_back(std::move(*held_charge));
+      held.tokens = tokens;
+      held.max_tokens = size;
+      held.fill_interval = fill;
+      held.charged_until = until;
+      service_.stats().add(domain_, held.path, QuotaStats::kAssigned, held.open.back().estimate);
+      if (same) give_back_lost(held, service_.now());
+      answer.strategy = QuotaStrategy::kTokenBucket;
+      answer.max_tokens = size;
+      answer.tokens_per_fill = tokens;
+      answer.fill_interval = fill;
+    }
+    report->answers.push_back(std::move(answer));
+    ++report->index;
+    next(std::move(report));
+  };
+  if (!request) return answered(std::unexpected(request.error()));
+  service_.store().decide(*request, std::move(answered));
 }
 
 void QuotaStream::deny(std::shared_ptr<Report> report, const std::string& key, Micros ttl) {
-  buckets_.erase(key);
+  Bucket& held = buckets_[key];
+  close(held);  // Envoy drops its token bucket for DENY_ALL; it still asks (keeps its share)
+  held.tokens = 0;
   report->answers.push_back({.bucket = report->usages[report->index].bucket,
                              .strategy = QuotaStrategy::kDenyAll,
                              .ttl = ttl});
   ++report->index;
   next(std::move(report));
+}
+
+void QuotaStream::close(Bucket& bucket) {
+  std::int64_t left = bucket.used - bucket.settled;  // what the open charges were used for
+  for (std::size_t i = 0; i < bucket.open.size(); ++i) {
+    const Charge& c = bucket.open[i];
+    std::int64_t actual = std::min(c.estimate, std::max<std::int64_t>(0, left));
+    if (i + 1 == bucket.open.size()) actual = std::max(actual, left);  // used past it: debt
+    left -= actual;
+    settle(bucket.path, c, actual);
+  }
+  bucket.open.clear();
+  bucket.used = 0;
+  bucket.settled = 0;
+}
+
+void QuotaStream::give_back_lost(Bucket& bucket, Micros now) {
+  // Produced by now: what settled charges kept, and of each open one its size and its refill
+  // up to now. Envoy holds at most max_tokens of what it did not use: the rest is lost to it.
+  std::int64_t produced = bucket.settled;
+  for (const Charge& c : bucket.open) {
+    const std::int64_t refill = QuotaCost::refill(
+        bucket.tokens, bucket.fill_interval, std::clamp<Micros>(now - c.from, 0, c.until - c.from));
+    produced += std::min(c.estimate, c.size + refill);
+  }
+  std::int64_t lost = produced - bucket.used - std::int64_t{bucket.max_tokens};
+  // Charges wholly produced are settled (what is lost given back, oldest first) or retired.
+  while (!bucket.open.empty() && bucket.open.front().until <= now) {
+    const Charge c = bucket.open.front();
+    const std::int64_t back = std::clamp<std::int64_t>(lost, 0, c.estimate);
+    if (back > 0) settle(bucket.path, c, c.estimate - back);
+    lost -= back;
+    bucket.settled += c.estimate - back;
+    bucket.open.erase(bucket.open.begin());
+  }
+}
+
+void QuotaStream::settle(const std::string& path, const Charge& charge, std::int64_t actual) {
+  if (actual == charge.estimate) return;  // nothing to give back: it expires, charge kept
+  auto id = std::make_shared<const std::string>(charge.id);
+  service_.store().settle(
+      Settlement{.id = *id, .cost = std::max<std::int64_t>(0, actual)},
+      [stats = &service_.stats(), domain = domain_, path, id](Result<Settled> settled) {
+        if (settled && !settled->empty()) {
+          stats->add(domain, path, QuotaStats::kRefunded, settled->front().refunded);
+        }
+      });
+}
+
+void QuotaStream::leave(const std::string& key, Bucket& bucket) {
+  if (!bucket.member) return;
+  bucket.member = false;
+  service_.shares().leave(key, id_);
+  service_.stats().add(domain_, bucket.path, QuotaStats::kHolders, -1);
 }
 
 }  // namespace spillway::rls

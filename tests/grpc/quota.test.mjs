@@ -1,11 +1,15 @@
 // Envoy's Rate Limit Quota Service (envoy.service.rate_limit_quota.v3, docs/SPEC.md §9.7), with
-// @grpc/grpc-js playing several Envoys. Each simulated Envoy sends requests at its own demand,
-// enforces the token bucket it was assigned exactly as the protocol says (a new strategy starts
-// a full bucket; the same strategy extends the one in force; before any assignment, it denies),
-// and reports its usage every 250 ms on one bidirectional stream. The Envoys together stay within
-// the bound of a lease of max_age = the assignment's ttl (§2.3): at most B + (T + ttl)·L/P in T
-// seconds, and they get a real share of the limit. Unknown, unlimited and zero-rate buckets, bad
-// reports, and several Envoys on two servers sharing one Redis.
+// @grpc/grpc-js playing several Envoys. Each simulated Envoy sends what Envoy's rate_limit_quota
+// filter sends (source/extensions/filters/http/rate_limit_quota/global_client_impl.cc in
+// envoyproxy/envoy): a bucket is reported the moment its first request creates it, with
+// time_elapsed 0, then every reporting_interval (250 ms here, so time_elapsed is 0 every time: it
+// is whole seconds). It enforces what it was assigned as that filter reads it: fill_interval and
+// assignment_time_to_live by their whole seconds, an assignment "the same" when max_tokens,
+// tokens_per_fill and fill_interval.nanos equal the one in force (it keeps its bucket and refill
+// rate), any other a new bucket, full; expired or before any assignment, it denies. The Envoys
+// together stay within the bound of a lease of max_age = the assignment's ttl (§2.3): at most
+// B + (T + ttl)·L/P in T seconds, and they get a real share of the limit. Unknown, unlimited and
+// zero-rate buckets, bad reports, duplicates, and several Envoys on two servers sharing one Redis.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,7 +23,7 @@ domain: quota
 descriptors:
   - key: name
     value: shared
-    rate_limit: {unit: second, requests_per_unit: 100, algorithm: gcra}
+    rate_limit: {unit: second, requests_per_unit: 100, algorithm: gcra, burst: 300}
   - key: name
     value: free
     rate_limit: {unlimited: true}
@@ -47,6 +51,7 @@ function quotaService() {
 
 const seconds = (d) => (d ? Number(d.seconds) + (d.nanos || 0) / 1e9 : null);
 const duration = (s) => ({ seconds: Math.floor(s), nanos: Math.round((s - Math.floor(s)) * 1e9) });
+const wholeSeconds = (d) => (d ? Number(d.seconds) : 0); // what Envoy reads of a Duration
 
 // One stream: write reports, read responses in order.
 class QuotaStream {
@@ -72,7 +77,7 @@ class QuotaStream {
       domain,
       bucket_quota_usages: usages.map((u) => ({
         bucket_id: { bucket: u.bucket },
-        time_elapsed: duration(u.elapsed),
+        time_elapsed: u.rawElapsed || duration(u.elapsed),
         num_requests_allowed: u.allowed || 0,
         num_requests_denied: u.denied || 0,
       })),
@@ -101,7 +106,7 @@ class Envoy {
   constructor(stream, bucket, demand) {
     Object.assign(this, { stream, bucket, demand });
     this.tokens = 0;
-    this.strategy = null; // JSON of the token bucket in force
+    this.strategy = null; // what Envoy compares of the token bucket in force
     this.rate = 0; // tokens per second
     this.max = 0;
     this.expires = 0;
@@ -133,16 +138,18 @@ class Envoy {
   apply(response, now) {
     assert.equal(response.bucket_action.length, 1);
     const strategy = strategyOf(response.bucket_action[0]);
-    const ttl = seconds(response.bucket_action[0].quota_assignment_action.assignment_time_to_live);
-    this.assignments.push({ strategy, ttl });
+    const live = response.bucket_action[0].quota_assignment_action.assignment_time_to_live;
+    const ttl = wholeSeconds(live);
+    this.assignments.push({ strategy, ttl, exact: live });
     this.refill(now);
     if (strategy.token_bucket) {
-      const key = JSON.stringify(strategy.token_bucket);
+      const tb = strategy.token_bucket;
+      const key = JSON.stringify([tb.max_tokens, tb.tokens_per_fill.value, tb.fill_interval.nanos]);
       if (key !== this.strategy) {
         this.strategy = key;
-        this.max = strategy.token_bucket.max_tokens;
+        this.max = tb.max_tokens;
         this.tokens = this.max; // a new bucket starts full
-        this.rate = strategy.token_bucket.tokens_per_fill.value / seconds(strategy.token_bucket.fill_interval);
+        this.rate = tb.tokens_per_fill.value / wholeSeconds(tb.fill_interval);
       }
       this.expires = now + ttl * 1000;
     } else {
@@ -154,7 +161,7 @@ class Envoy {
     }
   }
   async reportNow(elapsed, first) {
-    const usage = { bucket: this.bucket, elapsed, allowed: this.allowed, denied: this.denied };
+    const usage = { bucket: this.bucket, elapsed: Math.floor(elapsed), allowed: this.allowed, denied: this.denied };
     this.allowed = 0;
     this.denied = 0;
     const response = await this.stream.report(first ? 'quota' : '', [usage]);
@@ -162,15 +169,24 @@ class Envoy {
   }
 }
 
-// Runs Envoys for `ms`: requests every 10 ms at their demand, a report every 250 ms each.
-async function run(envoys, ms) {
+// Runs Envoys for `ms`: requests every 10 ms at their demand, a report every 250 ms each; each
+// Envoy's first request (denied: no assignment yet) creates its bucket, reported at once.
+// With `warmup` (ms), each Envoy also notes when that much has passed (warmAt) and what it had
+// admitted then (warmAllowed), for a steady-state window.
+async function run(envoys, ms, warmup) {
   const started = Date.now();
-  for (const e of envoys) await e.reportNow(0.25, true);
+  for (const e of envoys) {
+    e.request(Date.now());
+    await e.reportNow(0, true);
+  }
   let lastReport = Date.now();
   let carry = envoys.map(() => 0);
   while (Date.now() - started < ms) {
     await sleep(10);
     const now = Date.now();
+    if (warmup !== undefined && envoys[0].warmAt === undefined && now - started >= warmup) {
+      for (const e of envoys) Object.assign(e, { warmAt: now, warmAllowed: e.totalAllowed });
+    }
     envoys.forEach((e, i) => {
       carry[i] += (e.demand * 10) / 1000;
       while (carry[i] >= 1) {
@@ -187,22 +203,27 @@ async function run(envoys, ms) {
   return (Date.now() - started) / 1000;
 }
 
-// The limit's bound over T seconds with leases of max_age ttl: B + (T + ttl)·L/P, L = B = 100/s.
+// The limit's bound over T seconds with leases of max_age ttl: B + (T + ttl)·L/P, L = 100/s,
+// B = 300 (the Envoys' shares are charged about 2·ttl ahead: a burst of 1 s would cap them).
 function checkShare(envoys, elapsed, label) {
   const admitted = envoys.reduce((sum, e) => sum + e.totalAllowed, 0);
   const ttl = Math.max(...envoys.flatMap((e) => e.assignments.map((a) => a.ttl)));
-  const bound = 100 + (elapsed + ttl) * 100;
+  const bound = 300 + (elapsed + ttl) * 100;
+  if (process.env.RLQS_DEBUG) {
+    for (const e of envoys) console.log(e.demand, e.totalAllowed, JSON.stringify(e.assignments.map((a) => a.strategy.token_bucket ? [a.strategy.token_bucket.max_tokens, a.strategy.token_bucket.tokens_per_fill.value, a.ttl] : a.strategy.blanket_rule)));
+  }
   console.log(`${label}: ${admitted} admitted in ${elapsed.toFixed(2)} s by ${envoys.length} Envoys (bound ${bound.toFixed(0)}, ttl ${ttl} s)`);
   assert.ok(admitted <= bound, `${label}: ${admitted} admitted, bound ${bound}`);
   assert.ok(admitted >= 0.5 * elapsed * 100, `${label}: only ${admitted} admitted in ${elapsed} s: quotas too small`);
   for (const e of envoys) {
     for (const a of e.assignments) {
       assert.ok(a.ttl >= 1 && a.ttl <= 60, `ttl ${a.ttl}`);
+      assert.equal(a.exact.nanos, 0, 'whole seconds, as Envoy reads them');
       if (a.strategy.token_bucket) {
         const tb = a.strategy.token_bucket;
-        assert.ok(tb.max_tokens >= 1 && tb.max_tokens <= 100 * a.ttl, `max_tokens ${tb.max_tokens}`);
-        assert.equal(tb.tokens_per_fill.value, tb.max_tokens);
-        assert.equal(seconds(tb.fill_interval), a.ttl);
+        assert.ok(tb.max_tokens >= 1 && tb.max_tokens <= tb.tokens_per_fill.value, `max_tokens ${tb.max_tokens}`);
+        assert.equal(tb.fill_interval.nanos, 0, 'whole seconds, as Envoy reads them');
+        assert.ok(wholeSeconds(tb.fill_interval) >= 1);
       } else {
         assert.equal(a.strategy.blanket_rule, 'DENY_ALL', 'a limited bucket is never ALLOW_ALL');
       }
@@ -229,6 +250,36 @@ describe('RLQS on the memory backend', () => {
       assert.ok(envoys[2].assignments.some((a) => a.strategy.token_bucket), 'the light Envoy got tokens');
     } finally {
       streams.forEach((s) => s.close());
+    }
+  });
+
+  it("Envoy's own reports keep the stream open: time_elapsed 0, under 1 ms, duplicates", async () => {
+    const stream = new QuotaStream(server.grpcPort);
+    try {
+      // A new bucket, reported at once: time_elapsed 0 (Envoy sets it; unset reads the same).
+      const first = await stream.report('quota', [{ bucket: { name: 'shared' }, elapsed: 0, denied: 1 }]);
+      assert.equal(first.bucket_action.length, 1);
+      const tb = strategyOf(first.bucket_action[0]).token_bucket;
+      assert.ok(tb && tb.max_tokens >= 1, `a token bucket: ${JSON.stringify(first.bucket_action[0])}`);
+      assert.equal(first.bucket_action[0].quota_assignment_action.assignment_time_to_live.nanos, 0);
+      // 500 ns: kept, not rounded to 0 and refused; an unset time_elapsed likewise.
+      const tiny = await stream.report('', [{ bucket: { name: 'shared' }, rawElapsed: { seconds: 0, nanos: 500 }, allowed: 1 }]);
+      assert.ok(strategyOf(tiny.bucket_action[0]).token_bucket);
+      // The same BucketId twice (its pairs in another order): one action, no DENY_ALL.
+      const twice = await stream.report('', [
+        { bucket: { name: 'shared', zone: 'a' }, elapsed: 0, allowed: 2 },
+        { bucket: { name: 'free' }, elapsed: 0, allowed: 1 },
+        { bucket: { zone: 'a', name: 'shared' }, elapsed: 0, allowed: 3 },
+        { bucket: { name: 'shared' }, elapsed: 0, allowed: 4 },
+        { bucket: { name: 'shared' }, elapsed: 0, allowed: 4 },
+      ]);
+      assert.equal(twice.bucket_action.length, 3, JSON.stringify(twice.bucket_action));
+      assert.ok(strategyOf(twice.bucket_action[2]).token_bucket, 'the duplicate is not DENY_ALL');
+      // The stream is still open.
+      const after = await stream.report('', [{ bucket: { name: 'shared' }, elapsed: 0, allowed: 1 }]);
+      assert.ok(strategyOf(after.bucket_action[0]).token_bucket);
+    } finally {
+      stream.close();
     }
   });
 
@@ -263,7 +314,11 @@ describe('RLQS on the memory backend', () => {
       { domain: 'quota', usages: [], says: /at least one bucket/ },
       { domain: 'quota', usages: [{ bucket: {}, elapsed: 1 }], says: /bucket_id/ },
       { domain: 'quota', usages: [{ bucket: { name: '' }, elapsed: 1 }], says: /empty key or value/ },
-      { domain: 'quota', usages: [{ bucket: { name: 'shared' }, elapsed: 0 }], says: /time_elapsed/ },
+      {
+        domain: 'quota',
+        usages: [{ bucket: { name: 'shared' }, rawElapsed: { seconds: -1, nanos: 0 } }],
+        says: /time_elapsed/,
+      },
     ];
     for (const c of cases) {
       const stream = new QuotaStream(server.grpcPort);

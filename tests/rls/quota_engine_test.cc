@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,12 @@ descriptors:
   - key: name
     value: free
     rate_limit: {unlimited: true}
+  - key: name
+    value: shared
+    rate_limit: {unit: minute, requests_per_unit: 600, algorithm: token_bucket}
+  - key: name
+    value: fair
+    rate_limit: {unit: minute, requests_per_unit: 2400, algorithm: token_bucket}
   - key: name
     value: closed
     rate_limit: {unit: second, requests_per_unit: 0}
@@ -78,7 +86,7 @@ TEST(QuotaEngine, EachBucketIsToldByItsRule) {
   EXPECT_EQ((*answered)[0].strategy, QuotaStrategy::kAllowAll);
   EXPECT_EQ((*answered)[1].strategy, QuotaStrategy::kAllowAll);
   EXPECT_EQ((*answered)[2].strategy, QuotaStrategy::kDenyAll);
-  EXPECT_EQ((*answered)[2].ttl, 2 * kSecond) << "twice the report interval";
+  EXPECT_EQ((*answered)[2].ttl, 2 * kSecond) << "the report interval + 600 ms, whole seconds";
   EXPECT_EQ((*answered)[0].bucket, (std::vector<RlsEntry>{{"name", "nobody"}}));
   QuotaStream other(f.service);
   auto unknown = f.report(other, "elsewhere", {usage("window", kSecond, 5)});
@@ -86,61 +94,295 @@ TEST(QuotaEngine, EachBucketIsToldByItsRule) {
   EXPECT_EQ((*unknown)[0].strategy, QuotaStrategy::kAllowAll) << "an unknown domain has no limit";
 }
 
+// What a new bucket of `a` costs: max_tokens (Envoy starts it full) plus the refill, whole
+// seconds as Envoy reads them, until the expiry (+ the grace for the answer's trip).
+std::int64_t qe_new_cost(const QuotaAssignment& a) {
+  return a.max_tokens +
+         static_cast<std::int64_t>(std::ceil(static_cast<double>(a.tokens_per_fill) *
+                                             static_cast<double>(a.ttl + kQuotaGrace) /
+                                             static_cast<double>(a.fill_interval)));
+}
+
 TEST(QuotaEngine, AnAssignmentIsChargedBeforeItIsSentAndExtensionsPayTheirRefill) {
   QuotaFixture f;
   QuotaStream stream(f.service);
-  // 100 requests in 1 s: 1.25 x 100 x 2 s = 250 wanted, but 1000/min gives 33 in 2 s.
+  // A stream's first report of a bucket Envoy already had, 100 requests in 1 s: ttl 1 s + 600 ms
+  // = 2 s (whole seconds); F = the minute; 1.25 x 100 x 60 = 7500 wanted, 1000/min at most.
   auto first = f.report(stream, "q", {usage("window", kSecond, 60, 40)});
   ASSERT_TRUE(first.has_value()) << first.error().message;
   const QuotaAssignment& a = (*first)[0];
   ASSERT_EQ(a.strategy, QuotaStrategy::kTokenBucket);
-  EXPECT_EQ(a.max_tokens, 33u);
-  EXPECT_EQ(a.tokens_per_fill, 33u);
-  EXPECT_EQ(a.fill_interval, 2 * kSecond);
+  EXPECT_EQ(a.fill_interval, 60 * kSecond);
   EXPECT_EQ(a.ttl, 2 * kSecond);
-  EXPECT_EQ(f.left("window"), 1000 - 66) << "a full bucket and its refill over the ttl";
+  EXPECT_EQ(a.tokens_per_fill, 1000u) << "the limit's rate over F";
+  EXPECT_EQ(a.max_tokens, 34u) << "what 1000/min brings in the 2 s ttl";
+  EXPECT_EQ(f.left("window"), 1000 - qe_new_cost(a));
 
-  // A second later, the same demand: the same bucket, extended by a second (half its refill).
+  // A second later, the same demand: the same bucket, extended by a second of refill.
+  const std::int64_t before = f.left("window");
   f.clock->advance(kSecond);
   auto second = f.report(stream, "", {usage("window", kSecond, 100)});
   ASSERT_TRUE(second.has_value());
-  EXPECT_EQ((*second)[0].max_tokens, 33u);
-  EXPECT_EQ(f.left("window"), 934 - 17) << "ceil(33 x 1 s / 2 s) for the extension alone";
-
-  // Reports every half second: a 1 s ttl, a new bucket of what 1000/min gives in 1 s (16).
-  f.clock->advance(kSecond / 2);
-  auto third = f.report(stream, "", {usage("window", kSecond / 2, 50)});
-  ASSERT_TRUE(third.has_value());
-  EXPECT_EQ((*third)[0].max_tokens, 16u);
-  EXPECT_EQ((*third)[0].ttl, kSecond);
-  EXPECT_EQ(f.left("window"), 917 - 32);
+  EXPECT_EQ((*second)[0], a) << "the same assignment: Envoy keeps its bucket";
+  EXPECT_EQ(f.left("window"), before - 17) << "ceil(1000 x 1 s / 60 s)";
 }
 
-TEST(QuotaEngine, WhenLittleIsLeftTheBucketShrinksThenDenies) {
+TEST(QuotaEngine, EnvoysFirstReportOfABucketSubscribesIt) {
   QuotaFixture f;
-  // Other streams take most of the window first (14 new buckets of 33 + 33).
-  for (int i = 0; i < 14; ++i) {
-    QuotaStream taker(f.service);
-    auto got = f.report(taker, "q", {usage("window", kSecond, 100)});
-    ASSERT_TRUE(got.has_value());
-    ASSERT_EQ((*got)[0].strategy, QuotaStrategy::kTokenBucket) << i;
+  QuotaStream stream(f.service);
+  // Envoy reports a bucket the moment it creates it: time_elapsed 0, the one request it saw.
+  auto first = f.report(stream, "q", {usage("window", 0, 1)});
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  const QuotaAssignment& a = (*first)[0];
+  ASSERT_EQ(a.strategy, QuotaStrategy::kTokenBucket);
+  EXPECT_EQ(a.ttl, kFirstQuotaTtl) << "no report interval seen yet";
+  EXPECT_EQ(a.fill_interval, 60 * kSecond);
+  EXPECT_EQ(a.tokens_per_fill, 30u) << "what 1000 / 16 pays for while the demand is unknown";
+  EXPECT_EQ(f.left("window"), 1000 - qe_new_cost(a));
+  // Unset or 0 (a reporting_interval under 1 s), or under 1 ms: the stream goes on.
+  for (Micros elapsed : {Micros{0}, Micros{1}, Micros{0}}) {
+    f.clock->advance(kSecond / 10);
+    auto next = f.report(stream, "", {usage("window", elapsed, 3), usage("free", 0, 1)});
+    ASSERT_TRUE(next.has_value()) << next.error().message;
+    EXPECT_EQ((*next)[0].strategy, QuotaStrategy::kTokenBucket);
+    EXPECT_EQ((*next)[0].ttl, kSecond) << "100 ms + 600 ms, whole seconds";
   }
-  EXPECT_EQ(f.left("window"), 1000 - 14 * 66);  // 76
-  QuotaStream late(f.service);
-  auto got = f.report(late, "q", {usage("window", kSecond, 100)});
-  ASSERT_TRUE(got.has_value());
-  EXPECT_EQ((*got)[0].max_tokens, 33u) << "66 still fit";
+}
+
+TEST(QuotaEngine, TheSameBucketTwiceInOneReportIsAnsweredOnceAndChargedOnce) {
+  QuotaFixture f;
+  QuotaStream stream(f.service);
+  QuotaUsage swapped{.bucket = {{"b", "2"}, {"name", "window"}}, .elapsed = kSecond, .allowed = 7};
+  QuotaUsage again = swapped;
+  std::swap(again.bucket[0], again.bucket[1]);
+  again.allowed = 3;
+  auto answered = f.report(
+      stream, "q", {usage("window", kSecond, 50), swapped, usage("window", kSecond, 50), again});
+  ASSERT_TRUE(answered.has_value()) << answered.error().message;
+  ASSERT_EQ(answered->size(), 2u) << "one action per bucket";
+  const QuotaAssignment& a = (*answered)[0];
+  ASSERT_EQ(a.strategy, QuotaStrategy::kTokenBucket);
+  EXPECT_EQ(a.max_tokens, 34u) << "the counts summed: 1.25 x 100/s is over the limit";
+  EXPECT_EQ((*answered)[1].strategy, QuotaStrategy::kAllowAll);
+  EXPECT_EQ(f.left("window"), 1000 - qe_new_cost(a)) << "charged once, nothing stranded";
+}
+
+TEST(QuotaEngine, ALongReportingIntervalGetsATtlThatOutlivesIt) {
+  QuotaFixture f;
+  QuotaStream stream(f.service);
+  ASSERT_TRUE(f.report(stream, "q", {usage("window", 0, 1)}).has_value());
+  for (int i = 0; i < 3; ++i) {
+    f.clock->advance(120 * kSecond);
+    auto next = f.report(stream, "", {usage("window", 120 * kSecond, 240)});
+    ASSERT_TRUE(next.has_value()) << next.error().message;
+    EXPECT_EQ((*next)[0].strategy, QuotaStrategy::kTokenBucket);
+    EXPECT_EQ((*next)[0].ttl, 180 * kSecond) << "1.5 x 120 s: no 60 s cap";
+    EXPECT_EQ((*next)[0].ttl % kSecond, 0);
+  }
+}
+
+// One Envoy as its rate_limit_quota filter behaves (global_client_impl.cc): it reports a bucket
+// at once when its first request creates it (time_elapsed 0), then every `interval` with
+// time_elapsed in whole seconds; an assignment whose max_tokens and tokens_per_fill equal the one
+// in force keeps the token bucket (its tokens and its refill rate: fill_interval.seconds is not
+// compared), any other starts a new one full; the bucket refills tokens_per_fill per whole
+// seconds of fill_interval; the action expires ttl.seconds after it arrives, then (no fallback
+// configured, no_assignment_behavior deny) it denies.
+struct QeEnvoy {
+  QuotaStream stream;
+  Micros interval = kSecond;
+  bool created = false;
+  bool has = false;
+  QuotaAssignment action;
+  double tokens = 0;
+  double per_second = 0;
+  Micros refilled = 0;
+  Micros expiry = 0;
+  Micros last_report = 0;
+  Micros next_report = 0;
+  std::uint64_t allowed = 0;
+  std::uint64_t denied = 0;
+  std::uint64_t admitted = 0;
+  int expired_before_report = 0;
+
+  explicit QeEnvoy(const QuotaService& service, Micros every) : stream(service), interval(every) {}
+
+  void receive(const QuotaAssignment& a, Micros now) {
+    const bool same = has && action.strategy == QuotaStrategy::kTokenBucket &&
+                      a.strategy == QuotaStrategy::kTokenBucket &&
+                      a.max_tokens == action.max_tokens &&
+                      a.tokens_per_fill == action.tokens_per_fill;
+    if (a.strategy == QuotaStrategy::kTokenBucket && !same) {
+      tokens = a.max_tokens;
+      refilled = now;
+      per_second =
+          static_cast<double>(a.tokens_per_fill) / static_cast<double>(a.fill_interval / kSecond);
+    }
+    action = a;
+    has = true;
+    expiry = now + a.ttl / kSecond * kSecond;
+  }
+  bool admit(Micros now) {
+    if (has && now >= expiry) has = false;  // expired: the bucket reverts to deny
+    bool ok = false;
+    if (has && action.strategy == QuotaStrategy::kAllowAll) ok = true;
+    if (has && action.strategy == QuotaStrategy::kTokenBucket) {
+      tokens = std::min<double>(action.max_tokens,
+                                tokens + per_second * static_cast<double>(now - refilled) / 1e6);
+      refilled = now;
+      if (tokens >= 1) {
+        tokens -= 1;
+        ok = true;
+      }
+    }
+    (ok ? allowed : denied) += 1;
+    admitted += ok ? 1 : 0;
+    return ok;
+  }
+};
+
+struct QeFleet {
+  QuotaFixture& f;
+  std::vector<std::unique_ptr<QeEnvoy>> envoys;
+  std::string bucket;
+
+  void report(QeEnvoy& e, Micros now) {
+    const Micros elapsed = (now - e.last_report) / kSecond * kSecond;  // whole seconds
+    if (e.created && e.has && now >= e.expiry) ++e.expired_before_report;
+    auto got = f.report(e.stream, e.created ? "" : "q",
+                        {usage(bucket, e.created ? elapsed : 0, e.allowed, e.denied)});
+    ASSERT_TRUE(got.has_value()) << got.error().message;
+    ASSERT_EQ(got->size(), 1u);
+    e.allowed = e.denied = 0;
+    e.last_report = now;
+    e.receive((*got)[0], now);
+  }
+  // `demand[i]` requests per 100 ms from Envoy i, for `seconds`.
+  void run(const std::vector<int>& demand, int seconds) {
+    const Micros step = kSecond / 10;
+    for (int tick = 0; tick < seconds * 10; ++tick) {
+      const Micros now = f.clock->now();
+      for (std::size_t i = 0; i < envoys.size(); ++i) {
+        QeEnvoy& e = *envoys[i];
+        for (int r = 0; r < demand[i]; ++r) {
+          e.admit(now);
+          if (!e.created) {  // the first request creates the bucket and reports it at once
+            report(e, now);
+            e.created = true;
+            e.next_report = now + e.interval;
+          }
+        }
+        if (e.created && now >= e.next_report) {
+          report(e, now);
+          e.next_report += e.interval;
+        }
+      }
+      f.clock->advance(step);
+    }
+  }
+  std::uint64_t admitted() const {
+    std::uint64_t sum = 0;
+    for (const auto& e : envoys) sum += e->admitted;
+    return sum;
+  }
+};
+
+TEST(QuotaEngine, WhatSimulatedEnvoysEnforceStaysWithinTheBound) {
+  // 600/min token bucket (B = 600, 10/s); three Envoys over-demanding it (50/s each), reporting
+  // every 1 s, 300 ms and 70 s. Whatever they enforce, by Envoy's own reading, stays within
+  // B + (D + ttl) x L/P over the D = 600 s run.
+  QuotaFixture f;
+  QeFleet fleet{f, {}, "shared"};
+  for (Micros every : {kSecond, 3 * kSecond / 10, 70 * kSecond}) {
+    fleet.envoys.push_back(std::make_unique<QeEnvoy>(f.service, every));
+  }
+  fleet.run({5, 5, 5}, 600);
+  const std::uint64_t bound = 600 + (600 + 105) * 10;  // the longest ttl: 1.5 x 70 s
+  EXPECT_LE(fleet.admitted(), bound);
+  for (const auto& e : fleet.envoys) {
+    EXPECT_LE(e->expired_before_report, 1) << "only the first (60 s) ttl may end before a report";
+    EXPECT_GT(e->admitted, 0u);
+  }
+}
+
+TEST(QuotaEngine, EnvoysShareALimitMaxMinFairAndUseMostOfIt) {
+  // 2400/min (40/s). Three Envoys ask 10/s, 20/s and 50/s: max-min, 10/s for the first and 15/s
+  // for each of the others. A bucket within a tenth of its share is kept (a change costs a new
+  // bucket), so the tolerance is 10 % below the max-min share.
+  QuotaFixture f;
+  QeFleet fleet{f, {}, "fair"};
+  for (Micros every : {kSecond, 3 * kSecond / 10, 2 * kSecond}) {
+    fleet.envoys.push_back(std::make_unique<QeEnvoy>(f.service, every));
+  }
+  fleet.run({1, 2, 5}, 60);  // warm up: demands learnt, buckets settled
+  std::vector<std::uint64_t> before;
+  for (const auto& e : fleet.envoys) before.push_back(e->admitted);
+  fleet.run({1, 2, 5}, 300);
+  const std::vector<double> share = {10, 15, 15};
+  double total = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const double rate = static_cast<double>(fleet.envoys[i]->admitted - before[i]) / 300;
+    total += rate;
+    EXPECT_GE(rate, 0.9 * share[i]) << "Envoy " << i << " got " << rate << "/s";
+  }
+  EXPECT_GE(total, 0.9 * 40) << "the limit used under over-demand";
+  EXPECT_LE(total, (2400.0 + (300 + 4) * 40) / 300) << "within the bound over the window";
+}
+
+TEST(QuotaEngine, AnIdleBucketIsAbandonedAndItsShareFreed) {
+  QuotaFixture f;
+  QuotaStream quiet(f.service);
+  QuotaStream busy(f.service);
+  ASSERT_TRUE(f.report(quiet, "q", {usage("fair", kSecond, 60)}).has_value());
+  auto first = f.report(busy, "q", {usage("fair", kSecond, 60)});
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ((*first)[0].tokens_per_fill, 1200u) << "half of 2400/min each";
+  EXPECT_EQ(f.service.stats().get("q", "name_fair", QuotaStats::kHolders), 2);
+  std::optional<QuotaAssignment> last;
+  for (int i = 0; i < 12; ++i) {
+    f.clock->advance(kSecond);
+    auto idle = f.report(quiet, "", {usage("fair", kSecond, 0)});
+    ASSERT_TRUE(idle.has_value());
+    last = (*idle)[0];
+    if (last->strategy == QuotaStrategy::kAbandon) break;
+  }
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->strategy, QuotaStrategy::kAbandon) << "3 reports and 10 s without requests";
+  EXPECT_EQ(f.service.stats().get("q", "name_fair", QuotaStats::kHolders), 1);
   f.clock->advance(kSecond);
-  auto smaller = f.report(late, "", {usage("window", kSecond, 1000)});
-  ASSERT_TRUE(smaller.has_value());
-  // 10 left: the bucket in force extends (ceil(33 x 1 s / 2 s) = 17 > 10: no), so half of 10.
-  EXPECT_EQ(f.left("window"), 0);
-  EXPECT_EQ((*smaller)[0].strategy, QuotaStrategy::kTokenBucket);
-  EXPECT_EQ((*smaller)[0].max_tokens, 5u);
+  auto alone = f.report(busy, "", {usage("fair", 11 * kSecond, 660)});  // 60/s still
+  ASSERT_TRUE(alone.has_value());
+  EXPECT_GT((*alone)[0].tokens_per_fill, 1200u) << "the share came back to the one left";
+}
+
+TEST(QuotaEngine, WhatAReplacedBucketDidNotUseIsGivenBack) {
+  QuotaFixture f;
+  QuotaStream stream(f.service);
+  // 1000/min fixed window: a refund is possible while the charge's window counts.
+  auto first = f.report(stream, "q", {usage("window", kSecond, 100)});
+  ASSERT_TRUE(first.has_value());
+  const std::int64_t charged = qe_new_cost((*first)[0]);
+  EXPECT_EQ(f.left("window"), 1000 - charged);
+  // A second later the Envoy saw 5 requests, all allowed: a much smaller bucket replaces it.
   f.clock->advance(kSecond);
-  auto denied = f.report(late, "", {usage("window", kSecond, 1000)});
-  ASSERT_TRUE(denied.has_value());
-  EXPECT_EQ((*denied)[0].strategy, QuotaStrategy::kDenyAll);
+  auto second = f.report(stream, "", {usage("window", kSecond, 5)});
+  ASSERT_TRUE(second.has_value());
+  ASSERT_EQ((*second)[0].strategy, QuotaStrategy::kTokenBucket);
+  EXPECT_LT((*second)[0].tokens_per_fill, (*first)[0].tokens_per_fill);
+  // The first bucket's charge is settled at the 5 it used; the new one is charged in full.
+  EXPECT_EQ(f.left("window"), 1000 - 5 - qe_new_cost((*second)[0]));
+  EXPECT_EQ(f.service.stats().get("q", "name_window", QuotaStats::kRefunded), charged - 5);
+  EXPECT_EQ(f.service.stats().get("q", "name_window", QuotaStats::kUsed), 105);
+  std::string text;
+  f.service.stats().render(text);
+  EXPECT_NE(text.find("spillway_rlqs_tokens_total{domain=\"q\",bucket=\"name_window\",kind="
+                      "\"refunded\"} " +
+                      std::to_string(charged - 5)),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("spillway_rlqs_envoys{domain=\"q\",bucket=\"name_window\"} 1"),
+            std::string::npos)
+      << text;
 }
 
 TEST(QuotaEngine, BadReportsAreRefusedNamingWhatWasWrong) {
@@ -155,7 +397,7 @@ TEST(QuotaEngine, BadReportsAreRefusedNamingWhatWasWrong) {
       {"q", {}, "at least one bucket"},
       {"q", {QuotaUsage{.elapsed = kSecond}}, "bucket_quota_usages[0].bucket_id"},
       {"q", {usage("", kSecond, 1)}, "empty key or value"},
-      {"q", {usage("window", kSecond, 1), usage("window", 0, 1)}, "[1].time_elapsed"},
+      {"q", {usage("window", kSecond, 1), usage("free", -1, 1)}, "[1].time_elapsed"},
       {"q", std::vector<QuotaUsage>(kMaxQuotaBuckets + 1, usage("free", kSecond, 1)), "at most"},
   };
   for (const Case& c : cases) {
