@@ -127,6 +127,25 @@ TEST(QuotaEngine, AnAssignmentIsChargedBeforeItIsSentAndExtensionsPayTheirRefill
   EXPECT_EQ(f.left("window"), before - 17) << "ceil(1000 x 1 s / 60 s)";
 }
 
+TEST(QuotaEngine, WhenLittleIsLeftTheBucketShrinksThenDenies) {
+  QuotaFixture f;
+  const Limit window = *Limit::make(Algorithm::kFixedWindow, 1000, kMicrosPerMinute);
+  const std::vector<RlsEntry> entries = {{"name", "window"}};
+  ASSERT_TRUE(f.store.check(rls_key("q", entries), window, 980)->allowed);  // RLS calls, say
+  QuotaStream stream(f.service);
+  // 1000/min would cost 72: the largest new bucket the 20 left pay for (9 + 11).
+  auto smaller = f.report(stream, "q", {usage("window", kSecond, 100)});
+  ASSERT_TRUE(smaller.has_value());
+  ASSERT_EQ((*smaller)[0].strategy, QuotaStrategy::kTokenBucket);
+  EXPECT_EQ((*smaller)[0].tokens_per_fill, 268u);
+  EXPECT_EQ(f.left("window"), 0);
+  // Nothing left: neither a bigger bucket nor the extension of this one can be paid: DENY_ALL.
+  f.clock->advance(kSecond);
+  auto denied = f.report(stream, "", {usage("window", kSecond, 1000)});
+  ASSERT_TRUE(denied.has_value());
+  EXPECT_EQ((*denied)[0].strategy, QuotaStrategy::kDenyAll);
+}
+
 TEST(QuotaEngine, EnvoysFirstReportOfABucketSubscribesIt) {
   QuotaFixture f;
   QuotaStream stream(f.service);
