@@ -290,6 +290,13 @@ void QuotaStream::next(std::shared_ptr<Report> report) {
     // Envoy says (0 for a bucket new to Envoy: its demand is not known yet).
     const Micros now = service_.now();
     std::string key = rls_key(domain_, sorted);
+    if (buckets_.size() >= kMaxQuotaStreamBuckets && !buckets_.contains(key)) {
+      // Past what one stream may hold (idle buckets are abandoned): not kept, nothing charged.
+      report->answers.push_back(
+          {.bucket = usage.bucket, .strategy = QuotaStrategy::kDenyAll, .ttl = kMinQuotaTtl});
+      ++report->index;
+      continue;
+    }
     Bucket& held = buckets_[key];
     const Micros gap =
         held.last_report < 0 ? usage.elapsed : std::max(now - held.last_report, usage.elapsed);

@@ -53,13 +53,14 @@
 
 namespace spillway::rls {
 
-inline constexpr Micros kMinQuotaTtl = 1'000'000;       // 1 s (errors' ttl)
-inline constexpr Micros kFirstQuotaTtl = 60'000'000;    // before a report interval is seen
-inline constexpr Micros kMaxQuotaTtl = 86'400'000'000;  // 1 day
-inline constexpr Micros kQuotaGrace = 250'000;          // the answer's trip to Envoy
-inline constexpr std::size_t kMaxQuotaBuckets = 1024;   // per report
-inline constexpr int kQuotaIdleReports = 3;             // reports without requests: abandoned
-inline constexpr Micros kQuotaIdleTime = 10'000'000;    // and at least this long (10 s)
+inline constexpr Micros kMinQuotaTtl = 1'000'000;             // 1 s (errors' ttl)
+inline constexpr Micros kFirstQuotaTtl = 60'000'000;          // before a report interval is seen
+inline constexpr Micros kMaxQuotaTtl = 86'400'000'000;        // 1 day
+inline constexpr Micros kQuotaGrace = 250'000;                // the answer's trip to Envoy
+inline constexpr std::size_t kMaxQuotaBuckets = 1024;         // per report
+inline constexpr std::size_t kMaxQuotaStreamBuckets = 65536;  // held by one stream; more: DENY_ALL
+inline constexpr int kQuotaIdleReports = 3;                   // reports without requests: abandoned
+inline constexpr Micros kQuotaIdleTime = 10'000'000;          // and at least this long (10 s)
 
 // One bucket's usage since its previous report.
 struct QuotaUsage {
