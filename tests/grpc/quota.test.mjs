@@ -374,6 +374,22 @@ describe('RLQS across two servers sharing one Redis', () => {
     if (redis) await redis.stop();
   });
 
+  it("Envoy's first report and duplicates keep the stream open on Redis", async () => {
+    const stream = new QuotaStream(servers[0].grpcPort);
+    try {
+      const first = await stream.report('quota', [{ bucket: { name: 'own' }, elapsed: 0, denied: 1 }]);
+      assert.ok(strategyOf(first.bucket_action[0]).token_bucket, JSON.stringify(first.bucket_action[0]));
+      const twice = await stream.report('', [
+        { bucket: { name: 'own' }, elapsed: 0, allowed: 1 },
+        { bucket: { name: 'own' }, rawElapsed: { seconds: 0, nanos: 500 }, allowed: 1 },
+      ]);
+      assert.equal(twice.bucket_action.length, 1);
+      assert.ok(strategyOf(twice.bucket_action[0]).token_bucket);
+    } finally {
+      stream.close();
+    }
+  });
+
   it('three Envoys on two servers get their max-min shares and use 90 % of the limit', async () => {
     // 100/s; demands 200, 100 and 20/s: max-min 40, 40 and 20/s. Each report asks 1.25 x what
     // it saw, so the heavy two are given 37.5/s each: the tolerance is 15 % below the share
@@ -391,6 +407,16 @@ describe('RLQS across two servers sharing one Redis', () => {
       });
       const total = rates.reduce((a, b) => a + b, 0);
       assert.ok(total >= 90, `${total.toFixed(1)}/s of 100/s used under over-demand`);
+      // Per-bucket metrics, labelled by the rules' stat path (no descriptor values): server 0
+      // holds Envoys 0 and 2, server 1 Envoy 1; what they used, as reported, and what was charged.
+      const labels = { domain: 'quota', bucket: 'name_fair' };
+      assert.equal(await servers[0].metric('spillway_rlqs_envoys', labels), 2);
+      assert.equal(await servers[1].metric('spillway_rlqs_envoys', labels), 1);
+      const used = (await servers[0].metric('spillway_rlqs_tokens_total', { ...labels, kind: 'used' })) +
+        (await servers[1].metric('spillway_rlqs_tokens_total', { ...labels, kind: 'used' }));
+      const assigned = (await servers[0].metric('spillway_rlqs_tokens_total', { ...labels, kind: 'assigned' })) +
+        (await servers[1].metric('spillway_rlqs_tokens_total', { ...labels, kind: 'assigned' }));
+      assert.ok(used > 0 && used <= assigned, `used ${used}, assigned ${assigned}`);
     } finally {
       streams.forEach((s) => s.close());
     }
