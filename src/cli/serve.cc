@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -10,11 +11,13 @@
 #include "spillway/open_store.h"
 #include "src/cli/args.h"
 #include "src/cli/backend_watch.h"
+#include "src/cli/json_stderr.h"
 #include "src/cli/preflight.h"
 #include "src/cli/printable_url.h"
 #include "src/config/config.h"
 #include "src/config/listen_address.h"
 #include "src/core/backend_schemes.h"
+#include "src/core/metrics_text.h"
 #include "src/grpc/grpc_metrics.h"
 #include "src/grpc/rls_grpc_server.h"
 #include "src/open_store/open_quota_shares.h"
@@ -93,6 +96,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   http.port = checked.listen.port;
   http.threads = config->server.threads;
   http.log_requests = config->server.access_log;
+  http.log_json = config->server.log_json;
   http.logged_path = &server::Service::logged_path;  // never a path as sent: it may hold a key
   http.max_connections_per_peer = config->server.max_connections_per_peer;
   http.tls = checked.tls;
@@ -102,6 +106,10 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   sigemptyset(&signals);
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // server.log_format: json: from here on every stderr line is a JSON object (the relay goes
+  // last, after every thread that writes to it).
+  std::unique_ptr<JsonStderr> json_log;
+  if (config->server.log_json) json_log = JsonStderr::start();
 
   // The options preflight checked (the key secret read from its file among them).
   const std::chrono::milliseconds connect_timeout = checked.backend.redis.connect_timeout;
@@ -164,12 +172,23 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
           << std::endl;
     }
   }
+  // SIGHUP reloads of the main config, by outcome (declared before the service that reads them).
+  std::atomic<std::uint64_t> reloads_succeeded{0};
+  std::atomic<std::uint64_t> reloads_failed{0};
   auto service = server::Service::make(*config, std::move(*store), tenants);
   if (!service) {
     err << "spillway serve: " << service.error().message << "\n";
     return 1;
   }
   server::Service* handler = service->get();
+  (*service)->add_metrics_source([&reloads_succeeded, &reloads_failed](std::string& out) {
+    append_metric_family(out, "spillway_config_reloads_total", MetricType::kCounter,
+                         "SIGHUP reloads of the main config (--config), by result.");
+    append_metric_sample(out, "spillway_config_reloads_total", {{"result", "success"}},
+                         reloads_succeeded.load(std::memory_order_relaxed));
+    append_metric_sample(out, "spillway_config_reloads_total", {{"result", "failure"}},
+                         reloads_failed.load(std::memory_order_relaxed));
+  });
   auto http_server = server::HttpServer::start(
       http, [handler](server::HttpRequest request, server::Responder respond) {
         handler->handle(std::move(request), std::move(respond));
@@ -213,6 +232,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     options.evict_idle_when_full = true;  // an idle flood from many addresses
     options.tls = checked.tls;
     options.log_requests = config->server.access_log;
+    options.log_json = config->server.log_json;
     options.logged_path = &server::AdminService::logged_path;
     options.max_connections = server::AdminService::kMaxConnections;
     server::AdminService* admin_handler = admin.get();
@@ -345,6 +365,7 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
       auto fresh = policy::load_config_file(*config_path);
       auto reloaded =
           fresh ? (*service)->reload(*fresh) : Result<void>(std::unexpected(fresh.error()));
+      (reloaded ? reloads_succeeded : reloads_failed).fetch_add(1, std::memory_order_relaxed);
       if (reloaded) {
         err << "spillway serve: reloaded " << *config_path << std::endl;
         // on_error between allow and deny is swapped by reload(); everything else in the

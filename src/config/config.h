@@ -11,6 +11,7 @@
 //                                        #    the trusted proxies set (the only one read)
 //     ipv6_prefix: 64
 //     access_log: on              # or off
+//     log_format: text            # or json: every log line one JSON object (ts, level, msg, ...)
 //     grpc_listen: 127.0.0.1:8081 # Envoy's rate limit service (gRPC); off when absent
 //     dashboard: on               # or off: GET /dashboard and GET /v1/stats
 //     dashboard_keys: masked      # or clear: the top denied keys in /v1/stats and the page
@@ -97,6 +98,7 @@ struct ServerConfig {
   ClientIpHeader client_ip_header = ClientIpHeader::kXForwardedFor;  // set by trusted proxies
   int ipv6_prefix = 64;
   bool access_log = true;           // one line per request on stderr
+  bool log_json = false;            // log_format: json (every stderr line one JSON object)
   std::string grpc_listen;          // Envoy's rate limit service over gRPC; "" = off
   bool dashboard = true;            // GET /dashboard and its data, GET /v1/stats
   bool dashboard_mask_keys = true;  // top denied keys in /v1/stats: masked, or in clear

@@ -14,14 +14,15 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   if (node.IsNull()) return;
   expect_map(node, "server",
              "a mapping of listen, threads, trusted_proxies, client_ip_header, ipv6_prefix, "
-             "access_log, grpc_listen, dashboard, dashboard_keys, unknown_attributes, "
+             "access_log, log_format, grpc_listen, dashboard, dashboard_keys, unknown_attributes, "
              "admin_listen, admin_token_file, reservation_ttl, max_reservations, "
              "max_connections_per_peer, admin_max_connections_per_peer, tls");
-  Fields fields(node, "server",
-                {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "grpc_listen",
-                 "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header",
-                 "admin_listen", "admin_token_file", "reservation_ttl", "max_reservations",
-                 "max_connections_per_peer", "admin_max_connections_per_peer", "tls"});
+  Fields fields(
+      node, "server",
+      {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "log_format",
+       "grpc_listen", "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header",
+       "admin_listen", "admin_token_file", "reservation_ttl", "max_reservations",
+       "max_connections_per_peer", "admin_max_connections_per_peer", "tls"});
   // A listen address: host:port, checked as --listen is.
   const auto read_address = [&](const char* name, std::string& out) {
     const Entry* entry = fields.find(name);
@@ -148,6 +149,15 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
     });
   if (const Entry* log = fields.find("access_log"))
     collect([&] { server.access_log = boolean(log->value, fields.path("access_log")); });
+  if (const Entry* format = fields.find("log_format"))
+    collect([&] {
+      const std::string path = fields.path("log_format");
+      const std::string text = scalar(format->value, path, "text or json");
+      if (text != "text" && text != "json") {
+        fail(format->value, path, quote_for_error(text) + " must be text or json");
+      }
+      server.log_json = text == "json";
+    });
 }
 
 }  // namespace spillway::policy

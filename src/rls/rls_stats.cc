@@ -6,8 +6,8 @@ namespace spillway::rls {
 namespace {
 
 constexpr std::array<std::string_view, kStatCount> kNames = {
-    "total_hits",   "over_limit",  "near_limit",
-    "within_limit", "shadow_mode", "over_limit_with_local_cache"};
+    "hits_total",         "over_limit_total",  "near_limit_total",
+    "within_limit_total", "shadow_mode_total", "over_limit_with_local_cache_total"};
 constexpr std::array<std::string_view, kStatCount> kHelp = {
     "Hits (hits_addend) checked against a rule.",
     "Hits over the limit (shadow_mode and local-cache denials included).",

@@ -2,8 +2,9 @@
 // request of hits_addend 5 counts 5): total_hits, over_limit, near_limit (admitted with less than
 // 20% of the limit left), within_limit, shadow_mode (over the limit under shadow_mode: counted in
 // over_limit too, never denied) and over_limit_with_local_cache (denied by the over-limit cache,
-// counted in over_limit too). Rendered as Prometheus text:
-//   spillway_rls_total_hits{domain="d",descriptor="key_value.key2"} 12
+// counted in over_limit too). Rendered as Prometheus counters, spillway_rls_<name>_total
+// (total_hits as spillway_rls_hits_total):
+//   spillway_rls_hits_total{domain="d",descriptor="key_value.key2"} 12
 // Label cardinality is bounded: paths come from the rules (the request's values only under
 // detailed_metric), and past kMaxSeries distinct paths the rest count under descriptor="_other".
 //

@@ -1,13 +1,17 @@
 // AccessLog (see access_log.h).
 #include "src/server/access_log.h"
 
+#include <limits.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <ctime>
 #include <utility>
 
 namespace spillway::server {
 
-AccessLog::AccessLog(std::function<void(std::string_view)> sink) : sink_(std::move(sink)) {}
+AccessLog::AccessLog(std::function<void(std::string_view)> sink, bool json)
+    : sink_(std::move(sink)), json_(json) {}
 
 AccessLog::~AccessLog() { flush(); }
 
@@ -27,21 +31,30 @@ void AccessLog::append_timestamp_locked(std::string& out) {
     stamped_second_ = seconds;
   }
   char tail[8];  // ".456Z " and the terminator
-  std::snprintf(tail, sizeof tail, ".%03dZ ", fraction);
-  out.append(stamp_).append(tail);
+  std::snprintf(tail, sizeof tail, json_ ? ".%03dZ" : ".%03dZ ", fraction);
+  if (!json_) {
+    out.append(stamp_).append(tail);
+    return;
+  }
+  out.append("{\"ts\":\"").append(stamp_).append(tail).append("\",\"level\":\"info\",");
+}
+
+void AccessLog::append_line_locked(std::string& out, std::string_view line, bool newline) {
+  append_timestamp_locked(out);
+  out.append(line);
+  if (json_) out.push_back('}');
+  if (newline) out.push_back('\n');
 }
 
 void AccessLog::write(std::string_view line) {
   const std::lock_guard lock(mutex_);
   if (!sink_) {
-    append_timestamp_locked(buffer_);
-    buffer_.append(line).push_back('\n');
+    append_line_locked(buffer_, line, true);
     if (buffer_.size() >= kFlushBytes) write_buffer_locked();
     return;
   }
   stamped_line_.clear();
-  append_timestamp_locked(stamped_line_);
-  stamped_line_.append(line);
+  append_line_locked(stamped_line_, line, false);
   try {
     sink_(stamped_line_);
   } catch (...) {  // a failing log sink must not take the server down
@@ -54,6 +67,17 @@ void AccessLog::flush() {
 }
 
 void AccessLog::write_buffer_locked() {
+  if (json_) {  // whole lines, at most PIPE_BUF bytes a write (a longer line alone)
+    std::string_view rest = buffer_;
+    while (!rest.empty()) {
+      std::size_t end = rest.size() <= PIPE_BUF ? rest.size() : rest.rfind('\n', PIPE_BUF - 1) + 1;
+      if (end == 0) end = rest.find('\n') + 1;  // npos + 1 == 0: the buffer always ends a line
+      (void)!::write(2, rest.data(), end);
+      rest.remove_prefix(end);
+    }
+    buffer_.clear();
+    return;
+  }
   std::fwrite(buffer_.data(), 1, buffer_.size(), stderr);
   std::fflush(stderr);
   buffer_.clear();

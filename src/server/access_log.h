@@ -3,6 +3,12 @@
 // The writer gives the line from "method="; write() puts the time in front: RFC 3339, UTC, in
 // milliseconds (the wall clock when the line is written, i.e. after the response went out).
 //
+// With json (server.log_format: json) the writer gives the members of a JSON object instead
+// (`"msg":"request","method":"POST",…`) and write() makes the line
+// `{"ts":"2026-12-02T01:02:03.456Z","level":"info",<members>}`; buffered lines then leave in
+// writes of at most PIPE_BUF bytes, each ending a line, so that no other writer's line can land
+// inside one when stderr is a pipe (serve's JSON log relay).
+//
 // Lines go to the sink given in HttpServerOptions::access_log, one call per line; without a sink
 // they are buffered and written to stderr in blocks: when kFlushBytes are buffered, on flush()
 // (which the server calls every kFlushInterval and when it stops) and on destruction, so a busy
@@ -29,7 +35,7 @@ class AccessLog {
   static constexpr std::chrono::milliseconds kFlushInterval{100};
 
   // An empty sink: buffered lines to stderr.
-  explicit AccessLog(std::function<void(std::string_view)> sink);
+  explicit AccessLog(std::function<void(std::string_view)> sink, bool json = false);
   ~AccessLog();  // flush()
   AccessLog(const AccessLog&) = delete;
   AccessLog& operator=(const AccessLog&) = delete;
@@ -45,10 +51,14 @@ class AccessLog {
  private:
   static constexpr std::size_t kFlushBytes = 32 * 1024;
   void write_buffer_locked();  // buffer_ to stderr; the caller holds mutex_
-  // Appends "2026-12-02T01:02:03.456Z " (now); the caller holds mutex_.
+  // Appends "2026-12-02T01:02:03.456Z " (now), or for json `{"ts":"…Z","level":"info",`; the
+  // caller holds mutex_.
   void append_timestamp_locked(std::string& out);
+  // `line` with its time, as text or JSON, and '\n' when `newline`; the caller holds mutex_.
+  void append_line_locked(std::string& out, std::string_view line, bool newline);
 
   const std::function<void(std::string_view)> sink_;
+  const bool json_;
   std::mutex mutex_;  // guards the members below and calls of sink_
   std::string buffer_;
   std::string stamped_line_;          // the line handed to sink_, reused

@@ -14,6 +14,7 @@
 #include "src/core/decimal.h"
 #include "src/server/http_server_impl.h"
 #include "src/server/json_text.h"
+#include "src/server/trace_context.h"
 
 namespace spillway::server {
 namespace {
@@ -236,6 +237,12 @@ void Connection::on_request() {
   request_complete_ = true;
   proven_.store(true, std::memory_order_release);
   read.request.peer_address = peer_;
+  trace_id_.clear();
+  if (options().log_json && server_.logging()) {
+    if (const std::string* traceparent = read.request.header("traceparent")) {
+      if (std::optional<std::string> id = trace_id_of(*traceparent)) trace_id_ = std::move(*id);
+    }
+  }
 
   state_ = State::kHandling;
   deadline_ = std::chrono::nanoseconds::max();  // the handler always answers (or a 500 does)
@@ -297,6 +304,7 @@ void Connection::write(HttpResponse response) {
   if (draining_ || response.close_connection) framing_.keep_alive = false;
   out_.clear();
   status_ = append_response(out_, response, framing_);
+  log_fields_ = std::move(response.log_fields);
   state_ = State::kWriting;
   set_deadline(std::max(options().read_timeout, options().idle_timeout));
   write_all(asio::buffer(out_), [self = shared_from_this()](const error_code& ec, std::size_t) {
@@ -327,11 +335,28 @@ std::string_view logged_method(std::string_view method) {
 
 }  // namespace
 
-// `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`
+// `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`, or with log_json the members of
+// its JSON object (AccessLog adds ts and level).
 void Connection::log_request() {
   const auto us =
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
   std::string& line = log_line_;
+  if (options().log_json) {
+    line.assign("\"msg\":\"request\",\"method\":");
+    append_json_string(line, logged_method(method_));
+    line.append(",\"path\":");
+    append_json_string(line, options().logged_path ? options().logged_path(path_) : path_);
+    line.append(",\"status\":");
+    append_decimal(line, status_);
+    line.append(",\"latency_us\":");
+    append_decimal(line, us.count());
+    line.append(",\"peer\":");
+    append_json_string(line, peer_);
+    if (!log_fields_.empty()) line.append(",").append(log_fields_);
+    if (!trace_id_.empty()) line.append(",\"trace_id\":\"").append(trace_id_).append("\"");
+    trace_id_.clear();  // a later protocol error on this connection is not this request's
+    return server_.log(line);
+  }
   line.assign("method=").append(logged_method(method_)).append(" path=");
   if (options().logged_path) {
     line.append(options().logged_path(path_));

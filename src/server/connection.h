@@ -132,6 +132,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int status_ = 0;
   std::chrono::steady_clock::time_point started_{};
   std::string log_line_;
+  std::string log_fields_;  // the response's (HttpResponse::log_fields)
+  std::string trace_id_;    // the request's valid traceparent's, or empty (log_json only)
 };
 
 }  // namespace spillway::server

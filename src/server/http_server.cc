@@ -68,7 +68,9 @@ std::unexpected<Error> failure(Errc code, std::string message) {
 // ---- Server --------------------------------------------------------------------------------
 
 Server::Server(HttpServerOptions options, Handler handler)
-    : options_(std::move(options)), handler_(std::move(handler)), log_(options_.access_log) {
+    : options_(std::move(options)),
+      handler_(std::move(handler)),
+      log_(options_.access_log, options_.log_json) {
   const int threads = std::max(options_.threads, 1);
   for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
   acceptor_.emplace(workers_[0]->ioc.get_executor());

@@ -50,6 +50,9 @@ struct HttpResponse {
   // The connection closes after this response (e.g. a refused credential: the client does not
   // keep the connection).
   bool close_connection = false;
+  // With HttpServerOptions::log_json: JSON members the access log line adds, without braces or a
+  // leading comma, e.g. `"allowed":false,"denied_by":"per_key"`. Never a caller's value.
+  std::string log_fields;
 };
 
 using Responder = std::function<void(HttpResponse)>;
@@ -84,6 +87,11 @@ struct HttpServerOptions {
   // request.
   std::function<void(std::string_view)> access_log;
   bool log_requests = true;  // false: no access log lines at all
+  // Access log lines as JSON objects (server.log_format: json):
+  // `{"ts":"2026-12-02T01:02:03.456Z","level":"info","msg":"request","method":"POST",
+  // "path":"/v1/check","status":200,"latency_us":85,"peer":"127.0.0.1",<log_fields>,
+  // "trace_id":"<32 hex>"}` (trace_id from a valid traceparent header only).
+  bool log_json = false;
   // Called with a request's method, target and headers (no body, peer_address set) as soon as
   // its header is complete while its body is still to come; a response it returns is sent at
   // once and the connection closed, the body never read (the admin listener refuses a request

@@ -73,6 +73,7 @@ Result<std::unique_ptr<Service>> Service::make(const policy::Config& config,
   auto settings = service->build(config);
   if (!settings) return std::unexpected(settings.error());
   service->settings_ = *settings;
+  service->log_json_ = config.server.log_json;
   return service;
 }
 

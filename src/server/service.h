@@ -157,6 +157,7 @@ class Service {
   TopKeys top_denied_;             // the most denied keys, for /v1/stats
   const std::uint64_t mask_salt_;  // random: masked keys in /v1/stats hash with it
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  bool log_json_ = false;  // server.log_format: json: decisions carry their log fields (at start)
   RateLimitedLog error_log_;                           // backend errors, one line a second at most
   RateLimitedLog proxy_log_{std::chrono::minutes(1)};  // a proxy's unread client-address header
   UntrustedForwarders untrusted_forwarders_;  // client-address headers from untrusted peers

@@ -11,6 +11,7 @@
 #include "src/core/text.h"
 #include "src/policy/caller_value.h"
 #include "src/policy/keys.h"
+#include "src/server/decision_log_fields.h"
 #include "src/server/decision_response.h"
 #include "src/server/json_body.h"
 #include "src/server/service.h"
@@ -380,7 +381,9 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
     const bool allow = settings.on_error != policy::OnError::kDeny &&
                        result.error().field != policy::kTenantsNotLoaded;
     backend_failed(result.error(), allow);
-    return policy_backend_error_response(allow, for_nginx, result.error());
+    HttpResponse response = policy_backend_error_response(allow, for_nginx, result.error());
+    if (log_json_) response.log_fields = backend_error_log_fields(result.error(), allow);
+    return response;
   }
   for (const LayerDecision& l : result->layers) {
     metrics_.decision(l.name, l.decision.allowed, l.shadow);
@@ -403,7 +406,9 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
         .append(error.message);
     error_log_.write(line.append("; the answer did not depend on it"));
   }
-  return policy_decision_response(*result, for_nginx);
+  HttpResponse response = policy_decision_response(*result, for_nginx);
+  if (log_json_) response.log_fields = decision_log_fields(*result);
+  return response;
 }
 
 }  // namespace spillway::server

@@ -7,6 +7,7 @@
 #include "src/core/metrics_text.h"
 #include "src/pages/dashboard_page.h"
 #include "src/server/decision_response.h"
+#include "src/server/process_metrics.h"
 #include "src/server/service.h"
 #include "src/server/stats.h"
 
@@ -25,6 +26,7 @@ void Service::metrics_text(const HttpRequest&, const Reply& reply) {
                        std::uint64_t{1});
   store_->append_metrics(text);
   untrusted_forwarders_.append_metrics(text);
+  append_process_metrics(text);
   {
     std::lock_guard lock(metrics_sources_mutex_);
     for (const auto& source : metrics_sources_) source(text);

@@ -38,7 +38,7 @@ async function counters(domain, descriptor) {
   const samples = await server.metrics();
   const get = (stat) => {
     const s = samples.find(
-      (x) => x.name === `spillway_rls_${stat}` && x.labels.domain === domain && x.labels.descriptor === descriptor,
+      (x) => x.name === `spillway_rls_${stat === 'total_hits' ? 'hits' : stat}_total` && x.labels.domain === domain && x.labels.descriptor === descriptor,
     );
     return s ? s.value : 0;
   };
@@ -52,7 +52,7 @@ async function counters(domain, descriptor) {
 }
 
 describe('shadow_mode', () => {
-  it('never OVER_LIMIT past its limit; spillway_rls_shadow_mode rises', async () => {
+  it('never OVER_LIMIT past its limit; spillway_rls_shadow_mode_total rises', async () => {
     const before = await counters('shadow', 's');
     const v = unique('shadow');
     for (let i = 1; i <= 5; i += 1) {

@@ -59,14 +59,14 @@ describe('redis backend', () => {
     const readsBefore = await followerReads();
     const callsBefore = await redis.scriptCalls();
     const cacheLabels = { domain: 'redis', descriptor: 'cached' };
-    const cachedBefore = await server.metric('spillway_rls_over_limit_with_local_cache', cacheLabels);
+    const cachedBefore = await server.metric('spillway_rls_over_limit_with_local_cache_total', cacheLabels);
     for (let i = 0; i < 10; i += 1) {
       const r = await server.rls.check('redis', [['cached', v]]);
       assert.equal(r.overall_code, 'OVER_LIMIT', `cached denial ${i}`);
       assert.equal(r.statuses[0].code, 'OVER_LIMIT');
     }
-    const cachedAfter = await server.metric('spillway_rls_over_limit_with_local_cache', cacheLabels);
-    assert.equal(cachedAfter - cachedBefore, 10, 'spillway_rls_over_limit_with_local_cache rose by 10');
+    const cachedAfter = await server.metric('spillway_rls_over_limit_with_local_cache_total', cacheLabels);
+    assert.equal(cachedAfter - cachedBefore, 10, 'spillway_rls_over_limit_with_local_cache_total rose by 10');
     const callsAfter = await redis.scriptCalls();
     const readsAfter = await followerReads();
     assert.ok(

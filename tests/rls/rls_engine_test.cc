@@ -410,7 +410,7 @@ TEST(RlsEngine, StatsUseTheRulesPathsNested) {
   std::string text;
   f.engine.stats().render(text);
   EXPECT_NE(
-      text.find("spillway_rls_total_hits{domain=\"e_basic\",descriptor=\"parent_p.child\"} 3"),
+      text.find("spillway_rls_hits_total{domain=\"e_basic\",descriptor=\"parent_p.child\"} 3"),
       std::string::npos)
       << text;
 }

@@ -120,8 +120,9 @@ TEST(MetricsExposition, RateLimitServiceStatsWithEscapedLabels) {
   stats.add("d\"x", "a\\b\nc", {rls::Stat::kOverLimit}, 1);
   stats.render(text);
   std::string expected;
-  const char* names[] = {"total_hits",   "over_limit",  "near_limit",
-                         "within_limit", "shadow_mode", "over_limit_with_local_cache"};
+  const char* names[] = {"hits_total",        "over_limit_total",
+                         "near_limit_total",  "within_limit_total",
+                         "shadow_mode_total", "over_limit_with_local_cache_total"};
   const char* help[] = {"Hits (hits_addend) checked against a rule.",
                         "Hits over the limit (shadow_mode and local-cache denials included).",
                         "Hits admitted with less than 20% of the limit left.",
