@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "src/cli/nearest.h"
+
 namespace spillway::cli {
 
 std::optional<std::int64_t> parse_int(std::string_view text) {
@@ -16,7 +18,12 @@ Result<Args> Args::parse(int argc, char** argv, int first, const std::set<std::s
   Args args;
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
-    if (!arg.starts_with("--") || arg == "--") {
+    if (arg == "--") {
+      // Everything after "--" is positional, even what starts with "--".
+      for (++i; i < argc; ++i) args.positional_.emplace_back(argv[i]);
+      break;
+    }
+    if (!arg.starts_with("--")) {
       args.positional_.push_back(arg);
       continue;
     }
@@ -26,7 +33,9 @@ Result<Args> Args::parse(int argc, char** argv, int first, const std::set<std::s
       value = name.substr(eq + 1);
       name.resize(eq);
     }
-    if (!known.contains(name)) return invalid_argument("unknown option --" + name);
+    if (!known.contains(name)) {
+      return invalid_argument("unknown option --" + name + did_you_mean(name, known, "--"));
+    }
     if (boolean.contains(name)) {
       if (value) return invalid_argument("option --" + name + " takes no value");
       args.flags_[name] = "";

@@ -1,5 +1,7 @@
-// Command-line flags: "--name value" or "--name=value", plus positional arguments.
-// Errors are one line naming the argument; the caller prints them and exits with status 2.
+// Command-line flags: "--name value" or "--name=value", plus positional arguments; "--" ends the
+// options (every later argument is positional, even one starting with "--").
+// Errors are one line naming the argument (an unknown option names the nearest known one, "did
+// you mean --listen?"); the caller prints them and exits with status 2.
 #pragma once
 
 #include <cstdint>

@@ -4,11 +4,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <iomanip>
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "src/cli/http_load.h"
 #include "src/cli/latency_histogram.h"
 #include "src/cli/schedule_wait.h"
+#include "src/server/json_text.h"
 
 namespace spillway::cli {
 namespace {
@@ -33,8 +36,10 @@ struct BenchSetup {
   int batch = 128;            // redis: most checks per script call
   int in_flight = 0;          // redis: script calls in flight before checks batch (0: default)
   std::string key_prefix = std::string(kBenchKeyPrefix);  // redis: apart from serve's keys
-  std::optional<HttpTarget> http;  // --http: load an HTTP server instead of a backend
-  int threads = 2;                 // --http: event loops
+  std::optional<HttpTarget> http;   // --http: load an HTTP server instead of a backend
+  int threads = 2;                  // --http: event loops
+  bool json = false;                // --json: the report as one JSON object
+  std::optional<std::string> body;  // --http --body/--body-file: every request's body
 };
 
 struct ThreadTotals {
@@ -47,14 +52,18 @@ struct ThreadTotals {
 
 using Steady = std::chrono::steady_clock;
 
+// --body/--body-file: the most bytes of a request body (the server's own cap is 64 KiB).
+constexpr std::size_t kMaxBenchBody = 65536;
+
 // In-process closed loop: the latency of one check in this many is measured (see run_threads).
 constexpr std::uint32_t kClosedLoopSampling = 64;
 
 Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
-  auto args = Args::parse(
-      argc, argv, first,
-      {"backend", "algorithm", "limit", "period", "burst", "concurrency", "keys", "duration",
-       "requests", "rate", "batch", "in-flight", "key-prefix", "http", "threads"});
+  auto args = Args::parse(argc, argv, first,
+                          {"backend", "algorithm", "limit", "period", "burst", "concurrency",
+                           "keys", "duration", "requests", "rate", "batch", "in-flight",
+                           "key-prefix", "http", "threads", "json", "body", "body-file"},
+                          {"json"});
   if (!args) return std::unexpected(args.error());
   if (!args->positional().empty()) {
     return invalid_argument("unexpected argument \"" + args->positional()[0] + "\"");
@@ -102,6 +111,27 @@ Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   auto threads = args->get_int("threads", 1, 64);
   if (!threads) return std::unexpected(threads.error());
   setup.threads = static_cast<int>(threads->value_or(2));
+  setup.json = args->has("json");
+  if (args->has("body") || args->has("body-file")) {
+    if (!setup.http) return invalid_argument("--body and --body-file need --http");
+    if (args->has("body") && args->has("body-file")) {
+      return invalid_argument("--body and --body-file: give one of them");
+    }
+    if (auto text = args->get("body")) {
+      setup.body = *text;
+    } else {
+      const std::string path = *args->get("body-file");
+      std::ifstream file(path, std::ios::binary);
+      std::ostringstream read;
+      read << file.rdbuf();
+      if (!file) return invalid_argument("--body-file: cannot read \"" + path + "\"");
+      setup.body = read.str();
+    }
+    if (setup.body->size() > kMaxBenchBody) {
+      return invalid_argument("--body: " + std::to_string(setup.body->size()) + " bytes; at most " +
+                              std::to_string(kMaxBenchBody));
+    }
+  }
   if (auto duration = args->get("duration")) {
     auto parsed = parse_duration(*duration);
     if (!parsed) return invalid_argument("--duration: " + parsed.error().message);
@@ -306,10 +336,9 @@ void run_scheduled(Store& store, const BenchSetup& setup, const std::vector<std:
 
 double micros(std::uint64_t ns) { return static_cast<double>(ns) / 1000; }
 
-// The report both modes print: name=value lines, then exit 1 when anything failed.
-int report(const BenchSetup& setup, std::string_view target, const ThreadTotals& all,
-           double seconds, std::ostream& out, std::ostream& err) {
-  const auto checks = static_cast<double>(all.admitted + all.denied);  // decided, errors apart
+// name=value lines, for people and scripts alike.
+void text_report(const BenchSetup& setup, std::string_view target, const ThreadTotals& all,
+                 double seconds, double checks, std::ostream& out) {
   if (setup.http) {
     out << "http=" << target << " connections=" << setup.concurrency
         << " threads=" << setup.threads;
@@ -328,6 +357,56 @@ int report(const BenchSetup& setup, std::string_view target, const ThreadTotals&
       << "admitted=" << all.admitted << "\n"
       << "denied=" << all.denied << "\n"
       << "errors=" << all.errors << "\n";
+}
+
+// --json: one object, the same numbers as the text (latencies in microseconds, exact counts).
+std::string json_report(const BenchSetup& setup, std::string_view target, const ThreadTotals& all,
+                        double seconds) {
+  const auto number = [](double value, int decimals) {
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(decimals) << value;
+    return text.str();
+  };
+  const auto checks = static_cast<double>(all.admitted + all.denied);
+  std::string json = "{";
+  json += setup.http ? "\"http\":" : "\"backend\":";
+  server::append_json_string(json, target);
+  if (setup.http) {
+    json += ",\"connections\":" + std::to_string(setup.concurrency) +
+            ",\"threads\":" + std::to_string(setup.threads);
+  } else {
+    json += ",\"algorithm\":";
+    server::append_json_string(json, algorithm_name(setup.limit.algorithm()));
+    json += ",\"concurrency\":" + std::to_string(setup.concurrency) +
+            ",\"keys\":" + std::to_string(setup.keys);
+  }
+  json += std::string(",\"loop\":") + (setup.rate > 0 ? "\"open\"" : "\"closed\"");
+  if (setup.rate > 0) json += ",\"offered_per_second\":" + std::to_string(setup.rate);
+  json += ",\"seconds\":" + number(seconds, 3) +
+          ",\"checks_per_second\":" + number(checks / seconds, 0) +
+          ",\"errors_per_second\":" + number(static_cast<double>(all.errors) / seconds, 0) +
+          ",\"p50_us\":" + number(micros(all.latencies.at(0.50)), 1) +
+          ",\"p99_us\":" + number(micros(all.latencies.at(0.99)), 1) +
+          ",\"p999_us\":" + number(micros(all.latencies.at(0.999)), 1) +
+          ",\"max_us\":" + number(micros(all.latencies.max()), 1) +
+          ",\"admitted\":" + std::to_string(all.admitted) +
+          ",\"denied\":" + std::to_string(all.denied) + ",\"errors\":" + std::to_string(all.errors);
+  if (all.errors > 0) {
+    json += ",\"first_error\":";
+    server::append_json_string(json, server::utf8_or_escaped(all.first_error));
+  }
+  return json + "}";
+}
+
+// The report both modes print (text or --json), then exit 1 when anything failed.
+int report(const BenchSetup& setup, std::string_view target, const ThreadTotals& all,
+           double seconds, std::ostream& out, std::ostream& err) {
+  const auto checks = static_cast<double>(all.admitted + all.denied);  // decided, errors apart
+  if (setup.json) {
+    out << json_report(setup, target, all, seconds) << "\n";
+  } else {
+    text_report(setup, target, all, seconds, checks, out);
+  }
   if (all.errors > 0) {
     err << "spillway bench: " << all.errors << " checks failed; first error: " << all.first_error
         << "\n";
@@ -343,7 +422,8 @@ int run_http(const BenchSetup& setup, std::ostream& out, std::ostream& err) {
                       .threads = setup.threads,
                       .rate = setup.rate,
                       .duration = setup.duration,
-                      .requests = setup.requests};
+                      .requests = setup.requests,
+                      .body = setup.body};
   Result<HttpLoadTotals> done = run_http_load(load);
   if (!done) {
     err << "spillway bench: " << done.error().message << "\n";

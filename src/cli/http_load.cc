@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "src/server/json_text.h"
+
 namespace spillway::cli {
 namespace {
 
@@ -25,6 +27,9 @@ using Steady = std::chrono::steady_clock;
 
 // How long the run waits, once it is over, for answers still on their way.
 constexpr std::chrono::seconds kDrainTimeout{5};
+// The most bytes of an error answer's body kept in the first error.
+constexpr std::size_t kShownBody = 300;
+
 // The most bytes of one answer (headers and body); a longer one is an error.
 constexpr std::size_t kMaxAnswer = 64 * 1024;
 
@@ -82,9 +87,10 @@ bool has_close_token(std::string_view value) {
 // One answer at the front of `bytes`: its status and total length, once it is all there.
 struct Answer {
   int status = 0;
-  std::size_t length = 0;  // 0: not complete yet
-  bool close = false;      // "Connection: close": the server ends the connection after it
-  std::string problem;     // set: the bytes are not an answer this client reads
+  std::size_t length = 0;   // 0: not complete yet
+  std::size_t body_at = 0;  // where the body starts
+  bool close = false;       // "Connection: close": the server ends the connection after it
+  std::string problem;      // set: the bytes are not an answer this client reads
 };
 
 Answer read_answer(std::string_view bytes) {
@@ -120,6 +126,7 @@ Answer read_answer(std::string_view bytes) {
       }
     }
   }
+  answer.body_at = end + 4;
   if (bytes.size() >= end + 4 + body) answer.length = end + 4 + body;
   return answer;
 }
@@ -171,15 +178,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void send() {
     const auto n = static_cast<std::uint64_t>(ticket_);
-    char body[128];
-    const int body_length = std::snprintf(
-        body, sizeof body, R"({"ip":"10.%d.%d.%d","api_key":"k%d","endpoint":"/search"})",
-        static_cast<int>(n % 7), static_cast<int>((n / 251) % 200), static_cast<int>(n % 250),
-        static_cast<int>(n % 1000));
+    char stream_body[128];
+    std::string_view body;
+    if (run_.load.body) {
+      body = *run_.load.body;
+    } else {
+      const int length = std::snprintf(
+          stream_body, sizeof stream_body,
+          R"({"ip":"10.%d.%d.%d","api_key":"k%d","endpoint":"/search"})", static_cast<int>(n % 7),
+          static_cast<int>((n / 251) % 200), static_cast<int>(n % 250), static_cast<int>(n % 1000));
+      body = std::string_view(stream_body, static_cast<std::size_t>(length));
+    }
     out_.clear();
     out_.append("POST ").append(run_.load.target.path).append(" HTTP/1.1\r\nHost: ");
     out_.append(host_header_).append("\r\nContent-Type: application/json\r\nContent-Length: ");
-    out_.append(std::to_string(body_length)).append("\r\n\r\n").append(body, body_length);
+    out_.append(std::to_string(body.size())).append("\r\n\r\n").append(body);
     asio::async_write(
         socket_, asio::buffer(out_),
         [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
@@ -212,7 +225,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     } else if (answer.status == 429 || answer.status == 503) {
       ++totals_.denied;
     } else {
-      count_error("status " + std::to_string(answer.status));
+      std::string what = "status " + std::to_string(answer.status);
+      if (totals_.errors == 0) {  // the first: with the start of its body, one line
+        std::string_view body(in_.data() + answer.body_at, answer.length - answer.body_at);
+        if (!body.empty()) {
+          std::string shown = server::utf8_or_escaped(body.substr(0, kShownBody));
+          std::replace_if(
+              shown.begin(), shown.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+          what += ": " + shown + (body.size() > kShownBody ? "..." : "");
+        }
+      }
+      count_error(std::move(what));
     }
     totals_.latencies.record(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
     std::copy(in_.begin() + static_cast<std::ptrdiff_t>(answer.length),

@@ -6,13 +6,17 @@
 // Every request is a POST of the seed policy's attributes, {"ip":...,"api_key":...,"endpoint":
 // "/search"}, over 10,000 client addresses and 1,000 API keys (bench/check.lua's stream): the same
 // bytes whatever answers them, spillway's /v1/check or nginx's limit_req. 2xx counts as admitted,
-// 429 and 503 as denied, anything else (or a broken connection) as an error.
+// 429 and 503 as denied, anything else (or a broken connection) as an error. With a body of its
+// own (bench --body, --body-file), every request POSTs those bytes instead, so that any policy
+// can be loaded. The first error is kept with the answer's status and the start of its body
+// ("status 400: {\"error\":...}"), so that a refused stream says why.
 //
 // Thread safety: run_http_load() runs its own threads and returns when they are done.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "spillway/error.h"
@@ -36,7 +40,8 @@ struct HttpLoad {
   int threads = 2;        // event loops, connections spread over them
   std::int64_t rate = 0;  // requests/s offered in all; 0: closed loop
   std::chrono::milliseconds duration{5000};
-  std::int64_t requests = 0;  // when > 0: stop after this many (not duration)
+  std::int64_t requests = 0;        // when > 0: stop after this many (not duration)
+  std::optional<std::string> body;  // set: every request's body (JSON), instead of the stream
 };
 
 struct HttpLoadTotals {

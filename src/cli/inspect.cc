@@ -1,12 +1,14 @@
 #include "src/cli/inspect.h"
 
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <utility>
 
 #include "spillway/policy_engine.h"
 #include "spillway/redis_store.h"
 #include "src/cli/args.h"
+#include "src/cli/human_duration.h"
 #include "src/cli/preflight.h"
 #include "src/cli/printable_url.h"
 #include "src/config/config.h"
@@ -44,13 +46,13 @@ Result<policy::Attributes> read_attributes(const std::vector<std::string>& words
 
 std::string state_line(const Decision& d) {
   return std::to_string(d.remaining) + " of " + std::to_string(d.limit) +
-         " left; idle (full) again in " + format_duration(d.reset_after);
+         " left; idle (full) again in " + human_duration(d.reset_after);
 }
 
 }  // namespace
 
 int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostream& err) {
-  auto args = Args::parse(argc, argv, first, {"config", "backend"});
+  auto args = Args::parse(argc, argv, first, {"config", "backend", "json"}, {"json"});
   if (!args) {
     err << "spillway inspect: " << args.error().message << "\n";
     return 2;
@@ -122,40 +124,77 @@ int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostrea
     }
     store = std::move(*opened);
   }
-  out << "backend " << printable_url(config->backend.url);
-  if (redis) out << ", key names " << key_hash_name(checked.backend.redis.key_hash.hash);
-  out << "\n";
-  if (store_plans && !redis) {
-    out << "tenant records live in the serving process: plans shown are the config file's\n";
+  // --json: the same as the text, as one object; the text goes nowhere.
+  const bool as_json = args->has("json");
+  std::ostringstream discarded;
+  std::ostream& text = as_json ? discarded : out;
+  std::string json = "{\"backend\":";
+  server::append_json_string(json, server::utf8_or_escaped(printable_url(config->backend.url)));
+  if (redis) {
+    json += ",\"key_names\":";
+    server::append_json_string(json, key_hash_name(checked.backend.redis.key_hash.hash));
   }
-  if (checks->empty()) out << "no layer applies to these attributes\n";
+  json += std::string(",\"plans_from_config\":") + (store_plans && !redis ? "true" : "false") +
+          ",\"layers\":[";
+  text << "backend " << printable_url(config->backend.url);
+  if (redis) text << ", key names " << key_hash_name(checked.backend.redis.key_hash.hash);
+  text << "\n";
+  if (store_plans && !redis) {
+    text << "tenant records live in the serving process: plans shown are the config file's\n";
+  }
+  if (checks->empty()) text << "no layer applies to these attributes\n";
   int status = 0;
+  bool first_layer = true;
   for (const policy::Policy::Check& check : *checks) {
     const policy::LayerSpec& layer = config->policy.layers[check.layer];
-    out << "layer " << layer.name << (layer.mode == policy::LayerMode::kShadow ? " (shadow)" : "")
-        << (check.plan != nullptr ? ", plan " + *check.plan : std::string()) << ": "
-        << check.limit->describe() << "\n";
-    if (check.blocked) {
-      out << "  blocked:     by a tenant record: every request is denied, nothing charged\n";
+    const bool shadow = layer.mode == policy::LayerMode::kShadow;
+    text << "layer " << layer.name << (shadow ? " (shadow)" : "")
+         << (check.plan != nullptr ? ", plan " + *check.plan : std::string()) << ": "
+         << check.limit->describe() << "\n";
+    json += first_layer ? "{\"name\":" : ",{\"name\":";
+    first_layer = false;
+    server::append_json_string(json, server::utf8_or_escaped(layer.name));
+    json += std::string(",\"shadow\":") + (shadow ? "true" : "false") + ",\"plan\":";
+    if (check.plan != nullptr) {
+      server::append_json_string(json, server::utf8_or_escaped(*check.plan));
+    } else {
+      json += "null";
     }
-    out << "  key:         " << server::utf8_or_escaped(check.key) << "\n";
+    json += ",\"limit\":";
+    server::append_json_string(json, check.limit->describe());
+    json += std::string(",\"blocked\":") + (check.blocked ? "true" : "false") + ",\"key\":";
+    server::append_json_string(json, server::utf8_or_escaped(check.key));
+    if (check.blocked) {
+      text << "  blocked:     by a tenant record: every request is denied, nothing charged\n";
+    }
+    text << "  key:         " << server::utf8_or_escaped(check.key) << "\n";
     if (!store) {
-      out << "  now:         not readable here: the memory backend's state lives in the serving "
-             "process\n";
+      text << "  now:         not readable here: the memory backend's state lives in the serving "
+              "process\n";
+      json += ",\"now\":null}";
       continue;
     }
-    out << "  redis key:   " << server::utf8_or_escaped(store->storage_key(check.key, *check.limit))
-        << "\n";
+    const std::string stored = store->storage_key(check.key, *check.limit);
+    text << "  redis key:   " << server::utf8_or_escaped(stored) << "\n";
+    json += ",\"redis_key\":";
+    server::append_json_string(json, server::utf8_or_escaped(stored));
     // Cost 0: reads the state, charges nothing.
     Result<Decision> now = store->check(check.key, *check.limit, 0);
     if (now) {
-      out << "  now:         " << state_line(*now) << "\n";
+      text << "  now:         " << state_line(*now) << "\n";
+      json += ",\"now\":{\"remaining\":" + std::to_string(now->remaining) +
+              ",\"limit\":" + std::to_string(now->limit) +
+              ",\"reset_after_us\":" + std::to_string(now->reset_after) + "}}";
     } else {
-      out << "  now:         unknown: " << now.error().message << "\n";
+      text << "  now:         unknown: " << now.error().message << "\n";
+      json += ",\"now\":null,\"error\":";
+      server::append_json_string(json, server::utf8_or_escaped(now.error().message));
+      json += "}";
       err << "spillway inspect: layer " << layer.name << ": " << now.error().message << "\n";
       status = 1;
     }
   }
+  if (as_json) out << json << "]}\n";
   return status;
 }
 

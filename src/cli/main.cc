@@ -8,6 +8,7 @@
 
 #include "src/cli/bench.h"
 #include "src/cli/inspect.h"
+#include "src/cli/nearest.h"
 #include "src/cli/replay.h"
 #include "src/cli/serve.h"
 #include "src/cli/simulate.h"
@@ -60,7 +61,8 @@ bool asks_for_help(std::span<char*> args) {
 }
 
 int unknown_command(std::string_view command) {
-  std::cerr << "spillway: unknown command \"" << command << "\"\n"
+  std::cerr << "spillway: unknown command \"" << command << "\""
+            << spillway::cli::did_you_mean(command, spillway::cli::command_names()) << "\n"
             << spillway::cli::overview_help();
   return 2;
 }

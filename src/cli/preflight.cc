@@ -105,6 +105,20 @@ Preflight preflight(const policy::Config& config, const std::string& file,
                     const std::map<std::string, std::string>& flags) {
   Preflight out;
   Problems problems(config, file, flags, out);
+  // A config file that sets nothing (empty, or only comments) is the built-in policy: said loudly,
+  // since a file that was meant to hold a policy (a bad mount, a wrong path) would otherwise
+  // serve another one silently.
+  if (!file.empty() && config.lines.by_path.empty()) {
+    std::string names;
+    for (const policy::LayerSpec& layer : config.policy.layers) {
+      names += (names.empty() ? "" : ", ") + layer.name;
+    }
+    out.warnings.push_back(file +
+                           ": the file sets nothing (it is empty or only comments): the built-in "
+                           "policy applies, as without --config (layers " +
+                           names + "; backend " + config.backend.url + "; listen " +
+                           config.server.listen + ")");
+  }
 
   if (auto listen = policy::parse_listen_address(config.server.listen)) {
     out.listen = std::move(*listen);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "src/cli/args.h"
+#include "src/cli/nearest.h"
 #include "src/server/admin_service.h"
 
 namespace spillway::cli {
@@ -131,8 +132,8 @@ int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream
                 std::ostream& err) {
   auto args = Args::parse(
       argc, argv, first,
-      {"admin", "token-file", "plan", "limit", "blocked", "cursor", "page", "all", "layer"},
-      {"blocked", "all"});
+      {"admin", "token-file", "plan", "limit", "blocked", "cursor", "page", "all", "layer", "json"},
+      {"blocked", "all", "json"});
   if (!args) {
     err << "spillway tenants: " << args.error().message << "\n";
     return 2;
@@ -149,7 +150,9 @@ int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream
   const bool keyed =
       command == "set" || command == "get" || command == "delete" || command == "reset";
   if (!keyed && command != "list" && command != "import") {
-    return usage("unknown command \"" + command + "\"");
+    static constexpr std::string_view kTenantCommands[] = {"set",   "get",  "delete",
+                                                           "reset", "list", "import"};
+    return usage("unknown command \"" + command + "\"" + did_you_mean(command, kTenantCommands));
   }
   const std::size_t wanted = command == "list" ? 1 : 2;
   if (words.size() != wanted) {
@@ -226,25 +229,48 @@ int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream
                                 std::move(body), csv ? "text/csv" : "application/x-ndjson"),
                         out, err);
   }
-  // list: one page, or every page with --all (one JSON answer per line).
+  // list: one page, or every page with --all (one JSON answer per line; with --json, one
+  // document: every page's tenants in one array, next_cursor null, the last page's total).
   auto page_size = args->get_int("page", 1, 1000);
   if (!page_size) return usage(page_size.error().message);
   std::string cursor = args->get("cursor").value_or("");
+  const bool one_document = args->has("all") && args->has("json");
+  json::array all_tenants;
+  json::value last_total;
   while (true) {
     std::string target = "/v1/tenants?limit=" + std::to_string(page_size->value_or(100));
     if (auto plan = args->get("plan")) target += "&plan=" + path_segment(*plan);
     if (!cursor.empty()) target += "&cursor=" + path_segment(cursor);
     auto answer = request(*endpoint, token, http::verb::get, target);
-    if (const int status = print_answer(answer, out, err); status != 0) return status;
+    std::ostringstream page;
+    if (const int status = print_answer(answer, one_document ? page : out, err); status != 0) {
+      return status;
+    }
     if (!args->has("all")) return 0;
     boost::system::error_code ec;
     json::value value = json::parse(answer->body, ec);
+    if (one_document && !ec && value.is_object()) {
+      const json::object& object = value.as_object();
+      if (const json::value* tenants = object.if_contains("tenants");
+          tenants && tenants->is_array()) {
+        for (const json::value& entry : tenants->as_array()) all_tenants.push_back(entry);
+      }
+      if (const json::value* total = object.if_contains("total")) last_total = *total;
+    }
     if (ec || !value.is_object() || !value.as_object().contains("next_cursor") ||
         !value.as_object().at("next_cursor").is_string()) {
-      return 0;
+      break;
     }
     cursor = std::string(value.as_object().at("next_cursor").as_string());
   }
+  if (one_document) {
+    json::object document;
+    document["tenants"] = std::move(all_tenants);
+    document["next_cursor"] = nullptr;
+    document["total"] = std::move(last_total);
+    out << json::serialize(document) << "\n";
+  }
+  return 0;
 }
 
 }  // namespace spillway::cli

@@ -216,54 +216,73 @@ std::vector<Help> all_help() {
         "default: none"},
        {"--threads N", "--http: event loops the connections are spread over, 1 to 64",
         "default: 2"},
+       {"--body JSON",
+        "--http: POST these bytes in every request instead of the seed policy's stream, to load "
+        "any policy (e.g. '{\"user\":\"u1\"}'); at most 64 KiB",
+        "default: the stream"},
+       {"--body-file FILE", "--http: the same, read from FILE", "default: none"},
        {"--batch N", "Redis: the most checks in one script call, 1 to 4096 (1: no batching)",
         "default: 128"},
        {"--in-flight N", "Redis: script calls in flight before checks wait to batch, 1 to 4096",
         "default: 2 (with --batch 1: --concurrency)"},
        {"--key-prefix P",
         "Redis: the keys' prefix, not empty; keeps bench apart from serve's keys (\"spillway\")",
-        "default: " + key_prefix}});
+        "default: " + key_prefix},
+       {"--json",
+        "print the report as one JSON object (the same names; latencies in us, first_error when "
+        "a check failed); errors still go to stderr with exit 1",
+        "default: name=value lines"}});
   help.push_back({"bench", "load a backend and measure it",
                   "bench [--backend URL] [--algorithm NAME] [--limit L] [--period P] [--burst B]\n"
                   "                      [--concurrency N] [--keys K] [--duration D | --requests "
                   "N] [--rate R]\n"
-                  "                      [--batch N] [--in-flight N] [--key-prefix P]\n"
+                  "                      [--batch N] [--in-flight N] [--key-prefix P] [--json]\n"
                   "       spillway bench --http URL [--concurrency N] [--threads N]\n"
-                  "                      [--duration D | --requests N] [--rate R]",
+                  "                      [--duration D | --requests N] [--rate R]\n"
+                  "                      [--body JSON | --body-file FILE] [--json]",
                   "Checks random keys against a backend and prints checks/s, errors/s, p50, p99, "
                   "p99.9 and max latency and the admitted, denied and error totals; exit 1 when a "
-                  "check failed.",
+                  "check failed, naming the first error (with --http, its status and the start "
+                  "of its body).",
                   std::move(bench), durations() + "\n" + std::string(kBackends)});
 
   help.push_back(
       {"validate",
        "check a config file or Envoy rate limit rules",
-       "validate FILE | validate - | validate --rls PATH",
+       "validate [--json] FILE | validate [--json] - | validate [--json] --rls PATH",
        "Checks a config as serve would before it starts (URLs, files, rules): every error, one "
        "line each, FILE: line N: path: what; prints FILE: ok (N layers) when there is none.",
        {{"FILE", "the YAML config; \"-\" is standard input", "required, or --rls"},
         {"--rls PATH", "check envoyproxy/ratelimit's rules instead: a YAML file or a directory",
-         "default: none"}},
+         "default: none"},
+        {"--json",
+         "print one JSON object: {\"file\" (or \"rls\"), \"ok\", \"layers\" (or \"domains\"), "
+         "\"errors\", \"warnings\"}; every line still goes to stderr, the exit status is the same",
+         "default: text"}},
        ""});
 
   help.push_back(
       {"inspect",
        "show a request's keys and their state",
-       "inspect [--config FILE] [--backend URL] NAME=VALUE...",
+       "inspect [--config FILE] [--backend URL] [--json] NAME=VALUE...",
        "For a request with these attributes (api_key=..., ip=..., endpoint=...), prints each layer "
        "that applies: its limit, its key, the name the backend stores it under (a digest unless "
        "backend.key_hash is none) and its state now, read with a check of cost 0 that changes "
        "nothing.",
        {{"NAME=VALUE", "one attribute of the request, as POST /v1/check takes it", "at least one"},
         {"--config FILE", "the YAML config serve runs with", "default: the built-in policy"},
-        {"--backend URL", "replaces backend.url", "default: the config's"}},
+        {"--backend URL", "replaces backend.url", "default: the config's"},
+        {"--json",
+         "print one JSON object: backend, key_names, layers [{name, shadow, plan, limit, blocked, "
+         "key, redis_key, now {remaining, limit, reset_after_us}}]",
+         "default: text"}},
        ""});
 
   help.push_back(
       {"tenants",
        "change tenant records through a server's admin API",
        "tenants set KEY [--plan P] [--limit LAYER=RATE,...] [--blocked] | get KEY | delete KEY | "
-       "reset KEY --layer L | list [--plan P] [--all] | import FILE",
+       "reset KEY --layer L | list [--plan P] [--all] [--json] | import FILE",
        "Talks to the admin API of a running spillway serve (server.admin_listen): gives a caller "
        "(an API key) a plan, its own rate for a layer, or blocks it; the change applies on every "
        "instance sharing the backend within a second. Prints the server's JSON answer. import "
@@ -281,6 +300,10 @@ std::vector<Help> all_help() {
          "default: off"},
         {"--layer L", "reset: the layer whose counters for KEY are forgotten", "required by reset"},
         {"--all", "list: every page, one JSON answer per line", "default: one page"},
+        {"--json",
+         "list --all: one JSON document instead, {\"tenants\": every page's, \"next_cursor\": "
+         "null, \"total\"}",
+         "default: off"},
         {"--page N", "list: records per page (1-1000)", "default: 100"},
         {"--cursor ID", "list: start after this id (a page's next_cursor)", "default: the first"}},
        ""});
@@ -330,7 +353,9 @@ std::string overview_help() {
   }
   out.append(
       "spillway help COMMAND (or spillway COMMAND --help): its options, their defaults and "
-      "values\nspillway --version: the version\n");
+      "values\nspillway --version: the version\n"
+      "\"--\" ends the options: every later argument is positional, even one starting with "
+      "\"--\".\n");
   return out;
 }
 

@@ -5,12 +5,15 @@
 #include <iostream>
 #include <iterator>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/cli/args.h"
 #include "src/cli/preflight.h"
 #include "src/config/config.h"
 #include "src/rls/rls_config.h"
+#include "src/server/json_text.h"
 #include "src/server/service.h"
 
 namespace spillway::cli {
@@ -75,16 +78,46 @@ std::vector<std::string> auth_warnings(const policy::Config& config) {
   return warnings;
 }
 
+// --json: {"file"|"rls": PATH, "ok": bool, "layers": N (a config that loaded), "domains": [...]
+// (rules), "errors": [...], "warnings": [...]}; each message as the text output words it.
+std::string json_result(std::string_view what, const std::string& path, bool ok,
+                        const std::vector<std::pair<std::string, std::vector<std::string>>>& lists,
+                        const std::vector<std::string>& errors,
+                        const std::vector<std::string>& warnings, int layers = -1) {
+  const auto array = [](std::string& json, const std::vector<std::string>& items) {
+    json += "[";
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) json += ",";
+      server::append_json_string(json, server::utf8_or_escaped(items[i]));
+    }
+    json += "]";
+  };
+  std::string json = "{\"" + std::string(what) + "\":";
+  server::append_json_string(json, server::utf8_or_escaped(path));
+  json += std::string(",\"ok\":") + (ok ? "true" : "false");
+  if (layers >= 0) json += ",\"layers\":" + std::to_string(layers);
+  for (const auto& [name, items] : lists) {
+    json += ",\"" + name + "\":";
+    array(json, items);
+  }
+  json += ",\"errors\":";
+  array(json, errors);
+  json += ",\"warnings\":";
+  array(json, warnings);
+  return json + "}";
+}
+
 }  // namespace
 
 int run_validate(int argc, char** argv, int first, std::istream& in, std::ostream& out,
                  std::ostream& err) {
-  Result<Args> args = Args::parse(argc, argv, first, {"rls"});
+  Result<Args> args = Args::parse(argc, argv, first, {"rls", "json"}, {"json"});
   if (!args) {
     err << "spillway validate: " << args.error().message << "\n";
     return 2;
   }
   const std::vector<std::string>& files = args->positional();
+  const bool json = args->has("json");
   if (const std::optional<std::string> rules_path = args->get("rls")) {
     // Envoy's rules (envoyproxy/ratelimit's YAML): a file or a directory, as serve loads them.
     if (!files.empty()) {
@@ -95,7 +128,15 @@ int run_validate(int argc, char** argv, int first, std::istream& in, std::ostrea
     Result<rls::RlsRules> rules = rls::load_rls_rules(*rules_path);
     if (!rules) {
       err << "spillway validate: " << rules.error().message << "\n";
+      if (json)
+        out << json_result("rls", *rules_path, false, {}, {rules.error().message}, {}) << "\n";
       return 1;
+    }
+    if (json) {
+      std::vector<std::string> names;
+      for (const auto& [name, domain] : rules->domains) names.push_back(name);
+      out << json_result("rls", *rules_path, true, {{"domains", names}}, {}, {}) << "\n";
+      return 0;
     }
     out << *rules_path << ": ok (" << rules->domains.size()
         << (rules->domains.size() == 1 ? " domain" : " domains");
@@ -118,9 +159,11 @@ int run_validate(int argc, char** argv, int first, std::istream& in, std::ostrea
                                          : policy::read_config_file(file);
   if (!text) {
     err << "spillway validate: " << file << ": " << text.error().message << "\n";
+    if (json) out << json_result("file", file, false, {}, {text.error().message}, {}) << "\n";
     return 1;
   }
-  const policy::ConfigReport report = policy::read_config(*text);
+  policy::ConfigReport report = policy::read_config(*text);
+  if (file != "-") policy::resolve_config_paths(report.config, file);
   // Also what serve would stop on before binding or connecting (URLs, files, rules), in the
   // fields that were read without error: every mistake at once, in the file's order.
   const bool syntax_ok = report.errors.empty() || !report.config.lines.by_path.empty();
@@ -136,21 +179,31 @@ int run_validate(int argc, char** argv, int first, std::istream& in, std::ostrea
   for (const auto& [line, error] : errors) {
     err << "spillway validate: " << file << ": " << error << "\n";
   }
-  if (!errors.empty()) return 1;
-  for (const std::string& warning : auth_warnings(report.config)) {
-    err << "spillway validate: " << file << ": warning: " << warning << "\n";
+  if (!errors.empty()) {
+    if (json) {
+      std::vector<std::string> messages;
+      for (const auto& [line, error] : errors) messages.push_back(error);
+      out << json_result("file", file, false, {}, messages, {}) << "\n";
+    }
+    return 1;
   }
+  std::vector<std::string> warnings = auth_warnings(report.config);
   for (const std::string& warning : checked.warnings) {  // "FILE: line N: path: what"
-    err << "spillway validate: " << file << ": warning: " << warning.substr(file.size() + 2)
-        << "\n";
+    warnings.push_back(warning.substr(file.size() + 2));
   }
   if (const std::optional<std::string> warning = rls_tenants_warning(report.config)) {
     const int line = report.config.lines.of("server.grpc_listen");
-    err << "spillway validate: " << file
-        << ": warning: " << (line > 0 ? "line " + std::to_string(line) + ": " : std::string())
-        << *warning << "\n";
+    warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) +
+                       *warning);
+  }
+  for (const std::string& warning : warnings) {
+    err << "spillway validate: " << file << ": warning: " << warning << "\n";
   }
   const std::size_t layers = report.config.policy.layers.size();
+  if (json) {
+    out << json_result("file", file, true, {}, {}, warnings, static_cast<int>(layers)) << "\n";
+    return 0;
+  }
   out << file << ": ok (" << layers << (layers == 1 ? " layer)" : " layers)") << "\n";
   return 0;
 }

@@ -127,7 +127,9 @@ Result<Config> parse_config(std::string_view yaml_text) {
 Result<Config> load_config_file(const std::string& path) {
   Result<std::string> text = read_config_file(path);
   if (!text) return std::unexpected(text.error());
-  return parse_config(*text);
+  Result<Config> config = parse_config(*text);
+  if (config) resolve_config_paths(*config, path);
+  return config;
 }
 
 Result<std::string> read_config_file(const std::string& path) {

@@ -206,7 +206,14 @@ Config default_config();
 // lists every mistake found, one line each ("line N: path: what", in file order within a
 // section): a bad field does not hide the next one, nor a bad section or layer the next.
 Result<Config> parse_config(std::string_view yaml_text);
+// load_config_file also resolves the file's relative paths (resolve_config_paths).
 Result<Config> load_config_file(const std::string& path);
+
+// Every file path the config names (server.admin_token_file, server.tls.*_file,
+// backend.key_secret_file, backend.tenants_file, backend.tls.*_file, rls.config) that is
+// relative, made relative to the directory of `config_path` instead of the working directory.
+// A config path without a directory ("spillway.yaml") changes nothing.
+void resolve_config_paths(Config& config, const std::string& config_path);
 
 // parse_config's two halves, for `spillway validate`, which also checks what the file names
 // (src/cli/preflight.h) when the file has errors: the config as far as it could be read (a field

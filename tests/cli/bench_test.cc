@@ -157,6 +157,38 @@ TEST_F(BenchHttp, AnOpenLoopChargesAStalledServerForTheRequestsDueDuringTheStall
   EXPECT_GE(std::stod(run.fields.at("max_us")), 250'000) << run.output;
 }
 
+// --body/--body-file load a policy the seed stream cannot (its key is "user"); without them every
+// request is refused, and the first error shows the server's answer: its status and its body.
+TEST(BenchHttpBody, ABodyOfItsOwnLoadsAnyPolicyAndTheFirstErrorShowsTheAnswer) {
+  const std::string base = ::testing::TempDir() + "/bench_http_body_" + std::to_string(getpid());
+  std::ofstream(base + ".yaml") << "layers:\n  - {name: per_user, key: [user], limit: 5/h}\n";
+  spillway::testing::ServeProcess server({"--config", base + ".yaml"}, base + ".log");
+  ASSERT_TRUE(server.ready()) << server.log();
+  const std::string url =
+      " --http http://127.0.0.1:" + std::to_string(server.port()) + "/v1/check --concurrency 2";
+  const BenchRun refused = bench(url + " --requests 4");
+  EXPECT_EQ(refused.status, 1) << refused.output;
+  EXPECT_EQ(refused.fields.at("errors"), "4") << refused.output;
+  EXPECT_NE(refused.output.find("first error: status 400: {\"error\":"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("user"), std::string::npos) << refused.output;
+
+  const BenchRun inline_body = bench(url + " --requests 8 --body '{\"user\":\"u1\"}'");
+  ASSERT_EQ(inline_body.status, 0) << inline_body.output;
+  EXPECT_EQ(inline_body.fields.at("admitted"), "5");
+  EXPECT_EQ(inline_body.fields.at("denied"), "3");
+  std::ofstream(base + ".json") << R"({"user":"u2"})";
+  const BenchRun file_body = bench(url + " --requests 6 --body-file " + base + ".json");
+  ASSERT_EQ(file_body.status, 0) << file_body.output;
+  EXPECT_EQ(file_body.fields.at("admitted"), "5");
+  EXPECT_EQ(file_body.fields.at("denied"), "1");
+  // Bad uses are named and exit 2.
+  EXPECT_EQ(bench("--body '{}' --requests 1").status, 2);
+  EXPECT_EQ(bench(url + " --body-file " + base + ".missing --requests 1").status, 2);
+  std::remove((base + ".yaml").c_str());
+  std::remove((base + ".json").c_str());
+}
+
 TEST(BenchHttpDown, AServerThatIsNotThereExitsOneNamingTheConnect) {
   const BenchRun run =
       bench("--http http://127.0.0.1:" + std::to_string(spillway::testing::free_port()) +

@@ -30,8 +30,8 @@ const std::vector<Subcommand>& subcommands() {
       {"bench",
        {"--backend", "--algorithm", "--limit", "--period", "--burst", "--concurrency", "--keys",
         "--duration", "--requests", "--rate", "--http", "--threads", "--batch", "--in-flight",
-        "--key-prefix"}},
-      {"validate", {"FILE", "--rls"}},
+        "--key-prefix", "--json", "--body", "--body-file"}},
+      {"validate", {"FILE", "--rls", "--json"}},
   };
   return all;
 }
@@ -72,6 +72,28 @@ TEST(Help, TopLevelHelpListsEveryCommandAndBadCommandsStillFail) {
   BinaryRun bad_option = run_binary("replay --bogus");
   EXPECT_EQ(bad_option.status, 2);
   EXPECT_NE(bad_option.err.find("unknown option --bogus"), std::string::npos) << bad_option.err;
+}
+
+TEST(Help, ATypoNamesTheNearestCommandOrOption) {
+  const BinaryRun command = run_binary("serv");
+  EXPECT_EQ(command.status, 2);
+  EXPECT_NE(command.err.find("unknown command \"serv\"; did you mean serve?"), std::string::npos)
+      << command.err;
+  const BinaryRun option = run_binary("serve --lisen 127.0.0.1:0");
+  EXPECT_EQ(option.status, 2);
+  EXPECT_NE(option.err.find("unknown option --lisen; did you mean --listen?"), std::string::npos)
+      << option.err;
+  const BinaryRun sub = run_binary("tenants lsit --admin http://127.0.0.1:1 --token-file /x");
+  EXPECT_EQ(sub.status, 2);
+  EXPECT_NE(sub.err.find("did you mean list?"), std::string::npos) << sub.err;
+}
+
+TEST(Help, DoubleDashEndsTheOptions) {
+  // After "--" a file name starting with "--" is a file, not an option.
+  const BinaryRun run = run_binary("validate -- --no-such-config.yaml");
+  EXPECT_EQ(run.err.find("unknown option"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("--no-such-config.yaml"), std::string::npos) << run.err;
+  EXPECT_NE(run.status, 0);
 }
 
 // The entries of a help's "options:" section: "--flag VALUE" (or "FILE") -> its text, the

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -95,6 +96,56 @@ TEST(ValidateBinary, EmptyFileIsTheBuiltInPolicy) {
   std::remove(path.c_str());
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, path + ": ok (3 layers)\n");
+}
+
+// An empty or comments-only file is the built-in policy, with a warning naming it (a file meant
+// to hold a policy would otherwise serve another one silently).
+TEST(ValidateBinary, AnEmptyOrCommentsOnlyFileWarnsNamingTheBuiltInPolicy) {
+  for (const char* text : {"", "# only a comment\n\n# another\n"}) {
+    const std::string path = write_config(text);
+    Outcome run = run_binary("validate " + path);
+    std::remove(path.c_str());
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_NE(run.err.find("spillway validate: " + path +
+                           ": warning: the file sets nothing (it is empty or only comments): the "
+                           "built-in policy applies"),
+              std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("layers edge, gateway, endpoint"), std::string::npos) << run.err;
+  }
+}
+
+// Relative file paths in a config are relative to the config file's directory, not to the
+// working directory: the same file validates from anywhere.
+TEST(ValidateBinary, RelativePathsAreTheConfigFilesDirectorys) {
+  const std::string dir = temp_path("_relative");
+  std::filesystem::create_directories(dir + "/rules");
+  std::ofstream(dir + "/tokens") << "ops validate-relative-token-0123456789\n";
+  std::filesystem::permissions(
+      dir + "/tokens", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::ofstream(dir + "/rules/edge.yaml")
+      << "domain: edge\ndescriptors:\n  - key: remote_address\n"
+         "    rate_limit: {unit: minute, requests_per_unit: 10}\n";
+  std::ofstream(dir + "/spillway.yaml")
+      << "server:\n  admin_listen: 127.0.0.1:0\n  admin_token_file: tokens\n"
+         "  grpc_listen: 127.0.0.1:0\n"
+         "rls:\n  config: rules\n"
+         "layers:\n  - {name: edge, key: [ip], limit: 10/s}\n";
+  // The working directory is the test's, not `dir`: "tokens" and "rules" are not there.
+  ASSERT_FALSE(std::filesystem::exists("tokens"));
+  Outcome run = run_binary("validate " + dir + "/spillway.yaml");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, dir + "/spillway.yaml: ok (1 layer)\n") << run.err;
+  // A path that is not there is named as resolved: the config's directory, then the name.
+  std::ofstream(dir + "/missing.yaml")
+      << "server:\n  admin_listen: 127.0.0.1:0\n  admin_token_file: no-such-tokens\n";
+  Outcome missing = run_binary("validate " + dir + "/missing.yaml");
+  EXPECT_EQ(missing.status, 1);
+  const std::string resolved =
+      (std::filesystem::path(dir) / "no-such-tokens").lexically_normal().string();
+  EXPECT_NE(missing.err.find("\"" + resolved + "\" cannot be read"), std::string::npos)
+      << missing.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ValidateBinary, BadConfigNamesTheLineAndFieldAndFails) {

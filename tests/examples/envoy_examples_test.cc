@@ -507,7 +507,7 @@ policy::Config eex_load_config(const fs::path& file) {
   return config ? *config : policy::Config{};
 }
 
-// The rules the spillway config names (relative to the repository root, as its comment says),
+// The rules the spillway config names (relative to its own directory, resolved when it loads),
 // in an engine on a clock that moves only when told.
 struct EexRules {
   explicit EexRules(const policy::Config& config)
@@ -620,7 +620,8 @@ static_resources:
 TEST(EnvoyExamples, RateLimitFilterSendsDescriptorsTheRulesLimit) {
   const fs::path dir = kEexEnvoy / "ratelimit";
   const policy::Config config = eex_load_config(dir / "spillway.yaml");
-  ASSERT_EQ(config.rls.config, "examples/envoy/ratelimit/rules.yaml");
+  // Relative to the config's directory (docs/SPEC.md §7), whatever the working directory.
+  ASSERT_EQ(config.rls.config, (dir / "rules.yaml").lexically_normal().string());
   EXPECT_EQ(config.rls.response_headers, policy::RlsHeaders::kDraft);
   EexRules rules(config);
   ASSERT_TRUE(rules.rules != nullptr);
@@ -709,7 +710,7 @@ TEST(EnvoyExamples, RateLimitFilterSendsDescriptorsTheRulesLimit) {
 TEST(EnvoyExamples, RateLimitQuotaFilterBucketsAreDescriptorsTheRulesLimit) {
   const fs::path dir = kEexEnvoy / "rate-limit-quota";
   const policy::Config config = eex_load_config(dir / "spillway.yaml");
-  ASSERT_EQ(config.rls.config, "examples/envoy/rate-limit-quota/rules.yaml");
+  ASSERT_EQ(config.rls.config, (dir / "rules.yaml").lexically_normal().string());
   EexRules rules(config);
   ASSERT_TRUE(rules.rules != nullptr);
   ASSERT_EQ(rules.rules->domains.size(), 1u);

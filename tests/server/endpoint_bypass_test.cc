@@ -4,6 +4,7 @@
 // headers /v1/auth needs are required, and /v1/check names attributes no layer reads.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -220,6 +221,31 @@ TEST_P(Bypass, HeadWorksWhereGetDoesAndTheRootIsAnIndex) {
   HttpReply index = http(s.port(), "GET", "/");
   EXPECT_NE(index.body.find("POST /v1/check"), std::string::npos) << index.body;
   EXPECT_NE(index.body.find("/dashboard"), std::string::npos) << index.body;
+}
+
+// GET / lists the answers /v1/auth really gives, each one seen here, and none it never gives.
+TEST_P(Bypass, TheIndexListsAuthsRealAnswers) {
+  testing::RunningService s =
+      start(GetParam(), config_from("layers:\n"
+                                    "  - {name: per_key, key: [api_key], limit: 1/min}\n"
+                                    "  - {name: per_endpoint, key: [endpoint], limit: 100/min}\n"));
+  const std::map<std::string, std::string> full = {{"X-API-Key", "index-k"},
+                                                   {"X-Original-URI", "/a"}};
+  std::vector<int> seen = {
+      http(s.port(), "GET", "/v1/auth", "", full).status,
+      http(s.port(), "GET", "/v1/auth", "", full).status,
+      http(s.port(), "GET", "/v1/auth", "", {{"X-Original-URI", "/a"}}).status,
+      http(s.port(), "GET", "/v1/auth", "", {{"X-API-Key", "index-k2"}}).status};
+  EXPECT_EQ(seen, (std::vector<int>{204, 403, 401, 400}));
+  const std::string body = http(s.port(), "GET", "/").body;
+  const std::size_t from = body.find("GET  /v1/auth");
+  ASSERT_NE(from, std::string::npos) << body;
+  const std::string auth = body.substr(from, body.find("\nPOST /v1/commit") - from);
+  for (const char* answer :
+       {"204 admitted", "403 denied", "401 X-API-Key missing", "400 X-Original-URI missing"}) {
+    EXPECT_NE(auth.find(answer), std::string::npos) << answer << " not in:\n" << auth;
+  }
+  EXPECT_EQ(auth.find("429/403"), std::string::npos) << auth;  // /v1/auth never answers 429
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Bypass, ::testing::Values("memory", "redis"));

@@ -125,6 +125,9 @@ TEST(KeySecrecy, NoApiKeyOrAddressInRedisOrAnyOutputByDefault) {
   // /search: all ten used (GCRA gives one back every 6 s: at most one since).
   EXPECT_LE(std::stoi(now[2]), 1) << inspect.out;
   EXPECT_NE(now[2].find(" of 10 left"), std::string::npos) << inspect.out;
+  // The time until idle reads as people write it ("59.8 s"), not in raw microseconds.
+  EXPECT_TRUE(now[2].ends_with(" s") || now[2].ends_with(" min")) << inspect.out;
+  EXPECT_EQ(inspect.out.find("us\n"), std::string::npos) << inspect.out;
   // Reading changes nothing: the gateway's and the endpoint's whole state (DUMP) is the same after
   // two more reads, and no TTL was renewed. (The edge key, 13 of 1000 a minute, is idle again
   // within a second and may expire meanwhile, as it should: it is left out.)
