@@ -56,3 +56,30 @@ if(NOT out MATCHES "admitted 5 of 8" OR
    NOT out MATCHES "policy admitted 3 of 5, denied by ip, key remaining 7")
   message(FATAL_ERROR "the example printed an unexpected result")
 endif()
+# The same program built without CMake, from the installed pkg-config file (spillway.pc) and
+# -std=c++23: what a Makefile or Meson build of an embedding program does.
+file(GLOB_RECURSE pc_files ${prefix}/*/pkgconfig/spillway.pc)
+if(NOT pc_files)
+  message(FATAL_ERROR "the install holds no pkg-config file (LIBDIR/pkgconfig/spillway.pc)")
+endif()
+list(GET pc_files 0 pc_file)
+get_filename_component(pc_dir ${pc_file} DIRECTORY)
+set(ENV{PKG_CONFIG_PATH} ${pc_dir})
+execute_process(COMMAND pkg-config --cflags --libs spillway RESULT_VARIABLE rc
+                OUTPUT_VARIABLE pc_flags ERROR_VARIABLE pc_error OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(rc)
+  message(FATAL_ERROR "pkg-config --cflags --libs spillway failed: ${pc_error}")
+endif()
+separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+set(pc_program ${BINARY_DIR}/test-install/embed_example_pkg_config)
+execute_process(COMMAND ${CXX} -std=c++23 ${flags} ${SOURCE_DIR}/examples/embed/main.cc
+                        -o ${pc_program} ${pc_flags}
+                RESULT_VARIABLE rc ERROR_VARIABLE pc_error)
+if(rc)
+  message(FATAL_ERROR "building the example with pkg-config's flags (${pc_flags}) failed:\n"
+                      "${pc_error}")
+endif()
+execute_process(COMMAND ${pc_program} RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(rc OR NOT out MATCHES "policy admitted 3 of 5, denied by ip, key remaining 7")
+  message(FATAL_ERROR "the example built with pkg-config printed: ${out} (exit ${rc})")
+endif()

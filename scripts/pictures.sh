@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Remakes the README's pictures in docs/images/ (tests/browser/pictures.mjs): a chart and the
+# Remakes the pictures of README.md and docs/observability.md in docs/images/ (tests/browser/pictures.mjs): a chart and the
 # report of `spillway simulate` on examples/traces/api-spikes.csv, and the live dashboard of
 # `spillway serve` under 30 s of traffic, drawn by headless Chromium. Not part of the tests.
 set -euo pipefail

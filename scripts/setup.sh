@@ -2,7 +2,7 @@
 # Installs what spillway needs to build, test and benchmark on Debian bookworm (apt-get).
 # Safe to run again: it installs only what is missing.
 # Usage: scripts/setup.sh [--browser] [EXTRA_PACKAGE ...]
-#   --browser: also Debian's chromium and playwright-core, for the browser tests and the README's
+#   --browser: also Debian's chromium and playwright-core, for the browser tests and the docs'
 #              pictures (scripts/test.sh, scripts/pictures.sh); the run command needs neither.
 #   EXTRA_PACKAGE: more Debian packages (scripts/fuzz.sh adds clang-16 and libFuzzer).
 set -euo pipefail

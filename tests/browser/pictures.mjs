@@ -1,4 +1,4 @@
-// Makes the README's pictures (scripts/pictures.sh runs it; not a test):
+// Makes the pictures of README.md and docs/observability.md (scripts/pictures.sh runs it):
 //   simulate-api-spikes.svg   `spillway simulate --svg` on examples/traces/api-spikes.csv
 //   simulate-report.png       the top of that run's HTML report, in headless Chromium
 //   dashboard.png             `spillway serve`'s /dashboard after 30 s of mixed traffic: three

@@ -45,7 +45,7 @@ work=$(mktemp -d /tmp/spillway-container-test.XXXXXX)
 # - default_ulimits: podman raises a container's nofile/nproc limits to values above this
 #   machine's hard limits, which the kernel refuses (an unprivileged process cannot exceed them);
 #   1024 is below every limit seen and plenty for spillway.
-# A user's ordinary podman or docker needs none of this (README, "Container image").
+# A user's ordinary podman or docker needs none of this (docs/deploy.md, "Container image").
 cat >"$work/containers.conf" <<'EOF'
 [containers]
 default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]

@@ -1,4 +1,4 @@
-// The README's table "What is different, on purpose" (Envoy section) states what a drop-in user
+// The table "What is different, on purpose" of docs/envoy.md states what a drop-in user
 // of envoyproxy/ratelimit sees in the answers. These tests hold spillway to those rows:
 //   - a denied descriptor reports the units truly left (envoyproxy/ratelimit reports 0);
 //   - a descriptor left uncharged in a denied request is reported as it stands: its units left

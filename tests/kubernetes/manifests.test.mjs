@@ -1,7 +1,7 @@
 // deploy/kubernetes/ validated offline (ctest container.manifests): every object of every
 // manifest against the Kubernetes API schemas (npm kubernetes-models, version pinned in
 // package-lock.json, installed by scripts/setup.sh), then what the manifests promise each other
-// and the README: the probes, the security context, the named ports, the config's listen
+// and docs/deploy.md: the probes, the security context, the named ports, the config's listen
 // addresses matching the container's ports, selectors matching the pods, kustomization.yaml
 // listing files that exist, Envoy's config pointing at spillway's gRPC port.
 // Run: node --test tests/kubernetes/manifests.test.mjs

@@ -165,6 +165,7 @@ done
 for lib in spillway spillway_core spillway_memory spillway_redis spillway_policy; do
   expect "$libdir/lib$lib.a" 644
 done
+expect "$libdir/pkgconfig/spillway.pc" 644
 for file in spillwayConfig.cmake spillwayConfigVersion.cmake spillwayTargets.cmake; do
   expect "$libdir/cmake/spillway/$file" 644
 done

@@ -1,6 +1,6 @@
 // End to end through a real nginx using examples/nginx/spillway.conf and spillway.yaml (the
-// README's configuration, ports changed): admitted requests reach the application; past the limit
-// the client gets 429 with Retry-After and the application sees nothing more.
+// configuration in docs/server.md, ports changed): admitted requests reach the application; past
+// the limit the client gets 429 with Retry-After and the application sees nothing more.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -41,7 +41,7 @@ TEST(Nginx, AuthRequestTurnsDenialsInto429WithRetryAfter) {
   }
   ASSERT_TRUE(testing::accepts_connections(spillway_port)) << read_file(dir + "/spillway.log");
 
-  // nginx: the README's server block with this test's ports, and the "application".
+  // nginx: the example's server block with this test's ports, and the "application".
   std::string site = read_file(std::string(SPILLWAY_SOURCE_DIR) + "/examples/nginx/spillway.conf");
   site = std::regex_replace(site, std::regex("127\\.0\\.0\\.1:8000"),
                             "127.0.0.1:" + std::to_string(nginx_port));
