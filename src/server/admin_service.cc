@@ -309,7 +309,7 @@ std::string AdminService::masked(std::string_view key) const {
 
 HttpResponse AdminService::refused(const HttpRequest& request) const {
   const bool carried = request.header("authorization") != nullptr;
-  refused_log_.write("spillway admin: refused " + request.method + " " +
+  refused_log_.write("spillway admin: refused " + std::string(logged_method(request.method)) + " " +
                      quote_for_error(logged_path(request.target), 80) + " from " +
                      request.peer_address + ": " +
                      (carried ? "wrong token" : "no Authorization: Bearer token"));

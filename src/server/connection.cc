@@ -320,10 +320,7 @@ void Connection::on_written(const error_code& ec) {
   wait(false);
 }
 
-namespace {
-
-// The method as the access log shows it: a standard one (RFC 9110 §9, PATCH) or "-" as it is,
-// any other token as "other" (a method is whatever the client sent, a key included).
+// http_server.h: a request's method as a log line may show it.
 std::string_view logged_method(std::string_view method) {
   static constexpr std::string_view kKnown[] = {"GET",     "HEAD",    "POST",  "PUT",   "DELETE",
                                                 "OPTIONS", "CONNECT", "TRACE", "PATCH", "-"};
@@ -332,8 +329,6 @@ std::string_view logged_method(std::string_view method) {
   }
   return "other";
 }
-
-}  // namespace
 
 // `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`, or with log_json the members of
 // its JSON object (AccessLog adds ts and level).

@@ -103,6 +103,10 @@ struct HttpServerOptions {
   std::function<std::string(std::string_view path)> logged_path;
 };
 
+// A request's method as a log line may show it: a standard one (RFC 9110 §9, PATCH) or "-" as it
+// is, any other token as "other" (a method is whatever the client sent, a caller's key included).
+std::string_view logged_method(std::string_view method);
+
 class HttpServer {
  public:
   // Binds and starts serving. Errors: bad host, port in use, etc. (message names host:port).

@@ -57,7 +57,7 @@ async function admin(server, method, key, body) {
     method,
     headers: { Authorization: `Bearer ${TOKEN}` },
     body,
-    signal: AbortSignal.timeout(5000),
+    signal: AbortSignal.timeout(30000),
   });
   return { status: response.status, body: await response.text() };
 }

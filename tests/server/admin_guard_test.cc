@@ -143,6 +143,9 @@ std::unique_ptr<server::HttpServer> peer_cap_server(std::size_t per_peer, bool e
   options.port = 0;
   options.threads = 1;
   options.max_connections_per_peer = per_peer;
+  // Long enough that no test's connection is closed for its silence while the test still counts
+  // it as open (a loaded, sanitized run can stall for seconds).
+  options.read_timeout = std::chrono::seconds(60);
   options.access_log = [](std::string_view) {};
   auto started = server::HttpServer::start(
       options, [](server::HttpRequest request, server::Responder respond) {

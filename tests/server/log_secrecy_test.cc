@@ -146,6 +146,9 @@ TEST(LogSecrecy, NoCallersKeyInAnyLogLineOnAnyEndpointOrSpelling) {
   // A method is whatever the client sends.
   EXPECT_EQ(testing::http(port, secrets.next(), "/v1/check").status, 405);
   EXPECT_EQ(testing::http(admin, secrets.next(), "/v1/tenants/x", "", bearer).status, 405);
+  // ... and without a token, refused (the refusal line is written at most once a second).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(testing::http(admin, secrets.next(), "/v1/tenants/x").status, 401);
   // A request the parser refuses after reading its path.
   EXPECT_NE(raw_exchange(port, "GET /v1/tenants/" + secrets.next() +
                                    " HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n")

@@ -171,16 +171,20 @@ class ServeProcess {
   ServeProcess(const ServeProcess&) = delete;
   ServeProcess& operator=(const ServeProcess&) = delete;
 
-  // True once the server logged that it is listening; port() is its port from then on.
+  // True once the server logged that it is listening; port() is its port from then on. Waits up
+  // to 30 s: a sanitized server on a loaded machine can take seconds to start (a passing run
+  // returns as soon as the line is there).
   bool ready() const {
     static constexpr std::string_view kListening = "spillway serve: listening on 127.0.0.1:";
-    return wait_until([&] {
-      const std::string text = read_file(log_);
-      const std::size_t at = text.find(kListening);
-      if (at == std::string::npos) return false;
-      port_ = static_cast<std::uint16_t>(std::atoi(text.c_str() + at + kListening.size()));
-      return port_ != 0;
-    });
+    return wait_until(
+        [&] {
+          const std::string text = read_file(log_);
+          const std::size_t at = text.find(kListening);
+          if (at == std::string::npos) return false;
+          port_ = static_cast<std::uint16_t>(std::atoi(text.c_str() + at + kListening.size()));
+          return port_ != 0;
+        },
+        std::chrono::seconds(30));
   }
   // Sends `signal` and waits; returns the exit status (-1 if it did not exit normally).
   int stop(int signal) {
