@@ -129,6 +129,9 @@ class RedisStore final : public Store {
   // cluster's or a sentinel's unreachable primary). Its error adds the cause in plain words
   // (src/redis/error_cause.h).
   Result<void> probe() override;
+  // spillway_backend_probes_total: the probe() calls made (each one script call on Redis, which a
+  // reader of Redis' own command counts sets apart from the checks' with it).
+  void append_metrics(std::string& out) const override;
   // Waits for a connection, then probes every 50 ms until one succeeds, within `timeout` (and
   // one check timeout for the last probe). The error: the last one the server replied (NOAUTH,
   // READONLY …), else the last probe's (no reply in time); a connection that never came up is
@@ -171,6 +174,7 @@ class RedisStore final : public Store {
   std::unique_ptr<redis::ScriptTarget> target_;
   std::vector<std::unique_ptr<redis::Batcher>> batchers_;  // one per algorithm
   std::atomic<bool> probe_failed_{false};                  // the last probe() failed
+  std::atomic<std::uint64_t> probes_{0};                   // probe() calls made
 };
 
 }  // namespace spillway

@@ -5,6 +5,7 @@
 
 #include "src/core/backend_schemes.h"
 #include "src/core/inline_completion.h"
+#include "src/core/metrics_text.h"
 #include "src/core/wait_for_answer.h"
 #include "src/redis/batcher.h"
 #include "src/redis/cluster_router.h"
@@ -263,6 +264,7 @@ Result<void> RedisStore::probe() {
   // lua/probe.lua through the target, as every check's script goes: the connection (and its
   // AUTH), EVALSHA (EVAL after NOSCRIPT), the owner of the key's slot or the primary the
   // sentinels name, and a write of a key that the same script deletes.
+  probes_.fetch_add(1, std::memory_order_relaxed);
   const std::string key = options_.key_prefix + ":readiness-probe";
   auto args =
       std::make_shared<std::vector<std::string>>(std::vector<std::string>{"", "", "1", key});
@@ -280,6 +282,14 @@ Result<void> RedisStore::probe() {
   if (answer) return answer;
   answer.error().message = redis::with_error_cause(std::move(answer.error().message));
   return answer;
+}
+
+void RedisStore::append_metrics(std::string& out) const {
+  append_metric_family(out, "spillway_backend_probes_total", MetricType::kCounter,
+                       "Readiness probes sent to Redis (one script call each: --require-backend, "
+                       "the backend watch behind /readyz).");
+  append_metric_sample(out, "spillway_backend_probes_total", {},
+                       probes_.load(std::memory_order_relaxed));
 }
 
 Result<void> RedisStore::wait_ready(std::chrono::milliseconds timeout) {
