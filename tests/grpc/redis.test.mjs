@@ -52,10 +52,11 @@ describe('redis backend', () => {
     assert.ok(callsOver > callsAtStart, `the admitted calls ran scripts in Redis (${callsAtStart} → ${callsOver})`);
 
     // The servers follow the tenant change log (counter resets ride it: docs/SPEC.md §5.2), a
-    // script call about every 100 ms each; those are read around the window and set apart.
-    const followerReads = async () =>
-      (await server.metric('spillway_tenants_reads_total')) +
-      (await allowServer.metric('spillway_tenants_reads_total'));
+    // script call about every 100 ms each, and probe Redis for readiness every 500 ms; those are
+    // read around the window and set apart.
+    const background = async (s) =>
+      (await s.metric('spillway_tenants_reads_total')) + (await s.metric('spillway_backend_probes_total'));
+    const followerReads = async () => (await background(server)) + (await background(allowServer));
     const readsBefore = await followerReads();
     const callsBefore = await redis.scriptCalls();
     const cacheLabels = { domain: 'redis', descriptor: 'cached' };
@@ -72,7 +73,7 @@ describe('redis backend', () => {
     assert.ok(
       callsAfter - callsBefore <= readsAfter - readsBefore,
       `no EVAL/EVALSHA for the cached denials (${callsAfter - callsBefore} script calls, ` +
-        `${readsAfter - readsBefore} of them the tenant followers' at most)`,
+        `${readsAfter - readsBefore} of them the tenant followers' and the readiness probes' at most)`,
     );
   });
 
