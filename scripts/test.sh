@@ -104,7 +104,8 @@ else
   end_phase "rest of the fuzz build"
   # Coverage-guided fuzzing of the request parser, the config loader, the Redis URL parsers, the
   # Envoy rules loader, the trace reader and the tenant records (stored form, admin API bodies,
-  # journals), 45 s each (60 until the test phases grew past the 45-minute target; the targets run two at a time, so 3 rounds: 45 s back).
+  # journals), 45 s each (60 until the test phases grew past the 45-minute target; the targets
+  # run two at a time, in 3 rounds: 45 s back).
   # A fixed seed: the same code fuzzes the same way here and on a developer's machine.
   FUZZ_SEED=1 scripts/fuzz.sh 45
   end_phase "fuzz (6 targets x 45 s)"
