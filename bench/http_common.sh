@@ -1,8 +1,8 @@
 # Sourced by the HTTP benchmarks (bench/compare_http.sh, bench/latency.sh): a scratch folder,
 # free loopback ports, the processes to stop on exit, and nginx's limit_req as the yardstick
 # (two workers, 1000r/m per client address, burst 1000, 429 past it; answers "ok" itself).
-# After sourcing: $work, free_port, wait_port, the pids array, and start_nginx, which sets
-# $nginx_port.
+# After sourcing: $work, free_port, wait_port, the pids array, start_nginx, which sets
+# $nginx_port, and start_redis, which sets $redis_port.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 work=$(mktemp -d)
 pids=()
@@ -34,4 +34,15 @@ CONF
   /usr/sbin/nginx -c "$work/nginx.conf" -p "$work" &
   pids+=($!)
   wait_port "$nginx_port"
+}
+
+# A redis-server on a free loopback port, nothing saved, stopped on exit; waits for its PING.
+start_redis() {
+  redis_port=$(free_port)
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+    --logfile "$work/redis.log" &
+  pids+=($!)
+  for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && return 0; sleep 0.05; done
+  echo "redis-server did not start: $(cat "$work/redis.log")" >&2
+  return 1
 }

@@ -14,19 +14,9 @@ if [[ -z "$bin" ]]; then
   cmake --build --preset release --target spillway_cli >/dev/null
   bin=build/release/src/spillway
 fi
-work=$(mktemp -d)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
-redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
-  --daemonize yes --pidfile "$work/redis.pid" --logfile "$work/redis.log"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+source bench/http_common.sh
+start_redis
+port=$redis_port
 token=bench0123456789abcdef0123
 echo "ops $token" > "$work/tokens"
 a_port=$(free_port); a_admin=$(free_port); b_port=$(free_port)
@@ -40,7 +30,7 @@ printf 'server:\n  listen: 127.0.0.1:%s\n  access_log: false\nbackend:\n  url: r
   "$b_port" "$port" "$layers" > "$work/b.yaml"
 "$bin" serve --config "$work/a.yaml" 2> "$work/a.log" & pids+=($!)
 "$bin" serve --config "$work/b.yaml" 2> "$work/b.log" & pids+=($!)
-until grep -qs "admin API listening" "$work/a.log" && grep -qs "listening on" "$work/b.log"; do sleep 0.1; done
+wait_port "$a_admin" && wait_port "$b_port" || { cat "$work"/a.log "$work"/b.log >&2; exit 1; }
 python3 - "$trials" "$a_port" "$a_admin" "$b_port" "$token" <<'PY'
 import json, sys, time, urllib.error, urllib.request
 trials, a, admin, b, token = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]

@@ -12,19 +12,9 @@ records=${1:-1000000}
 cmake --preset release >/dev/null
 cmake --build --preset release --target spillway_cli >/dev/null
 bin=build/release/src/spillway
-work=$(mktemp -d)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
-redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
-  --daemonize yes --pidfile "$work/redis.pid" --logfile "$work/redis.log"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+source bench/http_common.sh
+start_redis
+port=$redis_port
 echo "bench 0123456789abcdef0123" > "$work/tokens"
 declare -A listen admin
 for i in a b; do

@@ -1,6 +1,7 @@
 // serve's checks before it starts, shared with validate (see preflight.h).
 #include "src/cli/preflight.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,14 @@
 
 namespace spillway::cli {
 namespace {
+
+// Whether a layer's plans come from the tenant records (`source: store`).
+bool has_store_plans(const policy::Config& config) {
+  return std::any_of(config.policy.layers.begin(), config.policy.layers.end(),
+                     [](const policy::LayerSpec& layer) {
+                       return layer.by_plan && layer.by_plan->source == policy::PlanSource::kStore;
+                     });
+}
 
 // The key secret file's bytes, without the line endings an editor or `openssl rand -hex 32 > FILE`
 // leaves at the end (so a secret cannot end in CR or LF bytes). Its length is checked with the key
@@ -182,10 +191,7 @@ Preflight preflight(const policy::Config& config, const std::string& file,
     problems.add("server.admin_token_file",
                  "is only read with server.admin_listen (the admin API is off)");
   }
-  for (const policy::LayerSpec& layer : config.policy.layers) {
-    if (layer.by_plan && layer.by_plan->source == policy::PlanSource::kStore) out.tenants = true;
-  }
-  out.tenants |= out.admin_listen.has_value();
+  out.tenants = has_store_plans(config) || out.admin_listen.has_value();
   bool remembers_denials = config.backend.over_limit_cache > 0;
   for (const policy::LayerSpec& layer : config.policy.layers) {
     remembers_denials |= layer.lease.has_value();
@@ -261,11 +267,7 @@ Preflight preflight(const policy::Config& config, const std::string& file,
 
 std::optional<std::string> rls_tenants_warning(const policy::Config& config) {
   if (config.server.grpc_listen.empty() || !config.rls.tenant_key.empty()) return std::nullopt;
-  bool records = !config.server.admin_listen.empty();
-  for (const policy::LayerSpec& layer : config.policy.layers) {
-    records |= layer.by_plan && layer.by_plan->source == policy::PlanSource::kStore;
-  }
-  if (!records) return std::nullopt;
+  if (config.server.admin_listen.empty() && !has_store_plans(config)) return std::nullopt;
   return "server.grpc_listen: tenant records apply to POST /v1/check and GET /v1/auth only: "
          "without rls.tenant_key (the descriptor key that carries the caller, e.g. api_key), "
          "Envoy's ShouldRateLimit and RLQS decide by the rls rules alone, and a key blocked "

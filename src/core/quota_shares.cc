@@ -22,8 +22,13 @@ void LocalQuotaShares::exchange(std::string_view bucket, std::string_view member
                            [now](const auto& m) { return m.second.until <= now; });
       });
     }
-    auto& members = buckets_[std::string(bucket)];
-    members[std::string(member)] = {.demand = demand, .until = now + std::max<Micros>(hold, 1)};
+    // Found by string_view: a bucket and an Envoy already held cost no allocation.
+    auto in_bucket = buckets_.find(bucket);
+    if (in_bucket == buckets_.end()) in_bucket = buckets_.try_emplace(std::string(bucket)).first;
+    auto& members = in_bucket->second;
+    auto mine = members.find(member);
+    if (mine == members.end()) mine = members.try_emplace(std::string(member)).first;
+    mine->second = {.demand = demand, .until = now + std::max<Micros>(hold, 1)};
     std::erase_if(members, [now](const auto& m) { return m.second.until <= now; });
     while (members.size() > kMaxShareMembers) {
       auto oldest = std::min_element(members.begin(), members.end(), [](auto& a, auto& b) {

@@ -28,8 +28,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kCauses =
 
 bool is_word_character(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
-// Whether `code` occurs in `message` as a word of its own (see error_cause.h).
-bool names_code(std::string_view message, std::string_view code) {
+}  // namespace
+
+bool names_redis_code(std::string_view message, std::string_view code) {
   for (std::size_t at = message.find(code); at != std::string_view::npos;
        at = message.find(code, at + 1)) {
     const std::size_t end = at + code.size();
@@ -40,11 +41,9 @@ bool names_code(std::string_view message, std::string_view code) {
   return false;
 }
 
-}  // namespace
-
 std::string_view error_cause(std::string_view message) {
   for (const auto& [code, cause] : kCauses) {
-    if (names_code(message, code)) return cause;
+    if (names_redis_code(message, code)) return cause;
   }
   // A server that needs a password answers a long command of a client that gave none with "ERR
   // Protocol error: unauthenticated multibulk length" (or "bulk length") and closes the

@@ -19,6 +19,10 @@ namespace spillway::redis {
 // start or after a character that is not a letter or digit, followed by a space or the end).
 std::string_view error_cause(std::string_view message);
 
+// Whether `message` names the Redis error `code` ("OOM", "NOAUTH" …) as a word of its own (as
+// error_cause() reads codes).
+bool names_redis_code(std::string_view message, std::string_view code);
+
 // `message`, followed by "; " and its cause when error_cause() knows one.
 std::string with_error_cause(std::string message);
 

@@ -304,7 +304,7 @@ Result<void> RedisStore::wait_ready(std::chrono::milliseconds timeout) {
     if (target_->ready() || SteadyClock::now() >= deadline) {
       Result<void> answer = probe();
       if (answer) return answer;
-      if (answer.error().message.starts_with("redis replied: ")) replied = answer.error();
+      if (answer.error().message.starts_with(redis::kRedisReplied)) replied = answer.error();
       if (SteadyClock::now() >= deadline)
         return std::unexpected(replied ? *replied : answer.error());
       // A failure that may pass (LOADING, a failover): again after a pause, until the deadline.

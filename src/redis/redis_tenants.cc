@@ -300,10 +300,6 @@ void RedisTenantDirectory::follow() {
       failing_ = false;
     } else {
       errors_.fetch_add(1);
-      {
-        std::lock_guard lock(stop_mutex_);
-        first_load_failed_ = true;  // stop_signal_ is notified below
-      }
       if (!failing_) {
         say("tenant records: cannot read them from Redis (" + step.error().message +
             "); requests use the copy this instance holds until it can");
@@ -311,6 +307,7 @@ void RedisTenantDirectory::follow() {
       failing_ = true;
     }
     std::unique_lock lock(stop_mutex_);
+    if (!step) first_load_failed_ = true;  // wait_ready() ends early when the first load fails
     stop_signal_.notify_all();  // a write waiting for this copy to reach its sequence number
     if (stop_signal_.wait_for(lock, options_.poll_interval,
                               [this] { return stopping_ || poked_; }) &&

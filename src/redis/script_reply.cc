@@ -22,7 +22,7 @@ bool read_integer(const char* p, std::int64_t& out) {
 }  // namespace
 
 Error reply_error(const Reply& reply) {
-  return Error{Errc::kUnavailable, "redis replied: " + reply.text};
+  return Error{Errc::kUnavailable, std::string(kRedisReplied) + reply.text};
 }
 
 Result<Decision> decision_at(const Reply& reply, std::size_t i) {

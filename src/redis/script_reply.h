@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "spillway/decision.h"
 #include "spillway/error.h"
@@ -18,6 +19,9 @@ namespace spillway::redis {
 inline constexpr std::size_t kFieldsPerDecision = 5;
 inline constexpr std::size_t kPackedBytesPerDecision = 4 * 8;
 
+// What starts the message of a reply_error (a Redis error reply, as opposed to the client's own
+// words for a call that got none).
+inline constexpr std::string_view kRedisReplied = "redis replied: ";
 // What an error reply from a script call is to the caller: Errc::kUnavailable naming it.
 Error reply_error(const Reply& reply);
 

@@ -19,6 +19,7 @@
 #include "src/core/inline_completion.h"
 #include "src/core/reservation_errors.h"
 #include "src/redis/cross_slot.h"
+#include "src/redis/error_cause.h"
 #include "src/redis/key_slot.h"
 #include "src/redis/script_reply.h"
 #include "src/redis/script_target.h"
@@ -162,7 +163,7 @@ bool is_base64url(std::string_view id) {
 // says), not an outage.
 Result<Decisions> out_of_memory_as_full(Result<Decisions> result) {
   if (!result && result.error().code == Errc::kUnavailable &&
-      result.error().message.find("OOM command not allowed") != std::string::npos) {
+      redis::names_redis_code(result.error().message, "OOM")) {
     return std::unexpected(Error{Errc::kStoreFull,
                                  "the reservation store is full: redis is at its maxmemory, no "
                                  "record can be written; nothing was charged (" +

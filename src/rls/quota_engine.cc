@@ -137,7 +137,7 @@ struct QuotaCost {
 // takes (a short period: its refill over a long ttl is charged in advance, and the first bucket
 // is replaced at the next report, where a bucket algorithm gives nothing back).
 Micros first_ttl(const Limit& limit, Micros fill) {
-  const std::int64_t largest = takes_burst(limit.algorithm()) ? limit.burst() : limit.limit();
+  const std::int64_t largest = limit.capacity();
   Micros ttl = kFirstQuotaTtl;
   while (ttl > 2 * kMicrosPerSecond &&
          QuotaCost{.ttl = ttl, .fill = fill, .span = ttl + kQuotaGrace}.of_new(1) > largest / 16) {
@@ -161,7 +161,7 @@ QuotaSizing sizing_for(const Limit& limit, Micros ttl, Micros fill) {
   QuotaSizing out;
   out.rate = std::max(1.0, std::floor(static_cast<double>(limit.limit()) * f /
                                       static_cast<double>(limit.period())));
-  const std::int64_t largest = takes_burst(limit.algorithm()) ? limit.burst() : limit.limit();
+  const std::int64_t largest = limit.capacity();
   const QuotaCost cost{.ttl = ttl, .fill = fill, .span = ttl + kQuotaGrace};
   out.most =
       std::max(1.0, std::min({out.rate, static_cast<double>(cost.fit(largest)),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "src/core/text.h"
@@ -112,15 +113,16 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
   }
 
   if (options_.tenants.active()) {
-    // A blocked caller is denied here as on /v1/check: before any rule, nothing charged.
-    RlsResponse blocked;
-    blocked.statuses.resize(request.descriptors.size());
+    // A blocked caller is denied here as on /v1/check: before any rule, nothing charged. The
+    // answer is built only when one is (no allocation for the others).
+    std::optional<RlsResponse> blocked;
     for (std::size_t i = 0; i < request.descriptors.size(); ++i) {
       if (!options_.tenants.blocked(request.descriptors[i].entries)) continue;
-      blocked.statuses[i].code = Code::kOverLimit;
-      blocked.overall_code = Code::kOverLimit;
+      if (!blocked) blocked.emplace().statuses.resize(request.descriptors.size());
+      blocked->statuses[i].code = Code::kOverLimit;
+      blocked->overall_code = Code::kOverLimit;
     }
-    if (blocked.overall_code == Code::kOverLimit) return done(std::move(blocked));
+    if (blocked) return done(std::move(*blocked));
   }
 
   auto call = std::make_shared<Call>();

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "src/policy/ip.h"
 #include "src/server/ascii.h"
 #include "src/server/connection.h"
 #include "src/server/http_server_impl.h"
@@ -36,13 +37,11 @@ std::string peer_text(const asio::ip::address& address) {
   return address.to_string();
 }
 
-// What max_connections_per_peer counts by: an IPv4 address (IPv4-mapped ones too), or an IPv6
-// address's /64 (one host usually has a whole /64).
-std::string peer_key(const asio::ip::address& address) {
-  if (address.is_v4() || address.to_v6().is_v4_mapped()) return peer_text(address);
-  asio::ip::address_v6::bytes_type bytes = address.to_v6().to_bytes();
-  std::fill(bytes.begin() + 8, bytes.end(), 0);
-  return asio::ip::address_v6(bytes).to_string() + "/64";
+// What max_connections_per_peer counts by: the peer as a request's `ip` is keyed (an IPv4
+// address, IPv4-mapped ones too, or an IPv6 address's /64: one host usually has a whole /64).
+std::string peer_key(const std::string& peer) {
+  const Result<policy::IpAddress> ip = policy::parse_ip(peer);
+  return ip ? policy::ip_key(*ip, 64) : peer;
 }
 
 std::string where(std::string_view host, std::uint16_t port) {
@@ -196,7 +195,8 @@ void Server::on_accept(const error_code& ec, std::thread::id thread, Socket sock
   const bool full = open_.load(std::memory_order_acquire) >= options_.max_connections;
   const char* refusal = full && !options_.evict_idle_when_full ? "too many connections" : nullptr;
   const std::size_t per_peer = options_.max_connections_per_peer;
-  std::string key = per_peer > 0 && refusal == nullptr ? peer_key(peer_.address()) : "";
+  std::string peer = peer_text(peer_.address());
+  std::string key = per_peer > 0 && refusal == nullptr ? peer_key(peer) : "";
   std::shared_ptr<Connection> connection;
   std::shared_ptr<Connection> evicted;  // released after the lock (its destructor takes it)
   {
@@ -215,7 +215,7 @@ void Server::on_accept(const error_code& ec, std::thread::id thread, Socket sock
       if (refusal != nullptr) key.clear();
       if (!key.empty()) ++per_peer_[key];
       connection = std::make_shared<Connection>(
-          *this, std::move(socket), thread, peer_text(peer_.address()), refusal == nullptr,
+          *this, std::move(socket), thread, std::move(peer), refusal == nullptr,
           options_.tls && refusal == nullptr ? options_.tls->current() : nullptr);
       connections_.emplace(connection.get(), Tracked{.connection = connection,
                                                      .peer = std::move(key),

@@ -30,13 +30,19 @@ std::optional<std::vector<std::string>> process_stat_fields() {
   return fields;
 }
 
-// The boot time (Unix seconds) from /proc/stat's btime line.
+// The boot time (Unix seconds) from /proc/stat's btime line, read once (it never changes).
 std::optional<std::uint64_t> boot_time_seconds() {
-  std::ifstream file("/proc/stat");
-  for (std::string line; std::getline(file, line);) {
-    if (line.starts_with("btime ")) return std::stoull(line.substr(6));
-  }
-  return std::nullopt;
+  static const std::optional<std::uint64_t> boot = []() -> std::optional<std::uint64_t> {
+    std::ifstream file("/proc/stat");
+    try {
+      for (std::string line; std::getline(file, line);) {
+        if (line.starts_with("btime ")) return std::stoull(line.substr(6));
+      }
+    } catch (...) {  // a /proc text not as documented: no start time
+    }
+    return std::nullopt;
+  }();
+  return boot;
 }
 
 std::optional<std::uint64_t> open_fds() {

@@ -7,24 +7,15 @@
 #include <utility>
 
 #include "src/core/text.h"
+#include "src/core/tls_files.h"
 
 namespace spillway::server {
 namespace {
 
 namespace ssl = boost::asio::ssl;
 
-// OpenSSL's reason for the last failure, or the error_code's text.
-std::string openssl_reason(const boost::system::error_code& ec) {
-  const unsigned long code = ERR_peek_last_error();
-  ERR_clear_error();
-  if (code != 0) {
-    if (const char* text = ERR_reason_error_string(code)) return text;
-  }
-  return ec.message();
-}
-
-std::string field_file(std::string_view field, const std::string& path) {
-  return std::string(field) + " " + quote_for_error(path);
+tls_files::NamedFile named(std::string_view field, const std::string& path) {
+  return {path, std::string(field) + " " + quote_for_error(path)};
 }
 
 }  // namespace
@@ -39,28 +30,17 @@ Result<std::shared_ptr<ssl::context>> make_server_tls_context(const ServerTlsFil
                            ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
                            ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
                        ec);
-  if (context->use_certificate_chain_file(files.cert_file, ec); ec) {
-    return invalid_argument(field_file("cert_file", files.cert_file) +
-                            ": cannot load the certificate: " + openssl_reason(ec));
-  }
-  if (context->use_private_key_file(files.key_file, ssl::context::pem, ec); ec) {
-    const std::string why = openssl_reason(ec);
-    if (why.find("mismatch") != std::string::npos) {
-      return invalid_argument(field_file("key_file", files.key_file) +
-                              " does not match the certificate of cert_file");
-    }
-    return invalid_argument(field_file("key_file", files.key_file) +
-                            ": cannot load the private key: " + why);
-  }
-  if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
-    ERR_clear_error();
-    return invalid_argument(field_file("key_file", files.key_file) +
-                            " does not match the certificate of cert_file");
+  if (auto loaded = tls_files::use_certificate_and_key(
+          *context, named("cert_file", files.cert_file), named("key_file", files.key_file),
+          "does not match the certificate of cert_file");
+      !loaded) {
+    return std::unexpected(loaded.error());
   }
   if (!files.client_ca_file.empty()) {
-    if (context->load_verify_file(files.client_ca_file, ec); ec) {
-      return invalid_argument(field_file("client_ca_file", files.client_ca_file) +
-                              ": cannot load CA certificates: " + openssl_reason(ec));
+    if (auto loaded =
+            tls_files::load_verify_file(*context, named("client_ca_file", files.client_ca_file));
+        !loaded) {
+      return std::unexpected(loaded.error());
     }
     // The CAs named to the client in the handshake (which certificate to send).
     if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(files.client_ca_file.c_str())) {

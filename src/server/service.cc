@@ -131,20 +131,21 @@ const Service::Route* Service::route_of(std::string_view path) {
   return nullptr;
 }
 
+std::string_view Service::label_of(std::string_view path, const Route* route) {
+  if (route != nullptr) return route->path;
+  return path.starts_with("/v1/") ? "/v1/other" : "other";
+}
+
 std::string Service::logged_path(std::string_view path) {
   path = path_of(path);
   if (path == "-") return "-";  // a request line that could not be read
-  if (const Route* route = route_of(path)) return std::string(route->path);
-  return path.starts_with("/v1/") ? "/v1/other" : "other";
+  return std::string(label_of(path, route_of(path)));
 }
 
 void Service::handle(HttpRequest request, Responder respond) {
   const std::string_view path = path_of(request.target);
   const Route* route = route_of(path);
-  // The metrics label is a route's path or a fixed word: a client cannot add labels.
-  const std::string_view label = route != nullptr           ? route->path
-                                 : path.starts_with("/v1/") ? "/v1/other"
-                                                            : "other";
+  const std::string_view label = label_of(path, route);
   const Reply reply{this, label, Clock::now(), std::move(respond)};
   if (route == nullptr) {
     return reply(error_response(404, "no such endpoint: " + std::string(path)));

@@ -112,6 +112,9 @@ class Service {
   static const Route kRoutes[];
   // The endpoint at `path` (the target without its query), or null.
   static const Route* route_of(std::string_view path);
+  // A path as metrics and logs name it: `route`'s path, or "/v1/other" / "other" for a path that
+  // is no endpoint (a client cannot add labels, nor its key to a log line).
+  static std::string_view label_of(std::string_view path, const Route* route);
 
   // The decision endpoints (service_decisions.cc).
   void limit(const HttpRequest& request, const Reply& reply);
@@ -137,9 +140,11 @@ class Service {
   void backend_failed(const Error& error, bool allowed);
   // A reserve the store could not keep (kStoreFull): counted, logged, answered 503 (never
   // admitted, whatever on_error says). Otherwise nullopt.
-  std::optional<HttpResponse> reservation_refused(const Result<void>& kept);
-  void warn_of_unread_client_header(const HttpRequest& request, const Settings& settings,
-                                    const policy::IpAddress& peer);
+  std::optional<HttpResponse> reservation_refused(const Error& error);
+  // A /v1/auth request whose client-address headers go unread (the configured one absent, or
+  // the peer not a trusted proxy): said to the operator (service_decisions.cc).
+  void note_unread_client_headers(const HttpRequest& request, const Settings& settings,
+                                  bool trusted_peer);
   HttpResponse limit_response(const Limit& limit, policy::OnError on_error,
                               const std::string& stored_key, const Result<Decision>& decision);
   HttpResponse policy_response(const Settings& settings, bool for_nginx,

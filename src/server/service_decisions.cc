@@ -83,12 +83,12 @@ void Service::backend_failed(const Error& error, bool allowed) {
   error_log_.write(std::move(line));  // one line a second at most
 }
 
-std::optional<HttpResponse> Service::reservation_refused(const Result<void>& kept) {
-  if (kept || kept.error().code != Errc::kStoreFull) return std::nullopt;
-  metrics_.backend_error(errc_name(kept.error().code), false);
-  error_log_.write("spillway: a reserve was refused (" + std::string(errc_name(kept.error().code)) +
-                   "): " + kept.error().message + "; answered 503, nothing charged");
-  return reservation_refused_response(kept.error());
+std::optional<HttpResponse> Service::reservation_refused(const Error& error) {
+  if (error.code != Errc::kStoreFull) return std::nullopt;
+  metrics_.backend_error(errc_name(error.code), false);
+  error_log_.write("spillway: a reserve was refused (" + std::string(errc_name(error.code)) +
+                   "): " + error.message + "; answered 503, nothing charged");
+  return reservation_refused_response(error);
 }
 
 void Service::limit(const HttpRequest& request, const Reply& reply) {
@@ -175,7 +175,7 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   store_->decide(*reservation, [this, limit = *made, on_error, key = *stored_key, id, ttl,
                                 reply](Result<Decisions> decisions) {
     if (!decisions) {
-      if (auto refused = reservation_refused(std::unexpected(decisions.error()))) {
+      if (auto refused = reservation_refused(decisions.error())) {
         return reply(std::move(*refused));
       }
     }
@@ -255,19 +255,25 @@ void Service::check(const HttpRequest& request, const Reply& reply) {
   run_policy(current, attributes, cost, false, reply, reserve);
 }
 
-// A trusted proxy that sends a client-address header other than the one configured: every client
-// behind it is keyed by the proxy's address (one budget for all). Said once a minute at most.
-void Service::warn_of_unread_client_header(const HttpRequest& request, const Settings& settings,
-                                           const policy::IpAddress& peer) {
-  if (!policy::is_trusted_proxy(peer, settings.trusted_proxies)) return;
-  for (std::string_view other : {"x-forwarded-for", "forwarded", "x-real-ip"}) {
-    if (request.header(other) == nullptr) continue;
+// The first client-address header a request carries, as a log line names it. From a trusted
+// proxy whose configured header is absent: every client behind it is keyed by the proxy's
+// address (one budget for all), said once a minute at most. From a peer that is no trusted proxy:
+// not believed, the request is keyed by the peer; counted, and said once per peer.
+void Service::note_unread_client_headers(const HttpRequest& request, const Settings& settings,
+                                         bool trusted_peer) {
+  static constexpr std::pair<std::string_view, std::string_view> kHeaders[] = {
+      {"x-forwarded-for", "X-Forwarded-For"},
+      {"forwarded", "Forwarded"},
+      {"x-real-ip", "X-Real-IP"}};
+  for (const auto& [lower, shown] : kHeaders) {
+    if (request.header(lower) == nullptr) continue;
+    if (!trusted_peer) return untrusted_forwarders_.saw(request.peer_address, shown);
     proxy_log_.write("spillway: trusted proxy " + request.peer_address + " sent " +
-                     std::string(other) + " but server.client_ip_header is " +
+                     std::string(lower) + " but server.client_ip_header is " +
                      std::string(policy::client_ip_header_name(settings.client_ip_header)) +
                      ", which it did not send: its clients are limited as one (the proxy's "
                      "address); set server.client_ip_header: " +
-                     std::string(other));
+                     std::string(lower));
     return;
   }
 }
@@ -286,18 +292,9 @@ void Service::auth(const HttpRequest& request, const Reply& reply) {
   auto client =
       policy::client_address(*peer, current->client_ip_header, forwarded, current->trusted_proxies);
   if (!client) return reply(error_response(400, client.error().message));
-  if (forwarded.empty()) warn_of_unread_client_header(request, *current, *peer);
-  if (!policy::is_trusted_proxy(*peer, current->trusted_proxies)) {
-    // Not believed, and so the request is keyed by the peer: counted, and said once per peer.
-    static constexpr std::pair<std::string_view, std::string_view> kHeaders[] = {
-        {"x-forwarded-for", "X-Forwarded-For"},
-        {"forwarded", "Forwarded"},
-        {"x-real-ip", "X-Real-IP"}};
-    for (const auto& [lower, shown] : kHeaders) {
-      if (request.header(lower) == nullptr) continue;
-      untrusted_forwarders_.saw(request.peer_address, shown);
-      break;
-    }
+  const bool trusted_peer = policy::is_trusted_proxy(*peer, current->trusted_proxies);
+  if (!trusted_peer || forwarded.empty()) {
+    note_unread_client_headers(request, *current, trusted_peer);
   }
   Attributes attributes{{"ip", policy::ip_key(*client, current->ipv6_prefix)}};
   if (auto key = header("x-api-key"); key && !key->empty()) {
@@ -354,7 +351,7 @@ void Service::run_policy(const std::shared_ptr<const Settings>& settings,
       *store_, attributes, cost, std::nullopt, settings->reservation_ttl,
       [this, settings, reply](Result<PolicyDecision> result) {
         if (!result) {
-          if (auto refused = reservation_refused(std::unexpected(result.error()))) {
+          if (auto refused = reservation_refused(result.error())) {
             return reply(std::move(*refused));
           }
         }

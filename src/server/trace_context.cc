@@ -1,6 +1,8 @@
 // trace_id_of (see trace_context.h).
 #include "src/server/trace_context.h"
 
+#include "src/core/text.h"
+
 namespace spillway::server {
 namespace {
 
@@ -17,8 +19,7 @@ bool all_zero(std::string_view text) { return text.find_first_not_of('0') == std
 
 std::optional<std::string> trace_id_of(std::string_view value) {
   // Optional whitespace around a header value is not part of it (RFC 9110 §5.5).
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  value = trim(value);
   constexpr std::size_t kLength = 2 + 1 + 32 + 1 + 16 + 1 + 2;  // 55
   if (value.size() < kLength) return std::nullopt;
   const std::string_view version = value.substr(0, 2);

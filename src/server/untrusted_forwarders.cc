@@ -22,14 +22,15 @@ void UntrustedForwarders::saw(std::string_view peer, std::string_view header) {
   std::string line;
   {
     const std::lock_guard lock(mutex_);
+    if (peers_.find(peer) != peers_.end()) return;
     if (peers_.size() >= kMaxPeers) {
-      if (peers_.contains(std::string(peer)) || full_said_) return;
+      if (full_said_) return;
       full_said_ = true;
       line = "spillway: " + std::to_string(kMaxPeers) +
              " peers outside server.trusted_proxies have sent client-address headers; further "
              "ones are not named (spillway_untrusted_forwarded_total counts them all)";
     } else {
-      if (!peers_.emplace(peer).second) return;
+      peers_.emplace(peer);
       line = "spillway: " + std::string(peer) + " sent " + std::string(header) +
              " but is not in server.trusted_proxies: the header is ignored and its requests are "
              "keyed by its own address, so if it is a proxy every client behind it shares one "

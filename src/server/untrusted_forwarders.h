@@ -44,7 +44,14 @@ class UntrustedForwarders {
   const std::function<void(const std::string&)> log_;
   std::atomic<std::uint64_t> count_{0};
   std::mutex mutex_;  // guards the members below
-  std::unordered_set<std::string> peers_;
+  // Peers looked up by string_view, without a copy: a known peer costs no allocation.
+  struct PeerHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view peer) const {
+      return std::hash<std::string_view>{}(peer);
+    }
+  };
+  std::unordered_set<std::string, PeerHash, std::equal_to<>> peers_;
   bool full_said_ = false;
 };
 

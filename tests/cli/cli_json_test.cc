@@ -105,18 +105,10 @@ TEST(CliJson, TenantsListAllIsOneDocument) {
                                            "      default: free\n";
   testing::ServeProcess serve({"--config", dir + "/spillway.yaml"}, dir + "/serve.log");
   ASSERT_TRUE(serve.ready()) << serve.log();
-  static constexpr std::string_view kCliJsonAdminLine =
-      "spillway serve: admin API listening on 127.0.0.1:";
-  std::string admin_port;
-  ASSERT_TRUE(testing::wait_until([&] {
-    const std::string log = serve.log();
-    const std::size_t at = log.find(kCliJsonAdminLine);
-    if (at == std::string::npos) return false;
-    admin_port = std::to_string(std::atoi(log.c_str() + at + kCliJsonAdminLine.size()));
-    return true;
-  })) << serve.log();
-  const std::string admin =
-      " --admin http://127.0.0.1:" + admin_port + " --token-file " + dir + "/tokens";
+  const std::uint16_t admin_port = serve.admin_port();
+  ASSERT_NE(admin_port, 0) << serve.log();
+  const std::string admin = " --admin http://127.0.0.1:" + std::to_string(admin_port) +
+                            " --token-file " + dir + "/tokens";
   for (const char* key : {"t1", "t2", "t3", "t4", "t5"}) {
     ASSERT_EQ(testing::run_binary(std::string("tenants set ") + key + " --plan pro" + admin).status,
               0);
@@ -133,9 +125,9 @@ TEST(CliJson, TenantsListAllIsOneDocument) {
   std::ofstream(dir + "/wrong") << "ops wrong-token-0123456789\n";
   std::filesystem::permissions(
       dir + "/wrong", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  const testing::BinaryRun refused =
-      testing::run_binary("tenants list --all --json --admin http://127.0.0.1:" + admin_port +
-                          " --token-file " + dir + "/wrong");
+  const testing::BinaryRun refused = testing::run_binary(
+      "tenants list --all --json --admin http://127.0.0.1:" + std::to_string(admin_port) +
+      " --token-file " + dir + "/wrong");
   EXPECT_EQ(refused.status, 1);
   EXPECT_EQ(refused.out, "");
   EXPECT_NE(refused.err.find("spillway tenants: 401"), std::string::npos) << refused.err;

@@ -33,18 +33,10 @@ TEST(TenantsCliKeys, EveryKeyIsReachableIncludingImportAndDotSegments) {
                                            "      default: free\n";
   testing::ServeProcess serve({"--config", dir + "/spillway.yaml"}, dir + "/serve.log");
   ASSERT_TRUE(serve.ready()) << serve.log();
-  static constexpr std::string_view kAdminLine =
-      "spillway serve: admin API listening on 127.0.0.1:";
-  std::string admin_port;
-  ASSERT_TRUE(testing::wait_until([&] {
-    const std::string log = serve.log();
-    const std::size_t at = log.find(kAdminLine);
-    if (at == std::string::npos) return false;
-    admin_port = std::to_string(std::atoi(log.c_str() + at + kAdminLine.size()));
-    return true;
-  })) << serve.log();
-  const std::string admin =
-      " --admin http://127.0.0.1:" + admin_port + " --token-file " + dir + "/tokens";
+  const std::uint16_t admin_port = serve.admin_port();
+  ASSERT_NE(admin_port, 0) << serve.log();
+  const std::string admin = " --admin http://127.0.0.1:" + std::to_string(admin_port) +
+                            " --token-file " + dir + "/tokens";
   for (const std::string key :
        {"import", ".", "..", "a/b c", "100%", "\"csv5\"", "imp", "Import"}) {
     const std::string quoted = "'" + key + "'";

@@ -34,7 +34,6 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view kAdminGuardToken = "guard-tok-7c1e9a3f5b";
 constexpr std::string_view kAdminGuardSpare = "guard-spare-4d2b8e6a0c";
-constexpr std::string_view kAdminGuardListening = "spillway serve: admin API listening on ";
 
 // No read on a test socket waits longer than this (a server that never answers fails the test
 // instead of hanging it).
@@ -106,14 +105,8 @@ class AdminGuardServer {
 
   bool ready() {
     if (!process_.ready()) return false;
-    return testing::wait_until([&] {
-      const std::string text = process_.log();
-      const std::size_t at = text.find(kAdminGuardListening);
-      if (at == std::string::npos) return false;
-      const std::size_t colon = text.find(':', at + kAdminGuardListening.size());
-      admin_port_ = static_cast<std::uint16_t>(std::atoi(text.c_str() + colon + 1));
-      return admin_port_ != 0;
-    });
+    admin_port_ = process_.admin_port();
+    return admin_port_ != 0;
   }
   std::uint16_t admin_port() const { return admin_port_; }
   std::string log() const { return process_.log(); }

@@ -28,8 +28,6 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 
 constexpr std::string_view kSpellToken = "tok-spelling-5e1d7a9c20b4";
-constexpr std::string_view kSpellAdminListening =
-    "spillway serve: admin API listening on 127.0.0.1:";
 
 // A directory of one test's files, removed at the end.
 class SpellScratch {
@@ -76,14 +74,8 @@ class SpellServer {
   bool ready() {
     if (!serve_.ready()) return false;
     if (!admin_) return true;
-    return testing::wait_until([&] {
-      const std::string text = serve_.log();
-      const std::size_t at = text.find(kSpellAdminListening);
-      if (at == std::string::npos) return false;
-      admin_port_ =
-          static_cast<std::uint16_t>(std::atoi(text.c_str() + at + kSpellAdminListening.size()));
-      return admin_port_ != 0;
-    });
+    admin_port_ = serve_.admin_port();
+    return admin_port_ != 0;
   }
   std::string log() const { return serve_.log(); }
   testing::HttpReply admin(const std::string& method, const std::string& target,

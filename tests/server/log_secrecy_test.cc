@@ -47,15 +47,6 @@ class LogSecrets {
   std::vector<std::string> keys_;
 };
 
-// The admin listener's port from serve's "admin API listening on" line, 0 until it is there.
-std::uint16_t log_secrecy_admin_port(const std::string& log) {
-  static constexpr std::string_view kLine = "spillway serve: admin API listening on 127.0.0.1:";
-  const std::size_t at = log.find(kLine);
-  return at == std::string::npos
-             ? 0
-             : static_cast<std::uint16_t>(std::atoi(log.c_str() + at + kLine.size()));
-}
-
 // Sends `bytes` as they are on a new connection and reads what comes back until it closes.
 std::string raw_exchange(std::uint16_t port, const std::string& bytes) {
   testing::HttpConnection connection(port);
@@ -91,10 +82,8 @@ TEST(LogSecrecy, NoCallersKeyInAnyLogLineOnAnyEndpointOrSpelling) {
   const std::string log = dir + "/serve.log";
   testing::ServeProcess serve({"--config", dir + "/spillway.yaml"}, log);
   ASSERT_TRUE(serve.ready()) << serve.log();
-  std::uint16_t admin = 0;
-  ASSERT_TRUE(testing::wait_until([&] {
-    return (admin = log_secrecy_admin_port(serve.log())) != 0;
-  })) << serve.log();
+  const std::uint16_t admin = serve.admin_port();
+  ASSERT_NE(admin, 0) << serve.log();
   const std::uint16_t port = serve.port();
   const std::map<std::string, std::string> bearer = {
       {"Authorization", std::string("Bearer ") + kLogSecrecyToken}};

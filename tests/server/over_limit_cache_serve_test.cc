@@ -90,8 +90,9 @@ TEST(ServeOverLimitCache, RepeatedDenialsAreAnsweredWithoutRedisUntilTheyExpire)
   // Another key still goes to Redis.
   const OlcScriptWindow other{serve.port(), redis};
   ASSERT_EQ(limit(serve.port(), "olc-other").status, 200);
-  EXPECT_LE(other.checks().first, 1);
-  EXPECT_GE(other.checks().second, 1);
+  const auto [other_fewest, other_most] = other.checks();
+  EXPECT_LE(other_fewest, 1);
+  EXPECT_GE(other_most, 1);
 
   // A reload empties the cache: the next check of the denied key asks Redis again (and is denied).
   ASSERT_EQ(::kill(serve.pid(), SIGHUP), 0);
@@ -102,8 +103,9 @@ TEST(ServeOverLimitCache, RepeatedDenialsAreAnsweredWithoutRedisUntilTheyExpire)
   EXPECT_NE(metrics.find("spillway_over_limit_cache_entries 0"), std::string::npos) << metrics;
   const OlcScriptWindow after_reload{serve.port(), redis};
   EXPECT_EQ(limit(serve.port(), "olc-user").status, 429);
-  EXPECT_LE(after_reload.checks().first, 1);
-  EXPECT_GE(after_reload.checks().second, 1);
+  const auto [reload_fewest, reload_most] = after_reload.checks();
+  EXPECT_LE(reload_fewest, 1);
+  EXPECT_GE(reload_most, 1);
   EXPECT_EQ(serve.stop(SIGTERM), 0) << serve.log();
   std::remove(config.c_str());
 }

@@ -206,16 +206,6 @@ testing::HttpReply readiness_check(std::uint16_t port, const std::string& key) {
   return testing::http(port, "POST", "/v1/check", R"({"api_key":")" + key + R"("})");
 }
 
-// The admin port from serve's "admin API listening on" line (0 when there is none yet).
-std::uint16_t readiness_admin_port(const testing::ServeProcess& serve) {
-  static constexpr std::string_view kLine = "spillway serve: admin API listening on 127.0.0.1:";
-  const std::string text = serve.log();
-  const std::size_t at = text.find(kLine);
-  return at == std::string::npos
-             ? 0
-             : static_cast<std::uint16_t>(std::atoi(text.c_str() + at + kLine.size()));
-}
-
 TEST(ServeReadiness, AFreshInstanceDuringAnOutageStartsAtOnceAndDeniesUntilItsCopyLoads) {
   RedisServer redis;
   const std::string blocked = "sk-blocked-7d41";
@@ -224,11 +214,11 @@ TEST(ServeReadiness, AFreshInstanceDuringAnOutageStartsAtOnceAndDeniesUntilItsCo
     testing::ServeProcess first({"--config", readiness_config("first", redis.url(), true)},
                                 readiness_temp("first.log"));
     ASSERT_TRUE(first.ready()) << first.log();
-    ASSERT_TRUE(testing::wait_until([&] { return readiness_admin_port(first) != 0; }))
-        << first.log();
-    const testing::HttpReply put = testing::http(
-        readiness_admin_port(first), "PUT", "/v1/tenants/" + blocked, R"({"blocked":true})",
-        {{"Authorization", "Bearer " + std::string(kReadinessToken)}});
+    const std::uint16_t admin_port = first.admin_port();
+    ASSERT_NE(admin_port, 0) << first.log();
+    const testing::HttpReply put =
+        testing::http(admin_port, "PUT", "/v1/tenants/" + blocked, R"({"blocked":true})",
+                      {{"Authorization", "Bearer " + std::string(kReadinessToken)}});
     ASSERT_EQ(put.status, 200) << put.body;
   }
 

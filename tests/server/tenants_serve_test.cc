@@ -43,7 +43,6 @@ using Headers = std::map<std::string, std::string>;
 
 constexpr std::string_view kTokenName = "ops";
 constexpr std::string_view kToken = "tok-3f9a1c7e5b2d4860";
-constexpr std::string_view kAdminListening = "spillway serve: admin API listening on 127.0.0.1:";
 
 // A directory of one test's files (the config, the token file, logs, the journal), removed with
 // everything in it at the end of the test.
@@ -209,14 +208,8 @@ class TenantsInstance {
   // Both listeners up; the admin port read from its "admin API listening on" line.
   bool ready() {
     if (!serve_.ready()) return false;
-    return testing::wait_until([&] {
-      const std::string text = serve_.log();
-      const std::size_t at = text.find(kAdminListening);
-      if (at == std::string::npos) return false;
-      admin_port_ =
-          static_cast<std::uint16_t>(std::atoi(text.c_str() + at + kAdminListening.size()));
-      return admin_port_ != 0;
-    });
+    admin_port_ = serve_.admin_port();
+    return admin_port_ != 0;
   }
   std::uint16_t port() const { return serve_.port(); }
   std::uint16_t admin_port() const { return admin_port_; }

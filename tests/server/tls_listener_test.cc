@@ -23,7 +23,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr std::string_view kTlsListenerToken = "tls-admin-tok-5e8c2a91";
-constexpr std::string_view kTlsListenerAdmin = "spillway serve: admin API listening on 127.0.0.1:";
 
 // A directory of one test's files (the config, copies of the certificate and key that a test
 // may replace, the token file), removed at the end of the test.
@@ -76,14 +75,8 @@ class TlsListenerServer {
       : process_({"--config", dir.config(mutual)}, dir.path("serve.log")) {}
   bool ready() {
     if (!process_.ready()) return false;
-    return testing::wait_until([&] {
-      const std::string text = process_.log();
-      const std::size_t at = text.find(kTlsListenerAdmin);
-      if (at == std::string::npos) return false;
-      admin_port_ =
-          static_cast<std::uint16_t>(std::atoi(text.c_str() + at + kTlsListenerAdmin.size()));
-      return admin_port_ != 0;
-    });
+    admin_port_ = process_.admin_port();
+    return admin_port_ != 0;
   }
   std::uint16_t port() const { return process_.port(); }
   std::uint16_t admin_port() const { return admin_port_; }

@@ -175,16 +175,13 @@ class ServeProcess {
   // to 30 s: a sanitized server on a loaded machine can take seconds to start (a passing run
   // returns as soon as the line is there).
   bool ready() const {
-    static constexpr std::string_view kListening = "spillway serve: listening on 127.0.0.1:";
-    return wait_until(
-        [&] {
-          const std::string text = read_file(log_);
-          const std::size_t at = text.find(kListening);
-          if (at == std::string::npos) return false;
-          port_ = static_cast<std::uint16_t>(std::atoi(text.c_str() + at + kListening.size()));
-          return port_ != 0;
-        },
-        std::chrono::seconds(30));
+    port_ = port_after("spillway serve: listening on 127.0.0.1:");
+    return port_ != 0;
+  }
+  // The admin listener's port, from serve's "admin API listening on" line (written just after
+  // "listening"), waited for as ready() waits; 0 if the line never came.
+  std::uint16_t admin_port() const {
+    return port_after("spillway serve: admin API listening on 127.0.0.1:");
   }
   // Sends `signal` and waits; returns the exit status (-1 if it did not exit normally).
   int stop(int signal) {
@@ -199,6 +196,21 @@ class ServeProcess {
   std::string log() const { return read_file(log_); }
 
  private:
+  // The port that follows `line` in the log, once it is there (up to 30 s); else 0.
+  std::uint16_t port_after(std::string_view line) const {
+    std::uint16_t port = 0;
+    wait_until(
+        [&] {
+          const std::string text = read_file(log_);
+          const std::size_t at = text.find(line);
+          if (at == std::string::npos) return false;
+          port = static_cast<std::uint16_t>(std::atoi(text.c_str() + at + line.size()));
+          return port != 0;
+        },
+        std::chrono::seconds(30));
+    return port;
+  }
+
   mutable std::uint16_t port_ = 0;  // set by ready()
   std::string log_;
   pid_t pid_ = -1;
