@@ -52,7 +52,7 @@ async function admin(server, method, key, body) {
   const port = await waitFor(() => {
     const m = /admin API listening on 127\.0\.0\.1:(\d+)/.exec(server.stderr);
     return m && Number(m[1]);
-  }, { what: 'the admin listener' });
+  }, { what: 'the admin listener', timeoutMs: 30000 });
   const response = await fetch(`http://127.0.0.1:${port}/v1/tenants/${encodeURIComponent(key)}`, {
     method,
     headers: { Authorization: `Bearer ${TOKEN}` },
