@@ -15,16 +15,19 @@ Result<std::unique_ptr<RedisQuotaShares>> RedisQuotaShares::open(RedisStoreOptio
   if (auto checked = RedisStore::check_options(options); !checked) {
     return std::unexpected(checked.error());
   }
+  auto digest = KeyDigest::make(options.key_hash);
+  if (!digest) return std::unexpected(digest.error());
   RedisStoreOptions target_options = options;
   target_options.pool_size = 1;
   auto target = open_script_target(std::move(target_options));
   if (!target) return std::unexpected(target.error());
   return std::unique_ptr<RedisQuotaShares>(
-      new RedisQuotaShares(std::move(options), std::move(*target)));
+      new RedisQuotaShares(std::move(*digest), std::move(options), std::move(*target)));
 }
 
-RedisQuotaShares::RedisQuotaShares(RedisStoreOptions options, std::unique_ptr<ScriptTarget> target)
-    : options_(std::move(options)), target_(std::move(target)) {}
+RedisQuotaShares::RedisQuotaShares(KeyDigest digest, RedisStoreOptions options,
+                                   std::unique_ptr<ScriptTarget> target)
+    : digest_(std::move(digest)), options_(std::move(options)), target_(std::move(target)) {}
 
 RedisQuotaShares::~RedisQuotaShares() { target_.reset(); }
 
@@ -39,7 +42,9 @@ void RedisQuotaShares::leave(std::string_view bucket, std::string_view member) {
 
 void RedisQuotaShares::call(std::string_view bucket, std::string_view member, std::int64_t demand,
                             std::int64_t hold_ms, Done done) {
-  std::string key = options_.key_prefix + ":rlqs:" + std::string(bucket);
+  std::string key = options_.key_prefix + ":rlqs:{";
+  digest_.append(key, bucket);
+  key += '}';
   const std::uint16_t slot = target_->one_node() ? 0 : key_slot(key);
   auto args = std::make_shared<std::vector<std::string>>(std::vector<std::string>{
       "", "", "1", std::move(key), std::string(member), std::to_string(demand),

@@ -1,7 +1,8 @@
 // The RLQS bucket members of every server on one Redis (spillway/quota_shares.h): one hash per
-// bucket, `<prefix>:rlqs:<bucket>`, member -> "<demand> <until>", renewed, read and pruned in one
-// atomic script (lua/quota_share.lua) on the Redis server's clock; the hash expires with its
-// last member. One script call per exchange, on its own connection (pool size 1).
+// bucket, `<prefix>:rlqs:{<the bucket's digest>}` (backend.key_hash, as every key that holds a
+// caller's values: no descriptor value in a key name), member -> "<demand> <until>", renewed, read
+// and pruned in one atomic script (lua/quota_share.lua) on the Redis server's clock; the hash
+// expires with its last member. One script call per exchange, on its own connection (pool size 1).
 //
 // Thread safety: as QuotaShares. Ownership: owns its connection; destroying it fails the calls
 // in flight (kUnavailable).
@@ -10,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "spillway/key_hash.h"
 #include "spillway/quota_shares.h"
 #include "spillway/redis_store.h"
 
@@ -28,10 +30,12 @@ class RedisQuotaShares final : public QuotaShares {
   void leave(std::string_view bucket, std::string_view member) override;
 
  private:
-  RedisQuotaShares(RedisStoreOptions options, std::unique_ptr<ScriptTarget> target);
+  RedisQuotaShares(KeyDigest digest, RedisStoreOptions options,
+                   std::unique_ptr<ScriptTarget> target);
   void call(std::string_view bucket, std::string_view member, std::int64_t demand,
             std::int64_t hold_ms, Done done);
 
+  KeyDigest digest_;
   RedisStoreOptions options_;
   std::unique_ptr<ScriptTarget> target_;
 };

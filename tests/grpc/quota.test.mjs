@@ -427,6 +427,10 @@ describe('RLQS across two servers sharing one Redis', () => {
       const assigned = (await servers[0].metric('spillway_rlqs_tokens_total', { ...labels, kind: 'assigned' })) +
         (await servers[1].metric('spillway_rlqs_tokens_total', { ...labels, kind: 'assigned' }));
       assert.ok(used > 0 && used <= assigned, `used ${used}, assigned ${assigned}`);
+      // The shares live in Redis under the bucket's digest: no descriptor value in a key name.
+      const keys = (await redis.cli('--scan')).split('\n').filter((k) => k.length > 0);
+      assert.ok(keys.some((k) => k.includes(':rlqs:')), `a shares hash in Redis: ${keys.join(' ')}`);
+      assert.ok(!keys.some((k) => k.includes('fair')), `a descriptor value in a key name: ${keys.join(' ')}`);
     } finally {
       streams.forEach((s) => s.close());
     }
