@@ -143,7 +143,11 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
             *field = non_empty_scalar(entry->value, tls_fields.path(name), "a file path");
           });
       }
-      if (tls_fields.find("cert_file") == nullptr || tls_fields.find("key_file") == nullptr) {
+      const bool missing =
+          tls_fields.find("cert_file") == nullptr || tls_fields.find("key_file") == nullptr;
+      // Nothing half-read for the checks after the parse to load again (and say again).
+      if (missing || out.cert_file.empty() || out.key_file.empty()) server.tls.reset();
+      if (missing) {
         fail(tls->value, path, "needs cert_file and key_file");
       }
     });

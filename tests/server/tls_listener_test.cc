@@ -201,6 +201,21 @@ TEST(TlsListeners, ValidateRefusesCertificateFilesThatDoNotLoad) {
   EXPECT_EQ(mismatch.status, 1) << mismatch.err;
   EXPECT_NE(mismatch.err.find("does not match the certificate of cert_file"), std::string::npos)
       << mismatch.err;
+  // A file that is not one: said as such, not as OpenSSL's "system lib".
+  std::filesystem::remove(dir.path("server.crt"));
+  const testing::BinaryRun missing = testing::run_binary("validate " + dir.config(false));
+  EXPECT_NE(missing.err.find("cannot load the certificate: cannot read it: No such file"),
+            std::string::npos)
+      << missing.err;
+  // A section without its key: one error, said once (not again by the files' load).
+  const std::string half = dir.path("half.yaml");
+  std::ofstream(half) << "server:\n  tls: {cert_file: " << dir.path("server.crt") << "}\n";
+  const testing::BinaryRun once = testing::run_binary("validate " + half);
+  EXPECT_EQ(once.status, 1) << once.err;
+  const std::string said = "server.tls: needs cert_file and key_file";
+  const std::size_t first = once.err.find(said);
+  EXPECT_NE(first, std::string::npos) << once.err;
+  EXPECT_EQ(once.err.find(said, first + 1), std::string::npos) << once.err;
 }
 
 }  // namespace
