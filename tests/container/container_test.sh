@@ -19,12 +19,9 @@
 #   BINARY: a built spillway (the ci preset's build/ci/src/spillway).
 set -euo pipefail
 
-fail() {
-  echo "container_test: FAIL: $*" >&2
-  exit 1
-}
-step() { echo "== container_test: $* ($((SECONDS - started)) s)"; }
+test_name=container_test
 started=$SECONDS
+source "$(dirname "$0")/../support/shell/podman_lib.sh"
 
 [ $# -eq 1 ] || fail "usage: $0 BINARY"
 binary=$(readlink -f "$1")
@@ -37,24 +34,7 @@ done
   fail "tests/kubernetes/node_modules is missing (scripts/setup.sh runs npm ci there)"
 
 work=$(mktemp -d /tmp/spillway-container-test.XXXXXX)
-# podman's own configuration for this test only. On these test machines (a container with a
-# hybrid cgroup v1/v2 hierarchy, no systemd as PID 1, and lower hard limits than podman assumes):
-# - runtime "runc": crun, podman's default, cannot set up a container's cgroups on a hybrid
-#   hierarchy and fails every start; runc handles it;
-# - cgroup_manager "cgroupfs": the "systemd" manager needs a running systemd to ask;
-# - default_ulimits: podman raises a container's nofile/nproc limits to values above this
-#   machine's hard limits, which the kernel refuses (an unprivileged process cannot exceed them);
-#   1024 is below every limit seen and plenty for spillway.
-# A user's ordinary podman or docker needs none of this (docs/deploy.md, "Container image").
-cat >"$work/containers.conf" <<'EOF'
-[containers]
-default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
-
-[engine]
-cgroup_manager = "cgroupfs"
-runtime = "runc"
-EOF
-export CONTAINERS_CONF="$work/containers.conf"
+use_test_containers_conf  # tests/support/shell/podman_lib.sh says why
 
 # Names of this run (the process id keeps two runs apart; a killed run's leftovers are removed
 # below and by --replace).
@@ -88,61 +68,6 @@ for old in $(podman images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null |
   grep '^localhost/spillway-test:' || true); do
   kill -0 "${old##*:}" 2>/dev/null || podman rmi -f "$old" >/dev/null 2>&1 || true
 done
-
-free_ports() {  # N: N distinct free TCP ports on 127.0.0.1 (bound by the kernel, then closed)
-  node -e '
-    const net = require("net");
-    const servers = Array.from({length: Number(process.argv[1])}, () => net.createServer());
-    Promise.all(servers.map((s) => new Promise((r) => s.listen(0, "127.0.0.1", r)))).then(() => {
-      console.log(servers.map((s) => s.address().port).join(" "));
-      servers.forEach((s) => s.close());
-    });' "$1"
-}
-
-# Waits up to 30 s for CONTAINER's log to match PATTERN; prints the matching line.
-wait_for_log() {
-  local container=$1 pattern=$2 line
-  for _ in $(seq 300); do
-    line=$(podman logs "$container" 2>&1 | grep -m1 -E "$pattern") && { echo "$line"; return 0; }
-    sleep 0.1
-  done
-  podman logs "$container" >&2 || true
-  fail "$container did not log /$pattern/ within 30 s"
-}
-
-# Stops CONTAINER with podman stop (the image's stop signal, SIGKILL only after 30 s) and
-# fails unless it exited with status 0.
-stop_cleanly() {
-  local container=$1 t0 code
-  t0=$(date +%s%N)
-  # (podman logs an error about healthcheck timers when there is no systemd: a liveness probe
-  # becomes a healthcheck that only systemd would run; this test calls the probes' paths itself.)
-  podman stop --time 30 "$container" >/dev/null 2>"$work/stop.log" ||
-    { cat "$work/stop.log" >&2; fail "podman stop $container failed"; }
-  code=$(podman inspect --format '{{.State.ExitCode}}' "$container")
-  echo "$container: stopped in $((($(date +%s%N) - t0) / 1000000)) ms, exit status $code"
-  [ "$code" = 0 ] || { podman logs "$container" >&2; fail "$container exited with $code"; }
-  podman logs "$container" 2>&1 | grep -q 'SIGTERM: draining and stopping' ||
-    fail "$container logged no SIGTERM drain"
-}
-
-# HTTP GET/POST on loopback; prints "CODE BODY".
-http() {  # METHOD URL [BODY]
-  local answer
-  if [ "$1" = POST ]; then
-    answer=$(curl -sS --max-time 10 -w '\n%{http_code}' -XPOST "$2" \
-      -H 'Content-Type: application/json' -d "$3") || fail "$1 $2: curl failed"
-  else
-    answer=$(curl -sS --max-time 10 -w '\n%{http_code}' "$2") || fail "$1 $2: curl failed"
-  fi
-  echo "${answer##*$'\n'} ${answer%$'\n'*}"
-}
-expect_http() {  # METHOD URL BODY_OR_EMPTY CODE BODY_PREFIX
-  local got
-  got=$(http "$1" "$2" "$3")
-  echo "$1 $2: $got"
-  [[ "$got" == "$4 $5"* ]] || fail "$1 $2 answered '$got', not '$4 $5…'"
-}
 
 # --- 1. build the image (once for the whole test)
 step "scripts/image.sh --binary $binary --tag $tag"
@@ -206,15 +131,7 @@ stop_cleanly "$name-default"
 # --- 3. on the host's network with Redis on loopback
 read -r redis_port http_port grpc_port <<<"$(free_ports 3)"
 step "redis-server on 127.0.0.1:$redis_port"
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
-  >"$work/redis.log" 2>&1 &
-redis_pid=$!
-for _ in $(seq 100); do
-  redis-cli -p "$redis_port" ping 2>/dev/null | grep -q PONG && break
-  kill -0 "$redis_pid" 2>/dev/null || { cat "$work/redis.log" >&2; fail "redis-server exited"; }
-  sleep 0.1
-done
-redis-cli -p "$redis_port" ping | grep -q PONG || fail "redis-server does not answer"
+start_redis "$redis_port"
 
 step "podman run --network host, backend redis://127.0.0.1:$redis_port/0"
 podman run -d --name "$name" --network host "$tag" serve --config /etc/spillway/spillway.yaml \
