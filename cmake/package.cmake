@@ -44,6 +44,18 @@ install(FILES ${SPILLWAY_PACKAGING_DIR}/debian/copyright ${PROJECT_SOURCE_DIR}/T
         PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
         COMPONENT deb EXCLUDE_FROM_ALL)
 
+# The documentation: the README and docs/ (with its pictures), as in the repository.
+install(FILES ${PROJECT_SOURCE_DIR}/README.md
+        DESTINATION /usr/share/doc/spillway
+        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+        COMPONENT deb EXCLUDE_FROM_ALL)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
+        DESTINATION /usr/share/doc/spillway/docs
+        FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+        DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                              WORLD_READ WORLD_EXECUTE
+        COMPONENT deb EXCLUDE_FROM_ALL)
+
 # conffiles: dpkg keeps an administrator's edits of these across upgrades and deletes them on
 # purge only.
 set(SPILLWAY_DEB_CONFFILES ${PROJECT_BINARY_DIR}/packaging/conffiles)
@@ -68,9 +80,16 @@ string(CONCAT CPACK_PACKAGE_DESCRIPTION
     "on an in-process store or on Redis (single, TLS, Cluster, Sentinel), where every check\n"
     "is one atomic Lua script.\n"
     "\n"
-    "This package holds the spillway command (serve, validate, replay, bench), a systemd\n"
-    "unit (installed neither enabled nor started) with its config in /etc/spillway, and the\n"
-    "C++ library (headers, static libraries, CMake package) for embedding programs.")
+    "\n"
+    "The spillway command: serve (the HTTP API, nginx auth_request, Envoy's RLS and RLQS over\n"
+    "gRPC, metrics, a dashboard), validate (a config or Envoy rules, errors by line), inspect\n"
+    "(a request's keys and their state), tenants (plans, blocks and resets through a server's\n"
+    "admin API), simulate (what each algorithm admits of a traffic pattern, as an HTML\n"
+    "report), replay (a CSV trace through one limiter) and bench (load a backend, measure it).\n"
+    "\n"
+    "Also a systemd unit (installed neither enabled nor started) with its config in\n"
+    "/etc/spillway, the C++ library (headers, static libraries, CMake package, pkg-config) for\n"
+    "embedding programs, and the documentation in /usr/share/doc/spillway.")
 # Both the install rules of the project (every component but "deb": ALL) and the package-only
 # files (component "deb"), into one package.
 set(CPACK_INSTALL_CMAKE_PROJECTS

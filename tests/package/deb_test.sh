@@ -26,6 +26,7 @@ step() { echo "== deb_test: $*"; }
 
 { [ $# -ge 1 ] && [ $# -le 2 ]; } || fail "usage: $0 BUILD_DIR [CPACK]"
 build_dir=$(cd "$1" && pwd) || fail "no build directory $1"
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 cpack=${2:-cpack}
 [ -f "$build_dir/CPackConfig.cmake" ] ||
   fail "$build_dir/CPackConfig.cmake is missing: configure the tree with cmake first"
@@ -107,6 +108,12 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [ "$(field Architecture)" = "$arch" ] || fail "Architecture: is '$(field Architecture)'"
 [ -n "$(field Maintainer)" ] || fail "no Maintainer:"
 [ -n "$(field Description)" ] || fail "no Description:"
+# The description names every command the binary has (its `help` lists them).
+commands=$("$build_dir/src/spillway" help | awk '/^commands:/ {c = 1; next} c && /^  [a-z]/ {print $1} c && !/^  / {c = 0}')
+[ -n "$commands" ] || fail "spillway help lists no commands"
+for command in $commands; do
+  grep -qw -- "$command" <<<"$(field Description)" || fail "Description: does not name $command"
+done
 depends=$(field Depends)
 echo "Depends: $depends"
 # dpkg-shlibdeps' answer: every library the binary links, by its Debian package; and procps
@@ -153,6 +160,10 @@ expect /lib/systemd/system/spillway.service 644
 expect /usr/share/doc/spillway/uPlot.LICENSE 644
 expect /usr/share/doc/spillway/copyright 644
 expect /usr/share/doc/spillway/THIRD_PARTY_NOTICES 644
+expect /usr/share/doc/spillway/README.md 644
+for doc in "$source_dir"/docs/*.md; do
+  expect "/usr/share/doc/spillway/docs/$(basename "$doc")" 644
+done
 # The copyright file is machine-readable (DEP-5) and names the licence of the whole work.
 head -1 /usr/share/doc/spillway/copyright |
   grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
