@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "spillway/clock.h"
-#include "spillway/store.h"
+#include "spillway/forwarding_store.h"
 
 namespace spillway {
 
@@ -26,31 +26,24 @@ struct CircuitBreakerOptions {
   std::shared_ptr<const Clock> clock;  // default: SteadyClock
 };
 
-class CircuitBreakerStore final : public Store {
+class CircuitBreakerStore final : public ForwardingStore {
  public:
   CircuitBreakerStore(std::unique_ptr<Store> inner, CircuitBreakerOptions options = {});
 
   // A refused call (the circuit is open, and this is not the probe) is answered at once.
   void decide(const StoreRequest& request, AllCallback done) override;
-  // Passes a settlement on, outside the breaker (neither refused nor counted).
-  void settle(const Settlement& settlement, SettleCallback done) override;
+  // settle: passed on, outside the breaker (neither refused nor counted: a settlement is neither
+  // a probe nor a sign of the backend's health).
 
   // Not ready while the circuit is open.
   bool ready() const override;
-  bool decides_inline() const override { return inner_->decides_inline(); }
   // The wrapped store's probe; a success closes the circuit (the backend answers a check), a
   // failure leaves it as it is (the probe's failure already makes the inner store not ready).
   Result<void> probe() override;
-  // The wrapped store's (the circuit does not change whether the backend connects).
-  Result<void> wait_ready(std::chrono::milliseconds timeout) override {
-    return inner_->wait_ready(timeout);
-  }
+  // wait_ready: the wrapped store's (the circuit does not change whether the backend connects).
   std::string_view status() const override;
-  void append_metrics(std::string& out) const override { inner_->append_metrics(out); }
-  void clear_caches() override { inner_->clear_caches(); }
 
   bool open() const { return open_.load(std::memory_order_acquire); }
-  Store& inner() { return *inner_; }
 
  private:
   enum class Call { kNormal, kProbe, kRefused };
@@ -60,7 +53,6 @@ class CircuitBreakerStore final : public Store {
   void record(const Error* error, Call call);
   Micros probe_interval() const;
 
-  std::unique_ptr<Store> inner_;
   const CircuitBreakerOptions options_;
   std::atomic<int> consecutive_failures_{0};
   std::atomic<bool> open_{false};

@@ -49,8 +49,8 @@
 #include <thread>
 
 #include "spillway/clock.h"
+#include "spillway/forwarding_store.h"
 #include "spillway/lease.h"
-#include "spillway/store.h"
 
 namespace spillway {
 
@@ -64,28 +64,18 @@ struct LeaseStoreOptions {
   std::chrono::milliseconds return_grace{2000};
 };
 
-class LeaseStore final : public Store {
+class LeaseStore final : public ForwardingStore {
  public:
   explicit LeaseStore(std::unique_ptr<Store> inner, LeaseStoreOptions options = {});
   // Gives every lease's leftover back (release_all, up to 1 s), then stops.
   ~LeaseStore() override;
 
   void decide(const StoreRequest& request, AllCallback done) override;
-  void settle(const Settlement& settlement, SettleCallback done) override {
-    inner_->settle(settlement, std::move(done));
-  }
-
-  bool ready() const override { return inner_->ready(); }
-  Result<void> probe() override { return inner_->probe(); }
-  Result<void> wait_ready(std::chrono::milliseconds timeout) override {
-    return inner_->wait_ready(timeout);
-  }
-  std::string_view status() const override { return inner_->status(); }
+  // settle, ready, probe, wait_ready, status: the wrapped store's.
   void append_metrics(std::string& out) const override;
   // Forgets every remembered denial (a reset made elsewhere, a reload), then the inner store's;
   // leases keep their units.
   void clear_caches() override;
-  bool decides_inline() const override { return inner_->decides_inline(); }
 
   // Ends every lease whose time is over at `now` (default: the clock) and gives its leftover
   // back; forgets keys idle for 10 max_age. The background thread calls it.
@@ -104,8 +94,6 @@ class LeaseStore final : public Store {
     std::uint64_t local_decisions = 0;  // checks answered without the shared store
   };
   Counts counts() const;
-
-  Store& inner() { return *inner_; }
 
  public:
   struct Taken;  // units taken by a request still deciding (lease_store.cc)
@@ -130,7 +118,6 @@ class LeaseStore final : public Store {
                  std::function<void()> then = nullptr);
   void sweeper();
 
-  std::unique_ptr<Store> inner_;
   LeaseStoreOptions options_;
   std::shared_ptr<const Clock> clock_;
   std::unique_ptr<Shard[]> shards_;

@@ -21,43 +21,38 @@
 #include <string>
 #include <string_view>
 
-#include "spillway/store.h"
+#include "spillway/forwarding_store.h"
 
 namespace spillway {
 
 class RateLimitedLog;
 
-class LocalFallbackStore final : public Store {
+// The wrapped store (ForwardingStore::inner()) is the primary.
+class LocalFallbackStore final : public ForwardingStore {
  public:
   LocalFallbackStore(std::unique_ptr<Store> primary, std::unique_ptr<Store> local);
   ~LocalFallbackStore() override;
 
   void decide(const StoreRequest& request, AllCallback done) override;
   // Reservations are the primary's alone: a kReserve is never decided locally (its error is
-  // the answer), and settle() goes to the primary.
-  void settle(const Settlement& settlement, SettleCallback done) override;
+  // the answer), and settle() goes to the primary (ForwardingStore's).
 
   // It can always decide: ready while the local store is (a load balancer keeps the instance).
   bool ready() const override { return local_->ready(); }
-  // The backend's (the primary's), unlike ready(): whether the backend itself answers.
-  Result<void> probe() override { return primary_->probe(); }
-  Result<void> wait_ready(std::chrono::milliseconds timeout) override {
-    return primary_->wait_ready(timeout);
-  }
+  // probe, wait_ready, clear_caches, decides_inline: the primary's (ForwardingStore's); probe
+  // unlike ready(): whether the backend itself answers.
   std::string_view status() const override;
   void append_metrics(std::string& out) const override;
-  void clear_caches() override { primary_->clear_caches(); }
 
   // Decisions taken by the local store since construction.
   std::uint64_t local_decisions() const { return local_decisions_.load(); }
-  Store& primary() { return *primary_; }
+  Store& primary() const { return inner(); }
 
  private:
   // Whether `error` from the primary means: decide locally (and notes it).
   bool falls_back(const Error& error);
   void answered_by_primary() { on_local_.store(false, std::memory_order_relaxed); }
 
-  std::unique_ptr<Store> primary_;
   std::unique_ptr<Store> local_;
   std::unique_ptr<RateLimitedLog> log_;
   std::atomic<bool> on_local_{false};

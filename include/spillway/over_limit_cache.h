@@ -28,11 +28,11 @@
 #include <string>
 
 #include "spillway/clock.h"
-#include "spillway/store.h"
+#include "spillway/forwarding_store.h"
 
 namespace spillway {
 
-class OverLimitCache final : public Store {
+class OverLimitCache final : public ForwardingStore {
  public:
   OverLimitCache(std::unique_ptr<Store> inner, std::size_t max_entries,
                  std::shared_ptr<const Clock> clock = nullptr);
@@ -40,21 +40,12 @@ class OverLimitCache final : public Store {
 
   // A request that some key's cached denial answers is answered at once, without the backend.
   void decide(const StoreRequest& request, AllCallback done) override;
-  // Passes a settlement on (a debt may make a key deny: the cache learns it from later checks).
-  void settle(const Settlement& settlement, SettleCallback done) override;
-
-  bool ready() const override { return inner_->ready(); }
-  Result<void> probe() override { return inner_->probe(); }
-  Result<void> wait_ready(std::chrono::milliseconds timeout) override {
-    return inner_->wait_ready(timeout);
-  }
-  std::string_view status() const override { return inner_->status(); }
+  // settle: passed on (a debt may make a key deny: the cache learns it from later checks).
   void append_metrics(std::string& out) const override;
   void clear_caches() override;
 
   std::uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   std::size_t entries() const;
-  Store& inner() { return *inner_; }
 
  private:
   class Table;
@@ -71,7 +62,6 @@ class OverLimitCache final : public Store {
   void remember_all(std::span<const KeyedLimit> checks, std::int64_t cost, Micros sent,
                     const Decisions& decisions);
 
-  std::unique_ptr<Store> inner_;
   std::unique_ptr<Table> table_;
   std::shared_ptr<const Clock> clock_;
   std::atomic<std::uint64_t> hits_{0};

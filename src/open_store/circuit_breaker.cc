@@ -20,7 +20,7 @@ Error circuit_open_error(int failures) {
 
 CircuitBreakerStore::CircuitBreakerStore(std::unique_ptr<Store> inner,
                                          CircuitBreakerOptions options)
-    : inner_(std::move(inner)),
+    : ForwardingStore(std::move(inner)),
       options_(options),
       clock_(options_.clock ? options_.clock : std::make_shared<SteadyClock>()) {}
 
@@ -62,27 +62,22 @@ void CircuitBreakerStore::decide(const StoreRequest& request, AllCallback done) 
     return complete_inline(
         done, Result<Decisions>(std::unexpected(circuit_open_error(options_.failures))));
   }
-  inner_->decide(request, [this, call, done = std::move(done)](Result<Decisions> decisions) {
+  inner().decide(request, [this, call, done = std::move(done)](Result<Decisions> decisions) {
     record(decisions ? nullptr : &decisions.error(), call);
     done(std::move(decisions));
   });
 }
 
-void CircuitBreakerStore::settle(const Settlement& settlement, SettleCallback done) {
-  // Passed on as it is: a settlement is neither a probe nor a sign of the backend's health.
-  inner_->settle(settlement, std::move(done));
-}
-
 Result<void> CircuitBreakerStore::probe() {
-  Result<void> answer = inner_->probe();
+  Result<void> answer = inner().probe();
   if (answer) record(nullptr, Call::kNormal);
   return answer;
 }
 
-bool CircuitBreakerStore::ready() const { return !open() && inner_->ready(); }
+bool CircuitBreakerStore::ready() const { return !open() && inner().ready(); }
 
 std::string_view CircuitBreakerStore::status() const {
-  return open() ? "circuit_open" : inner_->status();
+  return open() ? "circuit_open" : inner().status();
 }
 
 }  // namespace spillway

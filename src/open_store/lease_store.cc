@@ -146,7 +146,7 @@ enum class Outcome { kTaken, kDenied, kMissing };
 }  // namespace
 
 LeaseStore::LeaseStore(std::unique_ptr<Store> inner, LeaseStoreOptions options)
-    : inner_(std::move(inner)),
+    : ForwardingStore(std::move(inner)),
       options_(options),
       clock_(options.clock ? options.clock : std::make_shared<SystemClock>()),
       shards_(std::make_unique<Shard[]>(kShards)) {
@@ -161,7 +161,7 @@ LeaseStore::~LeaseStore() {
   stop_cv_.notify_all();
   if (sweeper_.joinable()) sweeper_.join();
   release_all();
-  inner_.reset();  // its last callbacks run while this object is whole
+  destroy_inner();  // its last callbacks run while this object is whole
 }
 
 void LeaseStore::sweeper() {
@@ -213,14 +213,14 @@ void LeaseStore::decide(const StoreRequest& request, AllCallback done) {
         shard.entries.erase(it);
       }
     }
-    inner_->decide(request, std::move(done));
+    inner().decide(request, std::move(done));
     return;
   }
   bool any = false;
   for (std::size_t i = 0; i < checks.size(); ++i)
     any = any || leased(checks[i], request.cost_of(i));
   if (!any) {
-    inner_->decide(request, std::move(done));
+    inner().decide(request, std::move(done));
     return;
   }
   attempt(request, done, nullptr);
@@ -309,7 +309,7 @@ void LeaseStore::attempt(const StoreRequest& request, AllCallback& done,
     if (!pending) pending = std::make_shared<Pending>(request, std::move(done));
     if (++pending->rounds > kMaxRounds) {
       // Leases kept running out under contention: decide this one exactly.
-      inner_->decide(pending->owned.request, std::move(pending->done));
+      inner().decide(pending->owned.request, std::move(pending->done));
       return;
     }
     {
@@ -361,7 +361,7 @@ void LeaseStore::attempt(const StoreRequest& request, AllCallback& done,
     complete_inline(done, Result<Decisions>(std::unexpected(sub.error())));
     return;
   }
-  inner_->decide(*sub, [this, done = std::move(done), pending = std::move(pending),
+  inner().decide(*sub, [this, done = std::move(done), pending = std::move(pending),
                         out = std::move(out), taken = std::move(taken),
                         exact_at = std::move(exact_at), put_back](Result<Decisions> got) mutable {
     if (!got) {
@@ -477,7 +477,7 @@ void LeaseStore::send_acquire(Shard* shard, Entry* entry, std::int64_t size, std
     return;
   }
   acquire_calls_.fetch_add(1, std::memory_order_relaxed);
-  inner_->decide(*request, [this, shard, entry, size, need, given, sent, max_age, retried,
+  inner().decide(*request, [this, shard, entry, size, need, given, sent, max_age, retried,
                             id = std::move(id)](Result<Decisions> got) mutable {
     std::vector<std::function<void(Result<void>)>> waiters;
     if (got && !(*got)[0].allowed && !retried && size > need && (*got)[0].retry_after != kNever) {
@@ -524,7 +524,7 @@ void LeaseStore::give_back(std::string id, std::int64_t used, std::int64_t unuse
   return_calls_.fetch_add(1, std::memory_order_relaxed);
   returns_in_flight_.fetch_add(1, std::memory_order_relaxed);
   Settlement settlement{.id = id, .cancel = used == 0, .cost = used, .now = now};
-  inner_->settle(settlement, [this, unused, then = std::move(then)](Result<Settled> settled) {
+  inner().settle(settlement, [this, unused, then = std::move(then)](Result<Settled> settled) {
     std::int64_t refunded = 0;
     if (settled) {
       for (const SettledLayer& layer : *settled) refunded += layer.refunded;
@@ -576,7 +576,7 @@ void LeaseStore::clear_caches() {
       entry.denied_forever = false;
     }
   }
-  inner_->clear_caches();
+  inner().clear_caches();
 }
 
 void LeaseStore::release_all(std::chrono::milliseconds timeout) {
@@ -612,7 +612,7 @@ LeaseStore::Counts LeaseStore::counts() const {
 }
 
 void LeaseStore::append_metrics(std::string& out) const {
-  inner_->append_metrics(out);
+  inner().append_metrics(out);
   const Counts c = counts();
   append_metric_family(out, "spillway_lease_units", MetricType::kGauge,
                        "Units of quota leases: held now (charged to the shared store, not yet "

@@ -10,7 +10,7 @@
 namespace spillway {
 
 LocalFallbackStore::LocalFallbackStore(std::unique_ptr<Store> primary, std::unique_ptr<Store> local)
-    : primary_(std::move(primary)),
+    : ForwardingStore(std::move(primary)),
       local_(std::move(local)),
       log_(std::make_unique<RateLimitedLog>()) {}
 
@@ -28,7 +28,7 @@ bool LocalFallbackStore::falls_back(const Error& error) {
 void LocalFallbackStore::decide(const StoreRequest& request, AllCallback done) {
   // Copies of the keys and limits: the caller's may be gone when the primary answers.
   auto owned = std::make_shared<const OwnedRequest>(request);
-  primary_->decide(
+  inner().decide(
       request, [this, owned, done = std::move(done)](Result<Decisions> decisions) mutable {
         if (decisions) {
           answered_by_primary();
@@ -47,16 +47,12 @@ void LocalFallbackStore::decide(const StoreRequest& request, AllCallback done) {
       });
 }
 
-void LocalFallbackStore::settle(const Settlement& settlement, SettleCallback done) {
-  primary_->settle(settlement, std::move(done));  // reservations are the primary's only
-}
-
 std::string_view LocalFallbackStore::status() const {
-  return on_local_.load(std::memory_order_relaxed) ? "local_fallback" : primary_->status();
+  return on_local_.load(std::memory_order_relaxed) ? "local_fallback" : inner().status();
 }
 
 void LocalFallbackStore::append_metrics(std::string& out) const {
-  primary_->append_metrics(out);
+  inner().append_metrics(out);
   append_metric_family(out, "spillway_local_fallback_decisions_total", MetricType::kCounter,
                        "Checks decided by the in-process limiter because the backend failed "
                        "(on_error: local).");

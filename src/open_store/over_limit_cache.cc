@@ -98,7 +98,7 @@ Decision not_consulted(const Limit& limit) {
 
 OverLimitCache::OverLimitCache(std::unique_ptr<Store> inner, std::size_t max_entries,
                                std::shared_ptr<const Clock> clock)
-    : inner_(std::move(inner)),
+    : ForwardingStore(std::move(inner)),
       table_(std::make_unique<Table>(max_entries)),
       clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()) {}
 
@@ -166,28 +166,24 @@ void OverLimitCache::decide(const StoreRequest& request, AllCallback done) {
     // Counters forgotten: no denial remembered may answer for them. All are dropped (an exact
     // cache only costs backend calls when empty; a reset is an operator's rare act).
     table_->clear();
-    return inner_->decide(request, std::move(done));
+    return inner().decide(request, std::move(done));
   }
   // Usage charged after the work: never answered here, and its decisions deny nothing.
-  if (request.operation() == Operation::kCharge) return inner_->decide(request, std::move(done));
+  if (request.operation() == Operation::kCharge) return inner().decide(request, std::move(done));
   const Micros sent = time(request.now());
   if (std::optional<Decisions> cached = cached_all(request.checks(), request.cost(), sent)) {
     return complete_inline(done, Result<Decisions>(std::move(*cached)));
   }
   // Copies of the keys and limits: the caller's may be gone when the backend answers.
   auto owned = std::make_shared<const OwnedRequest>(request);
-  inner_->decide(request, [this, owned, sent, done = std::move(done)](Result<Decisions> decisions) {
+  inner().decide(request, [this, owned, sent, done = std::move(done)](Result<Decisions> decisions) {
     if (decisions) remember_all(owned->checks, owned->request.cost(), sent, *decisions);
     done(std::move(decisions));
   });
 }
 
-void OverLimitCache::settle(const Settlement& settlement, SettleCallback done) {
-  inner_->settle(settlement, std::move(done));
-}
-
 void OverLimitCache::append_metrics(std::string& out) const {
-  inner_->append_metrics(out);
+  inner().append_metrics(out);
   append_metric_family(out, "spillway_over_limit_cache_hits_total", MetricType::kCounter,
                        "Checks denied by the local over-limit cache without a backend call.");
   append_metric_sample(out, "spillway_over_limit_cache_hits_total", {}, hits());
@@ -198,7 +194,7 @@ void OverLimitCache::append_metrics(std::string& out) const {
 
 void OverLimitCache::clear_caches() {
   table_->clear();
-  inner_->clear_caches();
+  inner().clear_caches();
 }
 
 std::size_t OverLimitCache::entries() const { return table_->size(); }
