@@ -293,7 +293,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
          .on_error = config->rls.on_error,
          .ready = [shared_store] { return shared_store->ready(); },
          .tls = config->server.tls,
-         .quota_shares = std::move(*shares)},
+         .quota_shares = std::move(*shares),
+         .log_calls = config->server.access_log && config->server.log_json},
         *engine, grpc_metrics);
     if (!started) {  // before anything said "listening"
       err << "spillway serve: " << started.error().message << std::endl;
