@@ -5,6 +5,12 @@
 // nothing. On the memory backend the state lives in the serving process, so only keys are shown. So
 // digested Redis keys stay debuggable: whoever knows a caller's attributes finds the caller's keys;
 // whoever reads Redis does not learn the callers.
+//
+// spillway inspect --admin URL --token-file FILE NAME=VALUE...: the same, answered by a running
+// server (GET /v1/inspect on its admin listener, src/server/admin_service.h): its policy in force,
+// its tenant records and its store, so the memory backend's state is shown too. The client is
+// `spillway tenants`' (src/cli/admin_client.h); the text is the same, after a line naming the
+// server, and --json prints the server's object as it is.
 #pragma once
 
 #include <iosfwd>
@@ -12,7 +18,9 @@
 namespace spillway::cli {
 
 // Returns the exit status: 0 printed, 1 a config, policy or backend error (a layer whose state
-// could not be read included), 2 bad arguments.
+// could not be read included; with --admin: the server could not be reached, refused the token,
+// has no /v1/inspect or answered another error), 2 bad arguments (with --admin: the server's 400
+// too).
 int run_inspect(int argc, char** argv, int first, std::ostream& out, std::ostream& err);
 
 }  // namespace spillway::cli

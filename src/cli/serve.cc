@@ -21,6 +21,7 @@
 #include "src/grpc/grpc_metrics.h"
 #include "src/grpc/rls_grpc_server.h"
 #include "src/open_store/open_quota_shares.h"
+#include "src/redis/storage_key.h"
 #include "src/rls/rls_engine.h"
 #include "src/rls/rls_watcher.h"
 #include "src/server/http_server.h"
@@ -215,10 +216,23 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
   std::unique_ptr<server::AdminService> admin;
   std::unique_ptr<server::HttpServer> admin_server;
   if (checked.admin_listen) {
+    // GET /v1/inspect names the backend and, on Redis, the key names as `spillway inspect` does.
+    server::InspectBackend inspect_backend{.url = printable_url(config->backend.url)};
+    const BackendScheme* backend_scheme = find_backend_scheme(config->backend.url);
+    if (backend_scheme != nullptr && backend_scheme->kind != BackendKind::kMemory) {
+      const RedisStoreOptions& redis = backend_options.redis;
+      inspect_backend.key_names = std::string(key_hash_name(redis.key_hash.hash));
+      if (Result<KeyDigest> digest = KeyDigest::make(redis.key_hash)) {
+        inspect_backend.stored_name = [prefix = redis.key_prefix, digest = std::move(*digest)](
+                                          std::string_view key, const Limit& limit) {
+          return redis::storage_key(prefix, digest, key, limit);
+        };
+      }
+    }
     admin = std::make_unique<server::AdminService>(
         tenants, (*service)->store(), std::move(checked.admin_tokens),
         [handler] { return handler->current_policy(); }, stderr_lines("spillway audit: "),
-        [handler] { return handler->ipv6_prefix(); });
+        [handler] { return handler->ipv6_prefix(); }, std::move(inspect_backend));
     server::HttpServerOptions options;
     options.host = checked.admin_listen->host;
     options.port = checked.admin_listen->port;
@@ -279,7 +293,8 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
          .on_error = config->rls.on_error,
          .ready = [shared_store] { return shared_store->ready(); },
          .tls = config->server.tls,
-         .quota_shares = std::move(*shares)},
+         .quota_shares = std::move(*shares),
+         .log_calls = config->server.access_log && config->server.log_json},
         *engine, grpc_metrics);
     if (!started) {  // before anything said "listening"
       err << "spillway serve: " << started.error().message << std::endl;

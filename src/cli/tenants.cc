@@ -1,14 +1,12 @@
 #include "src/cli/tenants.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <boost/json.hpp>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "src/cli/admin_client.h"
 #include "src/cli/args.h"
 #include "src/cli/nearest.h"
 #include "src/server/admin_service.h"
@@ -18,95 +16,19 @@ namespace {
 namespace http = boost::beast::http;
 namespace json = boost::json;
 
-struct Answer {
-  int status = 0;
-  std::string body;
-};
-
-struct Endpoint {
-  std::string host;
-  std::string port;
-};
-
-Result<Endpoint> parse_admin_url(const std::string& url) {
-  constexpr std::string_view kScheme = "http://";
-  if (!url.starts_with(kScheme)) {
-    return invalid_argument("--admin " + url + ": expected http://host:port (server.admin_listen)");
-  }
-  std::string rest = url.substr(kScheme.size());
-  if (const std::size_t slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
-  const std::size_t colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
-    return invalid_argument("--admin " + url + ": expected http://host:port");
-  }
-  std::string host = rest.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return Endpoint{host, rest.substr(colon + 1)};
-}
-
-Result<Answer> request(const Endpoint& endpoint, const std::string& token, http::verb method,
-                       const std::string& target, std::string body = "",
-                       const std::string& content_type = "application/json") {
-  try {
-    boost::asio::io_context io;
-    boost::asio::ip::tcp::resolver resolver(io);
-    boost::asio::ip::tcp::socket socket(io);
-    boost::asio::connect(socket, resolver.resolve(endpoint.host, endpoint.port));
-    http::request<http::string_body> req(method, target, 11);
-    req.set(http::field::host, endpoint.host);
-    req.set(http::field::authorization, "Bearer " + token);
-    if (!body.empty() || method == http::verb::put || method == http::verb::post) {
-      req.set(http::field::content_type, content_type);
-      req.body() = std::move(body);
-      req.prepare_payload();
-    }
-    http::write(socket, req);
-    boost::beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(std::uint64_t{1} << 30);
-    http::read(socket, buffer, parser);
-    boost::system::error_code ignored;
-    socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
-    return Answer{static_cast<int>(parser.get().result_int()), parser.get().body()};
-  } catch (const boost::system::system_error& e) {
-    return std::unexpected(
-        Error{Errc::kUnavailable,
-              "admin API at " + endpoint.host + ":" + endpoint.port + ": " + e.code().message()});
-  }
-}
-
-// Text as one path segment or query value: every byte but letters, digits and -._~
-// percent-encoded.
-std::string path_segment(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      static constexpr char kHex[] = "0123456789ABCDEF";
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
-// A tenant's key as the segment after /v1/tenants/: path_segment, and a key whose segment would
+// A tenant's key as the segment after /v1/tenants/: percent_encoded, and a key whose segment would
 // name something else (the import route, /v1/tenants/import, or the dot segments "." and "..",
 // which a proxy on the way may resolve) with its first byte encoded too: the admin API routes by
 // the path as sent and decodes the key after, so every key is reachable.
 std::string key_segment(std::string_view key) {
-  std::string out = path_segment(key);
+  std::string out = percent_encoded(key);
   if (out == "import" || out == "." || out == "..") {
     out = std::string(out[0] == 'i' ? "%69" : "%2E") + out.substr(1);
   }
   return out;
 }
 
-int print_answer(const Result<Answer>& answer, std::ostream& out, std::ostream& err) {
+int print_answer(const Result<AdminAnswer>& answer, std::ostream& out, std::ostream& err) {
   if (!answer) {
     err << "spillway tenants: " << answer.error().message << "\n";
     return 1;
@@ -115,14 +37,7 @@ int print_answer(const Result<Answer>& answer, std::ostream& out, std::ostream& 
     out << answer->body << "\n";
     return 0;
   }
-  std::string message = answer->body;
-  boost::system::error_code ec;
-  json::value value = json::parse(answer->body, ec);
-  if (!ec && value.is_object() && value.as_object().contains("error") &&
-      value.as_object().at("error").is_string()) {
-    message = std::string(value.as_object().at("error").as_string());
-  }
-  err << "spillway tenants: " << answer->status << ": " << message << "\n";
+  err << "spillway tenants: " << answer->status << ": " << admin_error_message(*answer) << "\n";
   return 1;
 }
 
@@ -190,22 +105,23 @@ int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream
       record["limits"] = std::move(by_layer);
     }
     if (record.empty()) return usage("set needs --plan, --limit or --blocked");
-    return print_answer(request(*endpoint, token, http::verb::put,
-                                "/v1/tenants/" + key_segment(words[1]), json::serialize(record)),
-                        out, err);
+    return print_answer(
+        admin_request(*endpoint, token, http::verb::put, "/v1/tenants/" + key_segment(words[1]),
+                      json::serialize(record)),
+        out, err);
   }
   if (command == "reset") {
     const auto layer = args->get("layer");
     if (!layer) return usage("reset needs --layer (the layer whose counters to forget)");
-    return print_answer(
-        request(*endpoint, token, http::verb::delete_,
-                "/v1/tenants/" + key_segment(words[1]) + "/counters/" + path_segment(*layer)),
-        out, err);
+    return print_answer(admin_request(*endpoint, token, http::verb::delete_,
+                                      "/v1/tenants/" + key_segment(words[1]) + "/counters/" +
+                                          percent_encoded(*layer)),
+                        out, err);
   }
   if (command == "get" || command == "delete") {
     return print_answer(
-        request(*endpoint, token, command == "get" ? http::verb::get : http::verb::delete_,
-                "/v1/tenants/" + key_segment(words[1])),
+        admin_request(*endpoint, token, command == "get" ? http::verb::get : http::verb::delete_,
+                      "/v1/tenants/" + key_segment(words[1])),
         out, err);
   }
   if (command == "import") {
@@ -225,8 +141,8 @@ int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream
       body = buffer.str();
     }
     const bool csv = words[1].ends_with(".csv");
-    return print_answer(request(*endpoint, token, http::verb::post, "/v1/tenants/import",
-                                std::move(body), csv ? "text/csv" : "application/x-ndjson"),
+    return print_answer(admin_request(*endpoint, token, http::verb::post, "/v1/tenants/import",
+                                      std::move(body), csv ? "text/csv" : "application/x-ndjson"),
                         out, err);
   }
   // list: one page, or every page with --all (one JSON answer per line; with --json, one
@@ -239,9 +155,9 @@ int run_tenants(int argc, char** argv, int first, std::istream& in, std::ostream
   json::value last_total;
   while (true) {
     std::string target = "/v1/tenants?limit=" + std::to_string(page_size->value_or(100));
-    if (auto plan = args->get("plan")) target += "&plan=" + path_segment(*plan);
-    if (!cursor.empty()) target += "&cursor=" + path_segment(cursor);
-    auto answer = request(*endpoint, token, http::verb::get, target);
+    if (auto plan = args->get("plan")) target += "&plan=" + percent_encoded(*plan);
+    if (!cursor.empty()) target += "&cursor=" + percent_encoded(cursor);
+    auto answer = admin_request(*endpoint, token, http::verb::get, target);
     std::ostringstream page;
     if (const int status = print_answer(answer, one_document ? page : out, err); status != 0) {
       return status;

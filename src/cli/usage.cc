@@ -264,17 +264,25 @@ std::vector<Help> all_help() {
   help.push_back(
       {"inspect",
        "show a request's keys and their state",
-       "inspect [--config FILE] [--backend URL] [--json] NAME=VALUE...",
+       "inspect [--config FILE] [--backend URL] [--json] NAME=VALUE... | inspect --admin URL "
+       "--token-file FILE [--json] NAME=VALUE...",
        "For a request with these attributes (api_key=..., ip=..., endpoint=...), prints each layer "
        "that applies: its limit, its key, the name the backend stores it under (a digest unless "
        "backend.key_hash is none) and its state now, read with a check of cost 0 that changes "
-       "nothing.",
+       "nothing. The memory backend's state lives in the serving process: --admin asks a running "
+       "serve (its policy, tenant records and store) through its admin API.",
        {{"NAME=VALUE", "one attribute of the request, as POST /v1/check takes it", "at least one"},
         {"--config FILE", "the YAML config serve runs with", "default: the built-in policy"},
         {"--backend URL", "replaces backend.url", "default: the config's"},
+        {"--admin URL",
+         "ask the server whose admin listener (server.admin_listen) this is, http://host:port, "
+         "instead of reading the config and the backend here; not with --config or --backend",
+         "default: none"},
+        {"--token-file FILE", "with --admin: a file whose first token is sent as the bearer token",
+         "required with --admin"},
         {"--json",
          "print one JSON object: backend, key_names, layers [{name, shadow, plan, limit, blocked, "
-         "key, redis_key, now {remaining, limit, reset_after_us}}]",
+         "key, redis_key, now {remaining, limit, reset_after_us}}]; with --admin, the server's",
          "default: text"}},
        ""});
 

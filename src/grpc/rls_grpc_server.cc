@@ -16,8 +16,13 @@
 
 #include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "src/core/text.h"
 #include "src/grpc/quota_grpc_service.h"
 #include "src/grpc/rls_convert.h"
+#include "src/server/access_log.h"
+#include "src/server/decision_log_fields.h"
+#include "src/server/json_text.h"
+#include "src/server/trace_context.h"
 
 namespace spillway::grpc_server {
 namespace {
@@ -84,10 +89,60 @@ class CaptureGrpcLog {
   std::vector<std::string> lines_;  // guarded by grpc_log_mutex
 };
 
+// The name of a gRPC status code, as grpc/status.h spells it ("OK", "UNAVAILABLE").
+std::string_view status_name(::grpc::StatusCode code) {
+  static constexpr std::string_view kNames[] = {"OK",
+                                                "CANCELLED",
+                                                "UNKNOWN",
+                                                "INVALID_ARGUMENT",
+                                                "DEADLINE_EXCEEDED",
+                                                "NOT_FOUND",
+                                                "ALREADY_EXISTS",
+                                                "PERMISSION_DENIED",
+                                                "RESOURCE_EXHAUSTED",
+                                                "FAILED_PRECONDITION",
+                                                "ABORTED",
+                                                "OUT_OF_RANGE",
+                                                "UNIMPLEMENTED",
+                                                "INTERNAL",
+                                                "UNAVAILABLE",
+                                                "DATA_LOSS",
+                                                "UNAUTHENTICATED"};
+  const auto index = static_cast<std::size_t>(code);
+  return index < std::size(kNames) ? kNames[index] : "UNKNOWN";
+}
+
+// The client's address as the HTTP access log shows a peer: gRPC's "ipv4:127.0.0.1:5000" is
+// "127.0.0.1", "ipv6:[::1]:5000" (or "ipv6:%5B::1%5D:5000") is "::1"; anything else as gRPC
+// wrote it.
+std::string peer_address(std::string_view peer) {
+  std::string address;
+  if (peer.starts_with("ipv4:") || peer.starts_with("ipv6:")) {
+    address = percent_decoded(peer.substr(5)).value_or(std::string(peer.substr(5)));
+    if (const std::size_t colon = address.rfind(':'); colon != std::string::npos) {
+      address.resize(colon);  // the port
+    }
+    if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
+      address = address.substr(1, address.size() - 2);
+    }
+    return address;
+  }
+  return std::string(peer);
+}
+
+// What one call's access log line knows before the call is decided.
+struct CallLog {
+  std::string peer;
+  std::string domain;    // a domain of the rules in force, or "other"
+  std::string trace_id;  // empty: no valid traceparent
+};
+
 class RateLimitService final : public pb::RateLimitService::CallbackService {
  public:
-  RateLimitService(rls::RlsEngine& engine, GrpcMetrics& metrics, policy::RlsOnError on_error)
-      : engine_(engine), metrics_(metrics), on_error_(on_error) {}
+  // `log`: where each call's access log line goes; null: no lines.
+  RateLimitService(rls::RlsEngine& engine, GrpcMetrics& metrics, policy::RlsOnError on_error,
+                   server::AccessLog* log)
+      : engine_(engine), metrics_(metrics), on_error_(on_error), log_(log) {}
 
   ::grpc::ServerUnaryReactor* ShouldRateLimit(::grpc::CallbackServerContext* context,
                                               const pb::RateLimitRequest* request,
@@ -95,18 +150,70 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
     ::grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     const Clock::time_point started = Clock::now();
     const std::size_t descriptors = static_cast<std::size_t>(request->descriptors_size());
-    engine_.should_rate_limit(from_proto(*request), [this, reactor, response, started,
-                                                     descriptors](Result<rls::RlsResponse> result) {
+    std::shared_ptr<const CallLog> log;
+    if (log_ != nullptr) log = call_log(*context, request->domain());
+    engine_.should_rate_limit(from_proto(*request), [this, reactor, response, started, descriptors,
+                                                     log](Result<rls::RlsResponse> result) {
       ::grpc::Status status = answer(result, descriptors, *response);
-      metrics_.call(
-          static_cast<int>(status.error_code()),
-          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
+      const std::int64_t us =
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
+      metrics_.call(static_cast<int>(status.error_code()), us);
+      if (log) write_log(*log, status, result, descriptors, us);
       reactor->Finish(status);
     });
     return reactor;
   }
 
  private:
+  std::shared_ptr<const CallLog> call_log(const ::grpc::CallbackServerContext& context,
+                                          const std::string& domain) const {
+    auto log = std::make_shared<CallLog>();
+    log->peer = peer_address(context.peer());
+    // A domain no rule names is the caller's own text: not written.
+    const std::shared_ptr<const rls::RlsRules> rules = engine_.rules();
+    log->domain = rules != nullptr && rules->domains.contains(domain) ? domain : "other";
+    const auto& metadata = context.client_metadata();
+    if (auto found = metadata.find("traceparent"); found != metadata.end()) {
+      const std::string_view value(found->second.data(), found->second.size());
+      if (std::optional<std::string> id = server::trace_id_of(value)) log->trace_id = *id;
+    }
+    return log;
+  }
+
+  // The call's access log line (the members of its JSON object; AccessLog adds ts and level).
+  void write_log(const CallLog& log, const ::grpc::Status& status,
+                 const Result<rls::RlsResponse>& result, std::size_t descriptors,
+                 std::int64_t us) const {
+    std::string line =
+        "\"msg\":\"request\",\"protocol\":\"grpc\",\"method\":\"POST\",\"path\":\"/"
+        "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit\",\"grpc_status\":";
+    server::append_json_string(line, status_name(status.error_code()));
+    line.append(",\"latency_us\":").append(std::to_string(us)).append(",\"peer\":");
+    server::append_json_string(line, server::utf8_or_escaped(log.peer));
+    line.append(",\"domain\":");
+    server::append_json_string(line, server::utf8_or_escaped(log.domain));
+    line.append(",\"descriptors\":").append(std::to_string(descriptors));
+    if (result) {
+      std::size_t over = 0;
+      for (const rls::DescriptorStatus& d : result->statuses) {
+        over += d.code == rls::Code::kOverLimit ? 1 : 0;
+      }
+      line.append(result->overall_code == rls::Code::kOverLimit ? ",\"allowed\":false"
+                                                                : ",\"allowed\":true");
+      line.append(",\"over_limit\":").append(std::to_string(over));
+    } else if (result.error().code != Errc::kInvalidArgument) {
+      if (on_error_ == policy::RlsOnError::kError) {
+        line.append(",\"backend_error\":");
+        server::append_json_string(line, errc_name(result.error().code));
+      } else {
+        line.append(",").append(server::backend_error_log_fields(
+            result.error(), on_error_ == policy::RlsOnError::kAllow));
+      }
+    }
+    if (!log.trace_id.empty()) line.append(",\"trace_id\":\"").append(log.trace_id).append("\"");
+    log_->write(line);
+  }
+
   ::grpc::Status answer(const Result<rls::RlsResponse>& result, std::size_t descriptors,
                         pb::RateLimitResponse& response) const {
     if (result) {
@@ -135,6 +242,7 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
   rls::RlsEngine& engine_;
   GrpcMetrics& metrics_;
   const policy::RlsOnError on_error_;
+  server::AccessLog* const log_;
 };
 
 // A whole PEM file, or an error naming the server.tls field and the file.
@@ -174,6 +282,8 @@ Result<std::shared_ptr<::grpc::ServerCredentials>> tls_credentials(
 }  // namespace
 
 struct RlsGrpcServer::Impl {
+  // Each call's access log line (options.log_calls); declared first, so it goes last.
+  std::unique_ptr<server::AccessLog> access_log;
   std::unique_ptr<RateLimitService> service;
   // Envoy's Rate Limit Quota Service beside it, on the same rules and store.
   std::unique_ptr<rls::QuotaService> quota;
@@ -186,6 +296,7 @@ struct RlsGrpcServer::Impl {
   std::condition_variable stop_cv;
   bool stopping = false;
   std::thread health_thread;
+  std::thread log_thread;  // flushes access_log's block of lines to stderr
 
   void set_health(bool serving) {
     if (::grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
@@ -208,6 +319,16 @@ struct RlsGrpcServer::Impl {
       lock.lock();
     }
   }
+
+  void flush_log() {
+    std::unique_lock lock(mutex);
+    while (
+        !stop_cv.wait_for(lock, server::AccessLog::kFlushInterval, [this] { return stopping; })) {
+      lock.unlock();
+      access_log->flush();
+      lock.lock();
+    }
+  }
 };
 
 RlsGrpcServer::RlsGrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -225,7 +346,11 @@ Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions
   ::grpc::EnableDefaultHealthCheckService(true);
   ::grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   auto impl = std::make_unique<Impl>();
-  impl->service = std::make_unique<RateLimitService>(engine, metrics, options.on_error);
+  if (options.log_calls) {
+    impl->access_log = std::make_unique<server::AccessLog>(options.access_log, true);
+  }
+  impl->service =
+      std::make_unique<RateLimitService>(engine, metrics, options.on_error, impl->access_log.get());
   impl->quota = std::make_unique<rls::QuotaService>(
       engine.store(), [&engine] { return engine.rules(); }, options.on_error,
       engine.options().clock, engine.options().tenants, options.quota_shares);
@@ -257,6 +382,9 @@ Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions
     impl->ready = options.ready;
     impl->health_thread = std::thread([raw = impl.get()] { raw->watch_health(); });
   }
+  if (impl->access_log && impl->access_log->buffered()) {
+    impl->log_thread = std::thread([raw = impl.get()] { raw->flush_log(); });
+  }
   return std::unique_ptr<RlsGrpcServer>(new RlsGrpcServer(std::move(impl)));
 }
 
@@ -270,9 +398,11 @@ void RlsGrpcServer::stop(std::chrono::milliseconds grace) {
   }
   impl_->stop_cv.notify_all();
   if (impl_->health_thread.joinable()) impl_->health_thread.join();
+  if (impl_->log_thread.joinable()) impl_->log_thread.join();
   impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
   impl_->server->Wait();
   impl_->server.reset();
+  if (impl_->access_log) impl_->access_log->flush();  // the lines of the last calls
 }
 
 }  // namespace spillway::grpc_server

@@ -14,6 +14,16 @@
 // Logging: start() routes gRPC core's own log lines (gpr_log, process-wide) to stderr as single
 // lines "spillway: gRPC ERROR: …"; an address it cannot bind is start()'s one error, "cannot
 // listen for gRPC on HOST:PORT: address in use" (or the reason), with gRPC's lines folded in.
+// With options.log_calls, each ShouldRateLimit call is one access log line, a JSON object as the
+// HTTP listener's (src/server/access_log.h), written when the call is answered:
+//   {"ts":…,"level":"info","msg":"request","protocol":"grpc","method":"POST",
+//    "path":"/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit","grpc_status":"OK",
+//    "latency_us":85,"peer":"127.0.0.1","domain":"edge","descriptors":2,"allowed":false,
+//    "over_limit":1,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"}
+// `domain` is a domain of the rules in force, or "other"; a backend error adds backend_error (its
+// kind) and, when rls.on_error answered, on_error; `trace_id` is that of a valid W3C
+// `traceparent` in the call's metadata (src/server/trace_context.h), absent otherwise. No
+// descriptor entry (a caller's key or address) is ever in the line. RLQS streams write none.
 //
 // Thread safety: the engine is called from gRPC's threads; stop() from one thread. Ownership:
 // uses `engine` and `metrics`, which must outlive the server.
@@ -42,6 +52,12 @@ struct RlsGrpcOptions {
   std::optional<policy::ServerTlsConfig> tls;
   // Where RLQS streams' demands meet (every server of the backend); none: this process.
   std::shared_ptr<QuotaShares> quota_shares;
+  // One JSON access log line per ShouldRateLimit call (server.access_log with server.log_format:
+  // json); false: none.
+  bool log_calls = false;
+  // Where those lines go, one call per line (tests); none: stderr, in blocks flushed every
+  // AccessLog::kFlushInterval.
+  std::function<void(std::string_view)> access_log;
 };
 
 class RlsGrpcServer {

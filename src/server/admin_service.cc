@@ -8,6 +8,7 @@
 #include <set>
 
 #include "src/core/text.h"
+#include "src/policy/caller_value.h"
 #include "src/policy/names.h"
 #include "src/server/ascii.h"
 #include "src/server/csv_fields.h"
@@ -20,6 +21,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::string_view kTenantsPath = "/v1/tenants";
+constexpr std::string_view kInspectPath = "/v1/inspect";
 constexpr std::size_t kMaxPage = 1000;
 
 // Bodies larger than kMaxRecordBodyBytes are only for the import: the 413 every other path gets.
@@ -235,13 +237,14 @@ AdminService::AdminService(std::shared_ptr<TenantDirectory> tenants, Store& stor
                            std::vector<AdminToken> tokens,
                            std::function<std::shared_ptr<const policy::Policy>()> policy,
                            std::function<void(const std::string&)> audit,
-                           std::function<int()> ipv6_prefix)
+                           std::function<int()> ipv6_prefix, InspectBackend inspect_backend)
     : tenants_(std::move(tenants)),
       store_(store),
       token_digest_(*KeyDigest::make({})),
       policy_(std::move(policy)),
       audit_(std::move(audit)),
-      ipv6_prefix_(std::move(ipv6_prefix)) {
+      ipv6_prefix_(std::move(ipv6_prefix)),
+      inspect_backend_(std::move(inspect_backend)) {
   replace_tokens(std::move(tokens));
 }
 
@@ -271,7 +274,9 @@ std::size_t AdminService::token_count() const { return tokens()->size(); }
 
 std::string AdminService::logged_path(std::string_view path) {
   path = path.substr(0, path.find('?'));
-  if (path == "-" || path == kTenantsPath || path == "/v1/tenants/import") return std::string(path);
+  if (path == "-" || path == kTenantsPath || path == "/v1/tenants/import" || path == kInspectPath) {
+    return std::string(path);
+  }
   constexpr std::string_view kPrefix = "/v1/tenants/";
   if (path.starts_with(kPrefix)) {
     // Whatever follows the key is masked too: with an unencoded '/', part of the key is there.
@@ -365,9 +370,17 @@ void AdminService::handle(HttpRequest request, Responder respond) {
     }
     return respond(import(*who, request));
   }
+  if (path == kInspectPath) {
+    if (request.method != "GET") {
+      HttpResponse response = error_response(405, "use GET on /v1/inspect");
+      response.headers.emplace_back("Allow", "GET");
+      return respond(std::move(response));
+    }
+    return respond(inspect(query));
+  }
   if (!path.starts_with("/v1/tenants/")) {
     return respond(error_response(404, "no such admin endpoint: " + std::string(path) +
-                                           " (the admin API serves /v1/tenants)"));
+                                           " (the admin API serves /v1/tenants and /v1/inspect)"));
   }
   std::string_view segment = path.substr(std::string_view("/v1/tenants/").size());
   std::optional<std::string_view> counters;  // /v1/tenants/{key}/counters/{layer}
@@ -501,6 +514,77 @@ HttpResponse AdminService::reset(const std::string& who, const std::string& key,
     out += "}";
   }
   return json_response(200, std::move(out));
+}
+
+HttpResponse AdminService::inspect(std::string_view query) const {
+  const std::shared_ptr<const policy::Policy> policy = policy_();
+  const std::vector<std::string>& used = policy->attributes_used();
+  if (query.empty()) {
+    return error_response(400,
+                          "give the request's attributes as query parameters, e.g. "
+                          "/v1/inspect?api_key=...&ip=203.0.113.7&endpoint=/search");
+  }
+  policy::Attributes attributes;
+  for (std::size_t number = 1;; ++number) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.empty()) {
+      return error_response(400,
+                            "an empty parameter ('&' at an end or twice in a row): each "
+                            "parameter is NAME=VALUE");
+    }
+    const std::size_t equals = pair.find('=');
+    // Only the part before '=' is ever quoted back: a value may be a caller's key.
+    if (equals == std::string_view::npos) {
+      return error_response(
+          400, "parameter " + std::to_string(number) + " has no '=': each parameter is NAME=VALUE");
+    }
+    const auto name = percent_decoded(pair.substr(0, equals));
+    if (!name) return error_response(400, "a parameter's name has a malformed %-escape");
+    if (name->empty()) {
+      return error_response(400, "a parameter has an empty name (=VALUE): each is NAME=VALUE");
+    }
+    if (!std::binary_search(used.begin(), used.end(), *name)) {
+      std::string known;
+      for (const std::string& attribute : used) known += (known.empty() ? "" : ", ") + attribute;
+      return error_response(
+          400, "unknown attribute " + quote_for_error(*name, 64) + ": the policy uses " + known);
+    }
+    auto value = percent_decoded(pair.substr(equals + 1));
+    if (!value) {
+      return error_response(400,
+                            "attribute " + quote_for_error(*name) + " has a malformed %-escape");
+    }
+    if (value->size() > kMaxKeyBytes) {
+      return error_response(400, "attribute " + quote_for_error(*name) + " is " +
+                                     std::to_string(value->size()) + " bytes, over the " +
+                                     std::to_string(kMaxKeyBytes) + "-byte bound");
+    }
+    if (*name == policy::kIpAttribute) {
+      // As the decision endpoints key it; the key form ("10.0.0.1/32") is taken too.
+      auto ip = policy::ip_attribute_key(*value, ipv6_prefix_(), true);
+      if (!ip) return error_response(400, ip.error().message);
+      value = std::move(*ip);
+    }
+    if (!attributes.emplace(*name, std::move(*value)).second) {
+      return error_response(400, "attribute " + quote_for_error(*name) + " is given twice");
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  auto checks = policy->resolve(attributes);
+  if (!checks) {
+    if (checks.error().code == Errc::kInvalidArgument) {
+      return error_response(400, checks.error().message);
+    }
+    return error_response(503, checks.error().message);
+  }
+  Inspection inspection{
+      .backend = inspect_backend_.url,
+      .key_names = inspect_backend_.key_names,
+      .plans_from_config = false,
+      .layers = inspect_layers(*policy, *checks, &store_, inspect_backend_.stored_name)};
+  return json_response(200, inspection_json(inspection));
 }
 
 HttpResponse AdminService::list(std::string_view query) const {

@@ -13,6 +13,13 @@
 //   DELETE /v1/tenants/{key}/counters/{layer}   the caller's state in that layer forgotten (every
 //                              plan's and route's key; Operation::kReset), e.g. after a limit was
 //                              hit by mistake
+//   GET    /v1/inspect?NAME=VALUE&…   what `spillway inspect` shows of a request with these
+//                              attributes (src/server/inspection.h): each layer that applies, by
+//                              the policy in force and the live tenant records, its key and its
+//                              state now, read through the serving store with a check of cost 0
+//                              (nothing charged). Names and values percent-decoded ('+' is a plus);
+//                              an empty, unknown or repeated name, a value over kMaxKeyBytes, a
+//                              malformed escape or an `ip` that is no address is a 400 naming it
 // {key} is percent-decoded (a key with '/' is sent as %2F), then spelt as the request path spells
 // the attribute it names (Policy::tenant_key for records and imports, Policy::keys_of_caller for
 // resets; src/policy/caller_value.h): an IP address as its key (IPv4-mapped as IPv4, IPv6 as its
@@ -21,6 +28,9 @@
 // current policy: its plan must be a plan of a by_plan layer with `source: store`, its limits
 // name such layers with rates their algorithm takes. Bad input is a 400 naming the field (or the
 // import's line) and writes nothing.
+//
+// The caller's values are never written to a log: the access log and the refusal lines show the
+// path only (logged_path), and an inspection changes nothing, so it has no audit line.
 //
 // Audit: every change is one line through `audit`: the token's name, the key masked (the first
 // 8 characters of its SHA-256 digest), the record before and after. An import is one line with
@@ -46,6 +56,7 @@
 #include "spillway/tenant_directory.h"
 #include "src/core/rate_limited_log.h"
 #include "src/server/http_server.h"
+#include "src/server/inspection.h"
 
 namespace spillway::server {
 
@@ -59,16 +70,24 @@ struct AdminToken {
 // token, a token under 16 bytes, a name that is not letters, digits, '_' or '-', two tokens alike.
 Result<std::vector<AdminToken>> read_admin_tokens(const std::string& path);
 
+// What GET /v1/inspect says of the backend, as `spillway inspect` says it (serve fills it in).
+struct InspectBackend {
+  std::string url;                       // backend.url as it may be shown (no password)
+  std::optional<std::string> key_names;  // Redis: backend.key_hash's name
+  StoredName stored_name;                // Redis: the key name of a (key, limit); memory: empty
+};
+
 class AdminService {
  public:
   // `policy` returns the policy in force (it changes on reload); `audit` gets one line per change;
   // `store` is where counters are reset (the decision endpoints' store; it outlives this);
-  // `ipv6_prefix` returns server.ipv6_prefix in force (how an "ip" key is spelt).
+  // `ipv6_prefix` returns server.ipv6_prefix in force (how an "ip" key is spelt);
+  // `inspect_backend` is what GET /v1/inspect names as the backend (`store` is what it reads).
   AdminService(
       std::shared_ptr<TenantDirectory> tenants, Store& store, std::vector<AdminToken> tokens,
       std::function<std::shared_ptr<const policy::Policy>()> policy,
       std::function<void(const std::string&)> audit,
-      std::function<int()> ipv6_prefix = [] { return 64; });
+      std::function<int()> ipv6_prefix = [] { return 64; }, InspectBackend inspect_backend = {});
 
   void handle(HttpRequest request, Responder respond);
 
@@ -86,8 +105,8 @@ class AdminService {
 
   // The path as the access log and the refusal lines show it: a tenant's key replaced by
   // "{key}", the layer of a reset by "{layer}" (keys are secrets; the audit line names the change,
-  // masked), and any path that is not an admin endpoint as spelled (/V1/TENANTS/…, //v1/…) by
-  // "other".
+  // masked), never a query (an inspection's attributes), and any path that is not an admin
+  // endpoint as spelled (/V1/TENANTS/…, //v1/…) by "other".
   static std::string logged_path(std::string_view path);
 
   // The largest body the admin listener accepts (an import of a million records fits), and the
@@ -112,6 +131,9 @@ class AdminService {
   HttpResponse list(std::string_view query) const;
   HttpResponse import(const std::string& who, const HttpRequest& request);
   HttpResponse reset(const std::string& who, const std::string& key, std::string_view layer);
+  // GET /v1/inspect: the attributes of `query` resolved by the policy in force, each layer's
+  // state read from store_ with cost 0; waits for the store (this listener's own thread).
+  HttpResponse inspect(std::string_view query) const;
   std::string masked(std::string_view key) const;
 
   using TokenSet = std::vector<Hashed>;
@@ -125,6 +147,7 @@ class AdminService {
   std::function<std::shared_ptr<const policy::Policy>()> policy_;
   std::function<void(const std::string&)> audit_;
   std::function<int()> ipv6_prefix_;
+  InspectBackend inspect_backend_;
   mutable RateLimitedLog refused_log_;
 };
 

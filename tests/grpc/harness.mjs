@@ -69,10 +69,13 @@ function healthService() {
 // Promise wrapper: resolves with the response, rejects with the grpc-js ServiceError
 // (err.code, err.details). Every call has a deadline so a hang fails instead of blocking; the
 // default is long enough for a sanitized server on a loaded machine (tests never time calls).
-function unary(client, method, request, { deadlineMs = 20000 } = {}) {
+// `metadata`: {name: value} sent as the call's metadata (e.g. a W3C traceparent).
+function unary(client, method, request, { deadlineMs = 20000, metadata } = {}) {
   return new Promise((resolve, reject) => {
     const deadline = new Date(Date.now() + deadlineMs);
-    client[method](request, { deadline }, (err, response) => {
+    const sent = new grpc.Metadata();
+    for (const [name, value] of Object.entries(metadata || {})) sent.set(name, value);
+    client[method](request, sent, { deadline }, (err, response) => {
       if (err) reject(err);
       else resolve(response);
     });

@@ -1,0 +1,90 @@
+#include "src/cli/admin_client.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <cctype>
+
+namespace spillway::cli {
+namespace http = boost::beast::http;
+namespace json = boost::json;
+
+Result<AdminEndpoint> parse_admin_url(const std::string& url) {
+  constexpr std::string_view kScheme = "http://";
+  if (!url.starts_with(kScheme)) {
+    return invalid_argument("--admin " + url + ": expected http://host:port (server.admin_listen)");
+  }
+  std::string rest = url.substr(kScheme.size());
+  if (const std::size_t slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
+  const std::size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+    return invalid_argument("--admin " + url + ": expected http://host:port");
+  }
+  std::string host = rest.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return AdminEndpoint{host, rest.substr(colon + 1)};
+}
+
+Result<AdminAnswer> admin_request(const AdminEndpoint& endpoint, const std::string& token,
+                                  http::verb method, const std::string& target, std::string body,
+                                  const std::string& content_type) {
+  try {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::resolver resolver(io);
+    boost::asio::ip::tcp::socket socket(io);
+    boost::asio::connect(socket, resolver.resolve(endpoint.host, endpoint.port));
+    http::request<http::string_body> req(method, target, 11);
+    req.set(http::field::host, endpoint.host);
+    req.set(http::field::authorization, "Bearer " + token);
+    if (!body.empty() || method == http::verb::put || method == http::verb::post) {
+      req.set(http::field::content_type, content_type);
+      req.body() = std::move(body);
+      req.prepare_payload();
+    }
+    http::write(socket, req);
+    boost::beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(std::uint64_t{1} << 30);
+    http::read(socket, buffer, parser);
+    boost::system::error_code ignored;
+    socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+    return AdminAnswer{static_cast<int>(parser.get().result_int()), parser.get().body()};
+  } catch (const boost::system::system_error& e) {
+    return std::unexpected(
+        Error{Errc::kUnavailable,
+              "admin API at " + endpoint.host + ":" + endpoint.port + ": " + e.code().message()});
+  }
+}
+
+std::string percent_encoded(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string admin_error_message(const AdminAnswer& answer) {
+  boost::system::error_code ec;
+  json::value value = json::parse(answer.body, ec);
+  if (!ec && value.is_object()) {
+    if (const json::value* error = value.as_object().if_contains("error");
+        error != nullptr && error->is_string()) {
+      return std::string(error->as_string());
+    }
+  }
+  return answer.body;
+}
+
+}  // namespace spillway::cli
