@@ -6,6 +6,7 @@
 #pragma once
 
 #include <boost/beast/http/verb.hpp>
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -27,12 +28,22 @@ struct AdminAnswer {
 // and the form expected.
 Result<AdminEndpoint> parse_admin_url(const std::string& url);
 
+// How long a request may take: to connect (an address that drops packets would otherwise hang
+// for the system's TCP timeout, minutes), then to send and be answered (an import of a large
+// file is answered once every record is stored: the server allows 120 s for its body).
+struct AdminTimeouts {
+  std::chrono::milliseconds connect{10'000};
+  std::chrono::milliseconds answer{300'000};
+};
+
 // One request, answered. Errors (kUnavailable): the server could not be reached or its answer
-// read, "admin API at HOST:PORT: Connection refused" (the system's words); never the token.
+// read, "admin API at HOST:PORT: Connection refused" (the system's words), "... no connection
+// within 10 s", "... no answer within 300 s"; never the token.
 Result<AdminAnswer> admin_request(const AdminEndpoint& endpoint, const std::string& token,
                                   boost::beast::http::verb method, const std::string& target,
                                   std::string body = "",
-                                  const std::string& content_type = "application/json");
+                                  const std::string& content_type = "application/json",
+                                  AdminTimeouts timeouts = {});
 
 // Text as one path segment or query value: every byte but letters, digits and -._~
 // percent-encoded.
