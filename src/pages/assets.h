@@ -11,6 +11,7 @@ extern const std::string_view kUplotCss;         // uPlot's stylesheet
 extern const std::string_view kUplotLicense;     // uPlot's MIT licence text, shipped with it
 extern const std::string_view k_pages_css;       // src/pages/web/pages.css
 extern const std::string_view k_report_js;       // src/pages/web/report.js
+extern const std::string_view k_axes_js;         // src/pages/web/axes.js (both pages' axes)
 extern const std::string_view k_dashboard_html;  // src/pages/web/dashboard.html
 extern const std::string_view k_dashboard_js;    // src/pages/web/dashboard.js
 

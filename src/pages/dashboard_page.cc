@@ -22,6 +22,7 @@ std::string_view dashboard_html() {
     fill(html, "/*@uplot_css*/", assets::kUplotCss);
     fill(html, "/*@pages_css*/", assets::k_pages_css);
     fill(html, "/*@uplot_js*/", assets::kUplotJs);
+    fill(html, "/*@axes_js*/", assets::k_axes_js);
     fill(html, "/*@dashboard_js*/", assets::k_dashboard_js);
     return html;
   }();

@@ -8,7 +8,8 @@ namespace spillway::pages {
 std::string report_html(std::string_view title, std::string_view body_html,
                         std::string_view data_json) {
   std::string page;
-  page.reserve(assets::kUplotJs.size() + body_html.size() + data_json.size() + 8192);
+  page.reserve(assets::kUplotJs.size() + assets::k_axes_js.size() + body_html.size() +
+               data_json.size() + 8192);
   page += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   page += "<!-- The charts are drawn by uPlot, inlined below under its licence:\n";
   page += assets::kUplotLicense;
@@ -24,6 +25,8 @@ std::string report_html(std::string_view title, std::string_view body_html,
   page += script_safe_json(data_json);
   page += "</script>\n<script>";
   page += assets::kUplotJs;
+  page += "</script>\n<script>";
+  page += assets::k_axes_js;
   page += "</script>\n<script>";
   page += assets::k_report_js;
   page += "</script>\n</body>\n</html>\n";

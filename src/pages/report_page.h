@@ -1,6 +1,6 @@
 // A self-contained report page (no network needed to open it): `body_html` (already escaped) and
-// the JSON the page's script reads (<script id="report-data">), with uPlot, the stylesheet and
-// src/pages/web/report.js inlined. Pure function; thread safe.
+// the JSON the page's script reads (<script id="report-data">), with uPlot, the stylesheet,
+// src/pages/web/axes.js and src/pages/web/report.js inlined. Pure function; thread safe.
 #pragma once
 
 #include <string>

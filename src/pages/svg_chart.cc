@@ -9,13 +9,27 @@
 namespace spillway::pages {
 namespace {
 
+// The geometry of the text, in pixels. Text widths are estimated (an SVG is laid out by whoever
+// opens it): kCharWidth is above the advance of a digit in the usual sans fonts at kFont pixels
+// (0.56 em in Liberation Sans and Arial, 0.64 em in DejaVu Sans), and about the mean of
+// lowercase words, so that estimated boxes hold the drawn tick labels.
+constexpr double kFont = 12;
+constexpr double kCharWidth = 0.64 * kFont;
+constexpr double kTick = 5;         // tick mark length, outside the plot
+constexpr double kGap = 4;          // between a tick mark and its label
+constexpr double kYTitleX = 16;     // the rotated y title's baseline
+constexpr double kYTitleRight = 4;  // how far its glyphs reach right of the baseline
+constexpr double kRowHeight = 16;   // a legend row
+
+double text_width(std::string_view text) { return kCharWidth * static_cast<double>(text.size()); }
+
 std::string number(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f", value);
   return text;
 }
 
-// A tick step of 1, 2 or 5 × 10^k that cuts [0, span] into about `parts` pieces.
+// A tick step of 1, 2 or 5 × 10^k that cuts [0, span] into at most about `parts` pieces.
 double tick_step(double span, int parts) {
   if (span <= 0) return 1;
   const double raw = span / parts;
@@ -26,27 +40,116 @@ double tick_step(double span, int parts) {
   return 10 * magnitude;
 }
 
+// A tick's value as people write it: at most 3 decimals, no trailing zeros, never an exponent
+// ("1500000", "0.25").
 std::string tick_label(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", std::round(value * 1000) / 1000);
-  return text;
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f", std::round(value * 1000) / 1000);
+  std::string label = text;
+  while (label.back() == '0') label.pop_back();
+  if (label.back() == '.') label.pop_back();
+  return label == "-0" ? "0" : label;
+}
+
+// The multiples of `step` within [from, to].
+std::vector<double> ticks_within(double from, double to, double step) {
+  std::vector<double> ticks;
+  for (double k = std::ceil(from / step - 1e-9); k * step <= to + step * 1e-9; k += 1) {
+    ticks.push_back(k * step);
+  }
+  return ticks;
+}
+
+double widest_label(const std::vector<double>& ticks) {
+  double widest = 0;
+  for (double t : ticks) widest = std::max(widest, text_width(tick_label(t)));
+  return widest;
+}
+
+// The x ticks: the most (8 at most) whose labels, `length` pixels of axis for `span`, keep a
+// gap of two characters between each other.
+std::vector<double> x_ticks(double x0, double x1, double length) {
+  std::vector<double> ticks;
+  for (int parts = 8; parts >= 1; --parts) {
+    const double step = tick_step(x1 - x0, parts);
+    ticks = ticks_within(x0, x1, step);
+    if (step / (x1 - x0) * length >= widest_label(ticks) + 2 * kCharWidth) break;
+  }
+  return ticks;
+}
+
+// The y axis: its top, a multiple of the step, and the step, giving the most pieces (5 at most)
+// of [0, top] that keep labels a line and a half apart over `length` pixels.
+struct YScale {
+  double top, step;
+};
+
+YScale y_scale(double highest, double length) {
+  for (int parts = 5; parts > 1; --parts) {
+    const double step = tick_step(highest, parts);
+    const double top = std::ceil(highest / step) * step;
+    if (step / top * length >= 1.5 * kFont) return {top, step};
+  }
+  const double step = tick_step(highest, 1);
+  return {std::ceil(highest / step) * step, step};
+}
+
+// The legend's entries: a sample line, the label, then space; rows that fit within `room`.
+// Returns each entry's x offset and row.
+std::vector<std::pair<double, int>> legend_spots(const std::vector<SvgSeries>& series,
+                                                 double room) {
+  std::vector<std::pair<double, int>> spots;
+  double x = 0;
+  int row = 0;
+  for (const SvgSeries& s : series) {
+    const double width = 36 + text_width(s.label);
+    if (x > 0 && x + width - 8 > room) {
+      x = 0;
+      ++row;
+    }
+    spots.emplace_back(x, row);
+    x += width;
+  }
+  return spots;
+}
+
+std::string line(double x1, double y1, double x2, double y2, std::string_view attributes) {
+  return "<line x1=\"" + number(x1) + "\" x2=\"" + number(x2) + "\" y1=\"" + number(y1) +
+         "\" y2=\"" + number(y2) + "\" " + std::string(attributes) + "/>\n";
+}
+
+std::string text(double x, double y, std::string_view attributes, std::string_view content) {
+  return "<text x=\"" + number(x) + "\" y=\"" + number(y) + "\" " + std::string(attributes) + ">" +
+         xml_text(content) + "</text>\n";
 }
 
 }  // namespace
 
 std::string line_chart_svg(const SvgChart& chart) {
-  const double left = 64, right = 16, top = 36, bottom = 56;
-  const double plot_w = chart.width - left - right, plot_h = chart.height - top - bottom;
+  // Rows from the top: the title, the plot; under it the ticks, their labels, the x title
+  // (baseline 40 px under the plot) and the legend's rows. Left of the plot: the ticks, their
+  // labels (right-aligned) and the rotated y title, at least 6 px apart.
+  const double width = chart.width, height = chart.height;
+  const double right = 16, top = 36, x_title = 40;
   const double x0 = chart.x.empty() ? 0 : chart.x.front();
   const double x1 = chart.x.empty() ? 1 : std::max(chart.x.back(), x0 + 1e-9);
   double y1 = 0;
   for (const SvgSeries& s : chart.series) {
-    for (double y : s.y) y1 = std::max(y1, y);
+    for (double value : s.y) y1 = std::max(y1, value);
   }
-  const double y_step = tick_step(y1 > 0 ? y1 : 1, 5);
-  y1 = std::ceil((y1 > 0 ? y1 : 1) / y_step) * y_step;
+  if (y1 <= 0) y1 = 1;
+  const std::vector<std::pair<double, int>> legend = legend_spots(chart.series, width - 2 * right);
+  const int rows = legend.empty() ? 0 : legend.back().second + 1;
+  const double bottom = x_title + 3 + rows * kRowHeight + 4;
+  const double plot_h = std::max(1.0, height - top - bottom);
+  const YScale y = y_scale(y1, plot_h);
+  const std::vector<double> y_ticks = ticks_within(0, y.top, y.step);
+  const double left =
+      std::max(64.0, kYTitleX + kYTitleRight + 6 + widest_label(y_ticks) + kGap + kTick);
+  const double plot_w = std::max(1.0, width - left - right);
   const auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * plot_w; };
-  const auto py = [&](double y) { return top + plot_h - y / y1 * plot_h; };
+  const auto py = [&](double value) { return top + plot_h - value / y.top * plot_h; };
+  const double base = top + plot_h;  // the x axis
 
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
                     std::to_string(chart.width) + "\" height=\"" + std::to_string(chart.height) +
@@ -54,33 +157,35 @@ std::string line_chart_svg(const SvgChart& chart) {
                     std::to_string(chart.height) +
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n"
                     "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
-  svg += "<text x=\"" + number(left) + "\" y=\"22\" font-size=\"15\" font-weight=\"600\">" +
-         xml_text(chart.title) + "</text>\n";
-  // Grid and y ticks.
-  for (double y = 0; y <= y1 + y_step / 2; y += y_step) {
-    svg += "<line x1=\"" + number(left) + "\" x2=\"" + number(left + plot_w) + "\" y1=\"" +
-           number(py(y)) + "\" y2=\"" + number(py(y)) + "\" stroke=\"#e3e6ec\"/>\n";
-    svg += "<text x=\"" + number(left - 6) + "\" y=\"" + number(py(y) + 4) +
-           "\" text-anchor=\"end\">" + tick_label(y) + "</text>\n";
+  svg += text(left, 22, "class=\"title\" font-size=\"15\" font-weight=\"600\"", chart.title);
+  // Grid, y ticks and their labels, centred on the tick.
+  for (double t : y_ticks) {
+    svg += line(left, py(t), left + plot_w, py(t), "class=\"grid\" stroke=\"#e3e6ec\"");
+    svg += line(left - kTick, py(t), left, py(t), "class=\"tick\" stroke=\"#444\"");
+    svg += text(left - kTick - kGap, py(t) + 4, "class=\"tick-label\" text-anchor=\"end\"",
+                tick_label(t));
   }
-  const double x_step = tick_step(x1 - x0, 8);
-  for (double x = std::ceil(x0 / x_step) * x_step; x <= x1 + 1e-9; x += x_step) {
-    svg += "<text x=\"" + number(px(x)) + "\" y=\"" + number(top + plot_h + 16) +
-           "\" text-anchor=\"middle\">" + tick_label(x) + "</text>\n";
+  // x ticks; a label that would run off the chart's right edge is left out.
+  for (double x : x_ticks(x0, x1, plot_w)) {
+    const std::string label = tick_label(x);
+    svg += line(px(x), base, px(x), base + kTick, "class=\"tick\" stroke=\"#444\"");
+    if (px(x) + text_width(label) / 2 > width - 2) continue;
+    svg +=
+        text(px(x), base + kTick + kGap + 11, "class=\"tick-label\" text-anchor=\"middle\"", label);
   }
-  svg += "<line x1=\"" + number(left) + "\" x2=\"" + number(left + plot_w) + "\" y1=\"" +
-         number(top + plot_h) + "\" y2=\"" + number(top + plot_h) + "\" stroke=\"#444\"/>\n";
-  svg += "<text x=\"" + number(left + plot_w / 2) + "\" y=\"" + number(top + plot_h + 34) +
-         "\" text-anchor=\"middle\">" + xml_text(chart.x_label) + "</text>\n";
-  svg += "<text transform=\"translate(14 " + number(top + plot_h / 2) +
-         ") rotate(-90)\" text-anchor=\"middle\">" + xml_text(chart.y_label) + "</text>\n";
-  // The series, then the legend under the x label.
-  double legend_x = left;
-  for (const SvgSeries& s : chart.series) {
+  svg += line(left, base, left + plot_w, base, "class=\"axis\" stroke=\"#444\"");
+  svg += text(left + plot_w / 2, base + x_title, "class=\"axis-title\" text-anchor=\"middle\"",
+              chart.x_label);
+  svg += "<text class=\"axis-title\" transform=\"translate(" + number(kYTitleX) + " " +
+         number(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+         xml_text(chart.y_label) + "</text>\n";
+  // The series, then the legend under the x title.
+  for (std::size_t i = 0; i < chart.series.size(); ++i) {
+    const SvgSeries& s = chart.series[i];
     std::string points;
     const std::size_t n = std::min(s.y.size(), chart.x.size());
-    for (std::size_t i = 0; i < n; ++i) {
-      points += number(px(chart.x[i])) + "," + number(py(std::max(0.0, s.y[i]))) + " ";
+    for (std::size_t j = 0; j < n; ++j) {
+      points += number(px(chart.x[j])) + "," + number(py(std::max(0.0, s.y[j]))) + " ";
     }
     // The same stroke for the line and its sample in the legend.
     const std::string stroke =
@@ -88,12 +193,10 @@ std::string line_chart_svg(const SvgChart& chart) {
         (s.dash.empty() ? "" : " stroke-dasharray=\"" + xml_text(s.dash) + "\"");
     svg += "<polyline fill=\"none\" " + stroke + " stroke-linejoin=\"round\" points=\"" + points +
            "\"/>\n";
-    const double legend_y = chart.height - 8;
-    svg += "<line x1=\"" + number(legend_x) + "\" x2=\"" + number(legend_x + 24) + "\" y1=\"" +
-           number(legend_y - 4) + "\" y2=\"" + number(legend_y - 4) + "\" " + stroke + "/>\n";
-    svg += "<text x=\"" + number(legend_x + 28) + "\" y=\"" + number(legend_y) + "\">" +
-           xml_text(s.label) + "</text>\n";
-    legend_x += 36 + 7.0 * static_cast<double>(s.label.size());
+    const double legend_x = right + legend[i].first;
+    const double legend_y = base + x_title + 3 + 4 + 11 + legend[i].second * kRowHeight;
+    svg += line(legend_x, legend_y - 4, legend_x + 24, legend_y - 4, stroke);
+    svg += text(legend_x + 28, legend_y, "class=\"legend\"", s.label);
   }
   svg += "</svg>\n";
   return svg;

@@ -1,8 +1,12 @@
 // A line chart as a standalone SVG document, for putting one chart of `spillway simulate` into a
 // document (uPlot, which draws the pages' charts, draws on canvas only). Lines over a shared x,
-// axes with a few round ticks, a legend. Series are drawn in order, each over the ones before
-// (src/pages/series_style.h picks dashes and widths that keep equal lines visible). Pure
-// function; thread safe. Units are the caller's.
+// axes with round ticks, a legend in as many rows as the width needs. Series are drawn in order,
+// each over the ones before (src/pages/series_style.h picks dashes and widths that keep equal
+// lines visible). The geometry follows the text: the y axis is as wide as its widest tick label,
+// and a small chart gets fewer ticks, so that no tick label meets a tick mark, another label or
+// an axis title (text widths are estimated from the number of characters, above what the usual
+// sans fonts draw). Elements are classed: title, grid, tick, tick-label, axis, axis-title,
+// legend. Pure function; thread safe. Sizes are pixels; the data's units are the caller's.
 #pragma once
 
 #include <string>

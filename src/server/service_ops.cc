@@ -2,6 +2,7 @@
 // state, the store's and other sources' lines), GET / (an index), GET /healthz, GET /readyz
 // (the backend and on_error), GET /v1/stats and GET /dashboard (when server.dashboard is on).
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "src/core/metrics_text.h"
@@ -15,6 +16,12 @@ namespace spillway::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The wall clock (CLOCK_REALTIME, as config.loaded_at) in ms since the Unix epoch.
+std::int64_t unix_now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace
 
@@ -95,6 +102,7 @@ void Service::stats(const HttpRequest&, const Reply& reply) {
                  .config_loaded_at = iso8601_utc(current->loaded_at),
                  .layers = {},
                  .uptime_s = std::chrono::duration<double>(Clock::now() - started_).count(),
+                 .now_unix_ms = unix_now_ms(),
                  .version = SPILLWAY_VERSION};
   for (const policy::LayerSpec& layer : current->policy->spec().layers) {
     view.layers.emplace_back(layer.name,

@@ -131,6 +131,7 @@ std::string stats_json(const StatsView& view) {
   json::object out;
   out["version"] = view.version;
   out["uptime_s"] = view.uptime_s;
+  out["now_unix_ms"] = view.now_unix_ms;
   out["total_decisions"] = m.outcomes[0] + m.outcomes[1];
   out["allowed_decisions"] = m.outcomes[1];
   out["denied_decisions"] = m.outcomes[0];

@@ -1,7 +1,8 @@
 // GET /v1/stats (docs/SPEC.md §5): what the dashboard shows, as one JSON object — counters since
 // start (decisions by layer and outcome, answers, backend errors), answer-time quantiles, the
-// most denied keys (masked unless server.dashboard_keys is clear), the backend's state, and the
-// config's version and load time. Pure functions; thread safe.
+// most denied keys (masked unless server.dashboard_keys is clear), the backend's state, the
+// config's version and load time, and the server's wall clock (the dashboard's time axis). Pure
+// functions; thread safe.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +27,9 @@ struct StatsView {
   std::uint64_t config_version = 0;  // 0 at start, +1 per reload
   std::string config_loaded_at;      // ISO 8601, UTC
   std::vector<std::pair<std::string, std::string>> layers;  // name, "enforce" or "shadow"
-  double uptime_s = 0;
-  std::string_view version;  // spillway's
+  double uptime_s = 0;           // since the server started, on the monotonic clock
+  std::int64_t now_unix_ms = 0;  // the wall clock when read: ms since the Unix epoch, UTC
+  std::string_view version;      // spillway's
 };
 
 std::string stats_json(const StatsView& view);

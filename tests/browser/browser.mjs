@@ -9,6 +9,9 @@
 //     requests are also aborted before they leave the browser); problemsOf() lists them.
 //   - canvasSizes(page, selector), screenshot(page, name), runBinary(args),
 //     startServe(options), freePort(), tempDir(), waitFor(fn).
+//   - openPage(..., { recordCanvas: true }) and canvasDrawings(page, selector): the boxes of
+//     the text and the straight lines drawn on each canvas (a chart's tick labels, axis titles,
+//     ticks and grid), and overlaps(drawing): which of them collide.
 //
 // Units: times in milliseconds; canvas sizes in pixels (bitmap and CSS); ports are numbers.
 //
@@ -198,16 +201,73 @@ export async function launchBrowser() {
   return browser;
 }
 
+// Runs in the page before its own scripts (openPage's recordCanvas): wraps the 2D context's
+// fillText, moveTo, lineTo and clearRect to keep, per canvas, the box of every text drawn and
+// every straight segment drawn through the context itself. uPlot draws its tick labels, axis
+// titles, ticks and grid so; its series go through Path2D and are not kept. A clearRect of the
+// whole canvas starts that canvas' record afresh (uPlot clears before each redraw), so the
+// record is what the canvas shows. Boxes are the glyphs' actual bounds (measureText) under the
+// transform in force, in canvas pixels; a segment keeps its line width.
+// window.__canvasDrawing(canvas) reads a record: {texts: [{text, font, left, top, right,
+// bottom}], lines: [{x0, y0, x1, y1, width}]}.
+function installCanvasRecorder() {
+  const records = new WeakMap();
+  const fresh = () => ({ texts: [], lines: [] });
+  const recordOf = (canvas) => {
+    if (!records.has(canvas)) records.set(canvas, fresh());
+    return records.get(canvas);
+  };
+  const pens = new WeakMap();
+  const onCanvas = (context, x, y) => context.getTransform().transformPoint(new DOMPoint(x, y));
+  const proto = CanvasRenderingContext2D.prototype;
+  const { fillText, moveTo, lineTo, clearRect } = proto;
+  proto.fillText = function (text, x, y, ...rest) {
+    const m = this.measureText(text);
+    const corners = [
+      [x - m.actualBoundingBoxLeft, y - m.actualBoundingBoxAscent],
+      [x + m.actualBoundingBoxRight, y - m.actualBoundingBoxAscent],
+      [x - m.actualBoundingBoxLeft, y + m.actualBoundingBoxDescent],
+      [x + m.actualBoundingBoxRight, y + m.actualBoundingBoxDescent],
+    ].map(([cx, cy]) => onCanvas(this, cx, cy));
+    const xs = corners.map((p) => p.x);
+    const ys = corners.map((p) => p.y);
+    recordOf(this.canvas).texts.push({
+      text: String(text), font: this.font,
+      left: Math.min(...xs), top: Math.min(...ys), right: Math.max(...xs), bottom: Math.max(...ys),
+    });
+    return fillText.call(this, text, x, y, ...rest);
+  };
+  proto.moveTo = function (x, y) {
+    pens.set(this, onCanvas(this, x, y));
+    return moveTo.call(this, x, y);
+  };
+  proto.lineTo = function (x, y) {
+    const from = pens.get(this);
+    const to = onCanvas(this, x, y);
+    if (from) recordOf(this.canvas).lines.push({ x0: from.x, y0: from.y, x1: to.x, y1: to.y, width: this.lineWidth });
+    pens.set(this, to);
+    return lineTo.call(this, x, y);
+  };
+  proto.clearRect = function (x, y, w, h) {
+    if (x <= 0 && y <= 0 && x + w >= this.canvas.width && y + h >= this.canvas.height) records.set(this.canvas, fresh());
+    return clearRect.call(this, x, y, w, h);
+  };
+  window.__canvasDrawing = (canvas) => records.get(canvas) || fresh();
+}
+
 // Opens url in a new context and page (1280×800 CSS px, device scale 1) and waits for the
-// load event. Returns the page; page.problems holds what went wrong, filled as it happens:
+// load event. Options: timeoutMs; timezoneId (an IANA zone for the page's clock, e.g.
+// 'Asia/Kolkata'; default the machine's); recordCanvas (installCanvasRecorder, above, for
+// canvasDrawings). Returns the page; page.problems holds what went wrong, filled as it happens:
 //   consoleErrors:    console messages of type error ('text (url:line)')
 //   pageErrors:       uncaught exceptions and unhandled rejections
 //   failedRequests:   requests that failed, or were answered with a status ≥ 400
 //   externalRequests: requests (and WebSockets) to anything but the loopback or file:;
 //                     each is aborted before it is sent
 // page.response is the main document's response (null for file: URLs).
-export async function openPage(browser, url, { timeoutMs = 15000 } = {}) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+export async function openPage(browser, url, { timeoutMs = 15000, timezoneId, recordCanvas = false } = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, timezoneId });
+  if (recordCanvas) await context.addInitScript(installCanvasRecorder);
   const page = await context.newPage();
   const problems = { consoleErrors: [], pageErrors: [], failedRequests: [], externalRequests: [] };
   page.problems = problems;
@@ -289,6 +349,70 @@ export function canvasSizes(page, selector) {
       };
     }),
   );
+}
+
+// What is drawn on each canvas matching selector, in document order (openPage must have been
+// given recordCanvas): {width, height} (the bitmap's, device px), plot (the uPlot plot area
+// around it, from its div.u-over: {left, top, right, bottom}, or null), and the recorded
+// texts and lines (installCanvasRecorder), all in the canvas' pixels.
+export function canvasDrawings(page, selector) {
+  return page.$$eval(selector, (canvases) =>
+    canvases.map((canvas) => {
+      const box = canvas.getBoundingClientRect();
+      const over = canvas.closest('.uplot')?.querySelector('.u-over');
+      const scale = box.width > 0 ? canvas.width / box.width : 1;
+      let plot = null;
+      if (over) {
+        const o = over.getBoundingClientRect();
+        plot = {
+          left: (o.left - box.left) * scale, top: (o.top - box.top) * scale,
+          right: (o.right - box.left) * scale, bottom: (o.bottom - box.top) * scale,
+        };
+      }
+      if (!window.__canvasDrawing) throw new Error('the canvas recorder is not installed (openPage recordCanvas)');
+      const { texts, lines } = window.__canvasDrawing(canvas);
+      return { width: canvas.width, height: canvas.height, plot, texts, lines };
+    }),
+  );
+}
+
+// Boxes a and b ({left, top, right, bottom}) overlap by more than `slack` pixels both ways.
+function boxesOverlap(a, b, slack) {
+  return Math.min(a.right, b.right) - Math.max(a.left, b.left) > slack &&
+         Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > slack;
+}
+
+// A segment's box, widened by half its line width.
+function lineBox(l) {
+  const half = l.width / 2;
+  return {
+    left: Math.min(l.x0, l.x1) - half, right: Math.max(l.x0, l.x1) + half,
+    top: Math.min(l.y0, l.y1) - half, bottom: Math.max(l.y0, l.y1) + half,
+  };
+}
+
+// What collides in a drawing of canvasDrawings, as sentences ([] when nothing does): two texts
+// whose boxes overlap, a text over a line (a tick, a grid line), a text that runs off the
+// canvas. Overlaps up to `slack` pixels (anti-aliasing's fringe) are let pass. Lines are
+// assumed straight and axis-parallel (ticks and grid), so their box is their extent.
+export function overlaps(drawing, { slack = 0.5 } = {}) {
+  const found = [];
+  const name = (t) => `"${t.text}" [${[t.left, t.top, t.right, t.bottom].map((v) => v.toFixed(1)).join(', ')}]`;
+  const canvas = { left: 0, top: 0, right: drawing.width, bottom: drawing.height };
+  drawing.texts.forEach((t, i) => {
+    if (t.left < canvas.left - slack || t.top < canvas.top - slack || t.right > canvas.right + slack || t.bottom > canvas.bottom + slack) {
+      found.push(`${name(t)} runs off the ${drawing.width}×${drawing.height} canvas`);
+    }
+    for (const u of drawing.texts.slice(i + 1)) {
+      if (boxesOverlap(t, u, slack)) found.push(`${name(t)} overlaps ${name(u)}`);
+    }
+    for (const l of drawing.lines) {
+      if (boxesOverlap(t, lineBox(l), slack)) {
+        found.push(`${name(t)} crosses the line (${[l.x0, l.y0, l.x1, l.y1].map((v) => v.toFixed(1)).join(', ')})`);
+      }
+    }
+  });
+  return found;
 }
 
 // Writes a PNG of the page to $SPILLWAY_ARTIFACTS/name (the whole page by default) and

@@ -1,7 +1,11 @@
 // spillway serve's /dashboard in headless Chromium (memory backend, the seed policy): it
 // loads without errors and without asking the network for anything, shows the decision
 // total, the most denied keys, the backend's status and its charts, and follows traffic sent
-// to /v1/check. `server.dashboard: off` turns the page off (404); /v1/stats is JSON.
+// to /v1/check. `server.dashboard: off` turns the page off (404); /v1/stats is JSON. The
+// chart's time axis shows the clock (HH:MM:SS, in the browser's time zone, which the test sets
+// to one far from UTC) over a fixed window of the last 5 minutes: the tick labels are read
+// from what is drawn on the canvas (browser.mjs' canvas recorder), the range from the uPlot
+// instance, before and after more points arrive.
 
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +15,7 @@ import {
   closePage,
   problemsOf,
   canvasSizes,
+  canvasDrawings,
   screenshot,
   startServe,
   waitFor,
@@ -19,6 +24,50 @@ import {
 // The seed policy allows /search 10 a minute per API key, so 30 checks are partly denied.
 const CHECK_BODY = JSON.stringify({ ip: '203.0.113.7', api_key: 'k1', endpoint: '/search' });
 const CHECKS = 30;
+
+// The page's time zone: UTC+05:30, so that a clock shown in UTC, or off by whole hours, fails.
+const TIME_ZONE = 'Asia/Kolkata';
+const WINDOW_S = 300; // the chart's window: the last 5 minutes
+
+// Seconds since midnight of "HH:MM:SS", or null when `text` is not of that form.
+function secondsOfDay(text) {
+  const match = /^(\d\d):(\d\d):(\d\d)$/.exec(text);
+  if (!match) return null;
+  const [h, m, s] = match.slice(1).map(Number);
+  return h < 24 && m < 60 && s < 60 ? h * 3600 + m * 60 + s : null;
+}
+
+// Seconds since midnight now, on the clock of TIME_ZONE.
+function nowOfDay() {
+  const format = new Intl.DateTimeFormat('en-GB', {
+    timeZone: TIME_ZONE, hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23',
+  });
+  return secondsOfDay(format.format(new Date()));
+}
+
+// `a` − `b` in seconds of day, across midnight: in [−12 h, 12 h).
+const dayDifference = (a, b) => ((((a - b) % 86400) + 86400 + 43200) % 86400) - 43200;
+
+// The x tick labels drawn on the chart's canvas: texts under the plot area, less the bold axis
+// title (uPlot draws titles in bold).
+async function xTickLabels(page) {
+  const [drawing] = await canvasDrawings(page, 'div.chart[data-chart="decisions"] canvas');
+  if (!drawing || !drawing.plot) throw new Error('no chart canvas with a plot area');
+  return drawing.texts
+    .filter((t) => t.top >= drawing.plot.bottom && !/\bbold\b/.test(t.font))
+    .sort((a, b) => a.left - b.left)
+    .map((t) => t.text);
+}
+
+// The chart's x scale and its newest x value, from the uPlot instance the page keeps.
+function xScale(page) {
+  return page.evaluate(() => {
+    const u = window.spillwayDashboard && window.spillwayDashboard.chart;
+    if (!u) throw new Error('no window.spillwayDashboard.chart');
+    const x = u.data[0];
+    return { min: u.scales.x.min, max: u.scales.x.max, points: x.length, newest: x.length > 0 ? x[x.length - 1] : null };
+  });
+}
 
 // The integer an element shows (digit grouping allowed: "1,234"), or null when it shows
 // something else or is missing.
@@ -44,7 +93,7 @@ describe('dashboard (seed policy, memory backend)', () => {
     setupPromise ??= (async () => {
       server = await startServe();
       browser = await launchBrowser();
-      page = await openPage(browser, `${server.url}/dashboard`);
+      page = await openPage(browser, `${server.url}/dashboard`, { timezoneId: TIME_ZONE, recordCanvas: true });
       return { server, page };
     })();
     return setupPromise;
@@ -119,6 +168,53 @@ describe('dashboard (seed policy, memory backend)', () => {
       return sized;
     }, { timeoutMs: 10000, what: 'a div.chart canvas with a non-zero size' });
     assert.ok(drawn.some((c) => c.painted !== false), `a sized canvas with something drawn: ${JSON.stringify(drawn)}`);
+  });
+
+  it('the time axis shows HH:MM:SS of the last 5 minutes, in the browser\'s time zone', async () => {
+    const { page } = await setup();
+    // Wait for a drawn point (the second answer of /v1/stats), then read the drawn labels.
+    const labels = await waitFor(async () => {
+      const shown = await xTickLabels(page);
+      const points = await page.evaluate(() => window.spillwayDashboard?.chart?.data[0].length ?? 0);
+      if (points < 1 || shown.length < 3) throw new Error(`${points} points; x tick labels ${JSON.stringify(shown)}`);
+      return shown;
+    }, { timeoutMs: 15000, what: 'a point on the chart and 3 x tick labels' });
+    const now = nowOfDay();
+    for (const label of labels) {
+      const at = secondsOfDay(label);
+      assert.notEqual(at, null, `x tick label ${JSON.stringify(label)} is not HH:MM:SS; all: ${JSON.stringify(labels)}`);
+      const ago = -dayDifference(at, now);
+      assert.ok(ago >= -60 && ago <= WINDOW_S + 60,
+        `x tick label ${label} is ${ago} s before ${TIME_ZONE}'s ${new Date().toLocaleTimeString('en-GB', { timeZone: TIME_ZONE })} (want within the last ${WINDOW_S} s, ± 60); all: ${JSON.stringify(labels)}`);
+    }
+    // Together they span most of the window: the first within its first third, the last within
+    // its last third.
+    const first = -dayDifference(secondsOfDay(labels[0]), now);
+    const last = -dayDifference(secondsOfDay(labels[labels.length - 1]), now);
+    assert.ok(first >= (2 * WINDOW_S) / 3 - 60 && last <= WINDOW_S / 3 + 60, `labels from ${labels[0]} to ${labels[labels.length - 1]}`);
+    const stated = await page.textContent('#chart-window');
+    assert.equal(stated, 'last 5 min');
+  });
+
+  it('the x range is the fixed window [newest − 5 min, newest], as points arrive', async () => {
+    const { page } = await setup();
+    const before = await waitFor(async () => {
+      const scale = await xScale(page);
+      if (scale.points < 1) throw new Error(`x scale ${JSON.stringify(scale)}`);
+      return scale;
+    }, { timeoutMs: 15000, what: 'a point on the chart' });
+    const after = await waitFor(async () => {
+      const scale = await xScale(page);
+      if (scale.points < before.points + 2) throw new Error(`x scale ${JSON.stringify(scale)}, before ${JSON.stringify(before)}`);
+      return scale;
+    }, { timeoutMs: 15000, what: 'two more points on the chart' });
+    for (const scale of [before, after]) {
+      const where = `x scale ${JSON.stringify(scale)} (seconds since the epoch)`;
+      assert.ok(Math.abs(scale.max - scale.min - WINDOW_S) < 1e-6, `${where}: spans ${scale.max - scale.min} s, not ${WINDOW_S}`);
+      assert.ok(Math.abs(scale.max - scale.newest) < 1e-6, `${where}: ends at the newest point`);
+      assert.ok(Math.abs(scale.max - Date.now() / 1000) < 60, `${where}: ends within a minute of now (${Date.now() / 1000})`);
+    }
+    assert.ok(after.max > before.max, `the window moved on with the newer points: ${before.max} → ${after.max}`);
   });
 
   it('saves dashboard.png', async () => {

@@ -4,7 +4,10 @@
 // command printed on stdout. In every chart admitted is drawn in cool colours and denied in warm
 // ones, each legend says which is which, and algorithms whose lines coincide (token_bucket and
 // gcra decide alike for an equal burst) all still show: read from the uPlot series themselves
-// (window.spillwayReport.charts) and from the overview's pixels.
+// (window.spillwayReport.charts) and from the overview's pixels. No chart's tick label meets a
+// tick, a grid line, another label or an axis title, also where the counts run to hundreds of
+// thousands: read from what is drawn on each canvas (the boxes of its text and lines,
+// browser.mjs' canvas recorder), and from the SVG chart (`--svg`) as the browser lays it out.
 
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +20,8 @@ import {
   closePage,
   problemsOf,
   canvasSizes,
+  canvasDrawings,
+  overlaps,
   screenshot,
   runBinary,
   tempDir,
@@ -43,6 +48,14 @@ const CASES = [
     screenshot: 'report-login-burst.png',
     coinciding: [],
     args: ['--trace', TRACE, '--limit', '5', '--period', '1s'],
+  },
+  {
+    // Over 2 million requests a second at the peak (a burst offers 5 × the rate): y tick labels
+    // of 7 characters and more, up the whole axis, the middle ones beside its title.
+    name: 'heavy',
+    screenshot: 'report-heavy.png',
+    coinciding: [],
+    args: ['--pattern', 'burst', '--rate', '450000', '--duration', '4s', '--keys', '50', '--seed', '1', '--limit', '1000', '--period', '1s'],
   },
 ];
 
@@ -137,18 +150,19 @@ for (const testCase of CASES) {
     let setupPromise;
     let page;
 
-    // Runs simulate, opens its report, waits for the charts and saves the screenshot.
-    // Resolves {summary, page}.
+    // Runs simulate, opens its report (recording what its canvases draw), waits for the
+    // charts and saves the screenshot. Resolves {summary, page, svg} (svg: the --svg file).
     function setup() {
       setupPromise ??= (async () => {
         const dir = await tempDir('spillway-browser-report-');
         const out = path.join(dir, 'report.html');
-        const args = ['simulate', ...testCase.args, '--out', out];
+        const svg = path.join(dir, 'chart.svg');
+        const args = ['simulate', ...testCase.args, '--out', out, '--svg', svg];
         const result = await runBinary(args);
         assert.equal(result.code, 0, `spillway ${args.join(' ')} exited ${result.code}; stderr:\n${result.stderr}`);
         const summary = parseSummary(result.stdout);
         await fsp.access(out);
-        page = await openPage(await getBrowser(), pathToFileURL(out).href);
+        page = await openPage(await getBrowser(), pathToFileURL(out).href, { recordCanvas: true });
         // uPlot may draw after the load event: wait for the charts' canvases (the tests say
         // what is wrong when they do not come), then keep a picture either way.
         await waitFor(
@@ -156,7 +170,7 @@ for (const testCase of CASES) {
           { timeoutMs: 10000, what: 'three drawn div.chart canvases' },
         ).catch(() => {});
         await screenshot(page, testCase.screenshot);
-        return { summary, page };
+        return { summary, page, svg };
       })();
       return setupPromise;
     }
@@ -287,6 +301,54 @@ for (const testCase of CASES) {
         const denied = series.find((s) => kindOf(s.label) === 'denied');
         assert.ok(series.indexOf(denied) > series.indexOf(admitted), `${chart}: denied drawn last`);
         assert.ok(denied.width < admitted.width, `${chart}: denied (${denied.width}px) thinner than admitted (${admitted.width}px)`);
+      }
+    });
+
+    it('no tick label meets a tick, a grid line, another label or an axis title, on every chart', async () => {
+      const { page } = await setup();
+      const names = await page.$$eval('div.chart canvas', (canvases) =>
+        canvases.map((c) => c.closest('div.chart').getAttribute('data-chart')));
+      const drawings = await canvasDrawings(page, 'div.chart canvas');
+      assert.ok(drawings.length >= 3, `charts drawn: ${drawings.length}`);
+      const found = [];
+      drawings.forEach((drawing, i) => {
+        // Something was recorded: tick labels on both axes (left of and under the plot) and the
+        // ticks themselves, so that no overlap is not for want of anything drawn.
+        const { plot } = drawing;
+        assert.ok(plot, `${names[i]}: a uPlot plot area`);
+        const left = drawing.texts.filter((t) => t.right <= plot.left);
+        const under = drawing.texts.filter((t) => t.top >= plot.bottom);
+        assert.ok(left.length >= 3 && under.length >= 3, `${names[i]}: texts left of the plot ${JSON.stringify(left.map((t) => t.text))}, under it ${JSON.stringify(under.map((t) => t.text))}`);
+        assert.ok(drawing.lines.length >= 4, `${names[i]}: ticks and grid lines drawn: ${drawing.lines.length}`);
+        for (const problem of overlaps(drawing)) found.push(`${names[i]}: ${problem}`);
+      });
+      assert.deepEqual(found, []);
+    });
+
+    it('the SVG chart (--svg): no text meets another text or a line, nor runs off the chart', async () => {
+      const { svg } = await setup();
+      const svgPage = await openPage(await getBrowser(), pathToFileURL(svg).href);
+      try {
+        // Boxes as laid out, in the SVG's pixels (it is drawn at 1:1 from the page's corner).
+        const drawing = await svgPage.$eval('svg', (root) => {
+          const box = (e) => {
+            const r = e.getBoundingClientRect();
+            return { left: r.left, top: r.top, right: r.right, bottom: r.bottom };
+          };
+          return {
+            width: root.width.baseVal.value,
+            height: root.height.baseVal.value,
+            texts: [...root.querySelectorAll('text')].map((t) => ({ text: t.textContent, ...box(t) })),
+            lines: [...root.querySelectorAll('line')].map((l) => {
+              const r = box(l);
+              return { x0: r.left, y0: r.top, x1: r.right, y1: r.bottom, width: Number(l.getAttribute('stroke-width') || 1) };
+            }),
+          };
+        });
+        assert.ok(drawing.texts.length >= 10, `texts in the SVG: ${drawing.texts.length}`);
+        assert.deepEqual(overlaps(drawing), []);
+      } finally {
+        await closePage(svgPage);
       }
     });
 

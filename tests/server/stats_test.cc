@@ -9,6 +9,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <map>
 
 #include "spillway/memory_store.h"
@@ -96,9 +97,13 @@ TEST(StatsJson, NumbersArePlainDecimalsNeverExponents) {
   metrics.decision_latency.buckets[0] = 3;  // three answers under 25 µs: p50 = p99 = 0.025 ms
   metrics.decision_latency.count = 3;
   metrics.outcomes = {4, 12345678901};
-  StatsView view{.metrics = &metrics, .backend_kind = "memory", .uptime_s = 12.2};
+  StatsView view{.metrics = &metrics,
+                 .backend_kind = "memory",
+                 .uptime_s = 12.2,
+                 .now_unix_ms = 1796143200123};
   const std::string body = stats_json(view);
   EXPECT_NE(body.find("\"uptime_s\":12.2,"), std::string::npos) << body;
+  EXPECT_NE(body.find("\"now_unix_ms\":1796143200123,"), std::string::npos) << body;
   EXPECT_NE(body.find("\"p50\":0.025,"), std::string::npos) << body;
   EXPECT_NE(body.find("\"total_decisions\":12345678905,"), std::string::npos) << body;
   for (std::size_t at = body.find_first_of("eE"); at != std::string::npos;
@@ -196,6 +201,25 @@ TEST_P(Stats, CountersFollowTheRequestsAndTheMostDeniedKeyLeads) {
   EXPECT_TRUE(top[0].at("key").as_string().starts_with("al***#")) << top[0].at("key");
   EXPECT_GT(after.at("uptime_s").to_number<double>(), 0);
   EXPECT_GT(after.at("backend").at("latency_ms").at("p99").to_number<double>(), 0);
+}
+
+// now_unix_ms is the server's wall clock (the dashboard's time axis): an integer count of ms
+// since the Unix epoch, between this test's own readings of the system clock before and after
+// the request.
+TEST_P(Stats, NowIsTheWallClockInMillisecondsSinceTheEpoch) {
+  Running s = start_stats(GetParam(), policy::default_config());
+  const auto wall_ms = [] {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  };
+  const std::int64_t before = wall_ms();
+  const json::object first = stats_of(s.port());
+  const std::int64_t after = wall_ms();
+  ASSERT_TRUE(first.at("now_unix_ms").is_int64() || first.at("now_unix_ms").is_uint64())
+      << json::serialize(first.at("now_unix_ms"));
+  const auto now = first.at("now_unix_ms").to_number<std::int64_t>();
+  EXPECT_GE(now, before);
+  EXPECT_LE(now, after);
 }
 
 // A key denied by a by_plan layer is listed with the plan in force when it was denied.

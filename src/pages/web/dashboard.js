@@ -1,15 +1,29 @@
 // The live dashboard of `spillway serve` (GET /dashboard): polls GET /v1/stats (docs/SPEC.md §5)
-// once a second, turns the counters into per-second rates, and draws them with uPlot. Keeps the
-// last 300 samples (5 minutes). Makes no request other than /v1/stats on its own server.
+// once a second, turns the counters into per-second rates, and draws them with uPlot over a fixed
+// window of the last 5 minutes. The x values are the server's wall clock at each answer
+// (now_unix_ms, as seconds since the Unix epoch); the axis shows them as HH:MM:SS in the
+// browser's local time, and its range is [newest − 5 min, newest], so it scrolls rather than
+// rescales as points arrive. Rates divide by uptime_s (the server's monotonic clock), which a
+// change of the wall clock cannot upset. The chart is kept in window.spillwayDashboard.chart
+// (the browser test reads its scale from there). Makes no request other than /v1/stats on its
+// own server.
 (function () {
   'use strict';
-  const keep = 300;
+  const windowSeconds = 300;
   const text = (id, value) => { document.getElementById(id).textContent = value; };
   const number = (n) => Number(n).toLocaleString('en-US');
   let previous = null;   // the last stats object, for rates
   let plot = null;       // the uPlot chart, rebuilt when the set of series changes
   let seriesKeys = [];   // "layer|outcome" of each series after x
-  const columns = [[]];  // x (seconds since the page opened), then one array per series
+  const columns = [[]];  // x (the server's clock, s since the epoch), then one array per series
+  window.spillwayDashboard = { chart: null, windowSeconds: windowSeconds };
+  text('chart-window', 'last ' + windowSeconds / 60 + ' min');
+
+  // [newest − window, newest]: the newest sample's time, or the browser's before there is one.
+  function xRange() {
+    const newest = columns[0].length > 0 ? columns[0][columns[0].length - 1] : Date.now() / 1000;
+    return [newest - windowSeconds, newest];
+  }
 
   // The series worth drawing: allowed and denied for enforced layers (and "limit", POST
   // /v1/limit's), allowed and shadow_denied for shadow layers, once a layer has decided.
@@ -30,17 +44,33 @@
     const colors = { allowed: '#1b7f3b', denied: '#b3261e', shadow_denied: '#ff7f0e' };
     const dashes = [[], [6, 3], [2, 3], [8, 3, 2, 3]];
     const layers = [...new Set(keys.map((k) => k.split('|')[0]))];
-    const series = [{ label: 's' }].concat(keys.map((k) => {
+    const time = { label: 'time', value: (u, t) => (t == null ? '--' : spillwayAxes.clock(t)) };
+    const series = [time].concat(keys.map((k) => {
       const [layer, outcome] = k.split('|');
       return { label: layer + ' ' + outcome, stroke: colors[outcome], width: 1.5,
                dash: dashes[layers.indexOf(layer) % dashes.length] };
     }));
     const target = document.querySelector('div.chart[data-chart="decisions"]');
     if (plot) plot.destroy();
+    // Ticks at round times (uPlot's time steps), at least 70 px apart: room for "14:03:20".
+    const xAxis = { label: 'local time', space: 70,
+                    values: (u, ticks) => ticks.map((t) => spillwayAxes.clock(t)) };
     plot = new uPlot({ width: Math.min(1060, document.body.clientWidth - 8), height: 300,
-                       scales: { x: { time: false } }, series: series,
-                       axes: [{ label: 'seconds' }, { label: 'decisions / s' }] },
+                       scales: { x: { time: true, range: xRange } }, series: series,
+                       axes: [xAxis, { label: 'decisions / s', size: spillwayAxes.labelWidth }] },
                      columns, target);
+    window.spillwayDashboard.chart = plot;
+  }
+
+  // Adds the sample at `t` (s since the epoch). A wall clock set back starts the chart afresh
+  // (uPlot needs ascending x); samples that have left the window go, all but the newest of them
+  // (the line still reaches the window's left edge).
+  function append(t, values) {
+    const x = columns[0];
+    if (x.length > 0 && t <= x[x.length - 1]) for (const c of columns) c.length = 0;
+    x.push(t);
+    values.forEach((v, i) => columns[i + 1].push(v));
+    while (x.length > 1 && x[1] <= t - windowSeconds) for (const c of columns) c.shift();
   }
 
   function count(stats, key) {
@@ -76,17 +106,13 @@
       return row;
     }));
 
-    const now = stats.uptime_s;
-    if (previous && now > previous.uptime_s) {
-      const seconds = now - previous.uptime_s;
+    if (previous && stats.uptime_s > previous.uptime_s) {
+      const seconds = stats.uptime_s - previous.uptime_s;
       text('decision-rate', number(Math.round((stats.total_decisions - previous.total_decisions) / seconds)));
       const keys = seriesOf(stats);
       if (keys.join() !== seriesKeys.join() || !plot) rebuild(keys);
-      columns[0].push(now);
-      seriesKeys.forEach((key, i) => {
-        columns[i + 1].push(Math.max(0, (count(stats, key) - count(previous, key)) / seconds));
-      });
-      if (columns[0].length > keep) for (const c of columns) c.shift();
+      append(stats.now_unix_ms / 1000, seriesKeys.map((key) =>
+        Math.max(0, (count(stats, key) - count(previous, key)) / seconds)));
       plot.setData(columns);
     } else if (!plot) {
       rebuild(seriesOf(stats));

@@ -16,6 +16,9 @@
   const width = (wide) => Math.min(wide ? 1060 : 520, document.body.clientWidth - 8);
   const place = (name) => document.querySelector('div.chart[data-chart="' + name + '"]');
   const xAxis = { label: 'seconds' };
+  // A y axis as wide as its widest tick label (src/pages/web/axes.js), so that labels like
+  // "250,000" stay clear of the axis title.
+  const yAxis = (label) => ({ label: label, size: spillwayAxes.labelWidth });
   const offered = () => ({ label: 'offered', stroke: data.offered_style.color,
                            width: data.offered_style.width, points: { show: false } });
   const draw = (name, options, columns, target) => {
@@ -46,7 +49,7 @@
     const y = cut ? { range: () => [0, Math.ceil((admittedTop * 1.2) / step) * step] } : {};
     draw('overview', { title: 'Admitted per second, every algorithm', width: width(true),
                        height: 300, scales: { x: { time: false }, y: y }, series: series,
-                       axes: [xAxis, { label: 'requests / s' }] }, columns, overview);
+                       axes: [xAxis, yAxis('requests / s')] }, columns, overview);
   }
 
   // Per algorithm: offered, admitted and denied rates. Admitted is the wider line; denied, drawn
@@ -62,7 +65,7 @@
                             points: { show: false } },
                           { label: 'denied', stroke: a.style.denied, width: 1.5,
                             points: { show: false } }],
-                 axes: [xAxis, { label: 'requests / s' }] },
+                 axes: [xAxis, yAxis('requests / s')] },
          [data.t, data.offered, a.admitted_rate, a.denied_rate], target);
   });
 
@@ -91,6 +94,6 @@
       axes: [{ label: 'retry_after', splits: () => centres,
                values: (u, ticks) => ticks.map((t) =>
                  data.retry_buckets[Math.round((t - (n - 1) / 2) / (n + 1))] ?? '') },
-             { label: 'denied requests' }] }, columns, retry);
+             yAxis('denied requests')] }, columns, retry);
   }
 })();
