@@ -96,14 +96,14 @@ class LeaseStore final : public ForwardingStore {
   Counts counts() const;
 
  public:
-  struct Taken;  // units taken by a request still deciding (lease_store.cc)
+  struct Taken;  // units taken by a request still deciding (src/open_store/lease_table.h)
 
  private:
   struct Entry;
   struct Shard;
   struct Pending;
   Micros time(std::optional<Micros> now) const { return now ? *now : clock_->now(); }
-  // One attempt of a request from its leases (see lease_store.cc). `pending`: the request's own
+  // One attempt of a request from its leases (see lease_take.cc). `pending`: the request's own
   // copy once it had to wait (null on the first attempt: `request` and `done` are the caller's).
   void attempt(const StoreRequest& request, AllCallback& done, std::shared_ptr<Pending> pending);
   // Asks for a new lease of check's key for a request that needs `need` units; `waiter` runs

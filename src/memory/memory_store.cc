@@ -1,3 +1,11 @@
+// MemoryStore (spillway/memory_store.h): the in-process store. One ShardedTable per algorithm
+// (src/memory/sharded_table.h) holds the keys' states; Impl decides single checks (one shard
+// locked), all-or-nothing checks (the shards involved locked in address order, every key decided
+// dry, committed only if all admit), reservations (16 locked shards of open records ordered by
+// expiry, src/memory/reservation_record.h; tombstones of settled ids, src/memory/settled_ids.h),
+// charges and resets; the key bound is a KeyBudget shared by the tables. Every answer is given
+// before decide() returns (complete_inline). Times are the request's `now` or the clock's, in µs.
+// Thread safety: every method from any thread; an optional background thread sweeps idle keys.
 #include "spillway/memory_store.h"
 
 #include <algorithm>
@@ -6,7 +14,6 @@
 #include <bit>
 #include <boost/container/small_vector.hpp>
 #include <condition_variable>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <random>
@@ -21,6 +28,8 @@
 #include "src/core/metrics_text.h"
 #include "src/core/reservation_errors.h"
 #include "src/memory/key_budget.h"
+#include "src/memory/reservation_record.h"
+#include "src/memory/settled_ids.h"
 #include "src/memory/sharded_table.h"
 
 namespace spillway {
@@ -198,7 +207,7 @@ class MemoryStore::Impl {
     }
     Reservation& kept = found->second;
     std::vector<std::int64_t> actual;
-    if (Result<void> resolved = actual_costs(kept, settlement, actual); !resolved) {
+    if (Result<void> resolved = memory::actual_costs(kept, settlement, actual); !resolved) {
       return std::unexpected(resolved.error());
     }
     Settled settled;
@@ -304,20 +313,8 @@ class MemoryStore::Impl {
     }
   }
 
-  // An open reservation: what each of its keys was charged, and how to settle it.
-  struct Reservation {
-    struct Key {
-      std::string key;
-      Limit limit;
-      std::int64_t estimate;
-      core::ChargeMark mark;
-      std::string label;
-      bool metered;
-    };
-    std::vector<Key> keys;
-    Micros expires_at = 0;
-    std::multimap<Micros, std::string_view>::iterator expiry;  // its entry in by_expiry
-  };
+  // An open reservation (src/memory/reservation_record.h).
+  using Reservation = memory::Reservation;
   struct ReservationShard {
     std::mutex mutex;
     std::unordered_map<std::string, Reservation, IdHash, std::equal_to<>> open;
@@ -327,48 +324,8 @@ class MemoryStore::Impl {
   };
   static constexpr std::size_t kReservationShards = 16;
 
-  // Ids settled and not yet past their ttl, so that a second settlement is told apart from an
-  // unknown id: a 64-bit hash of the id and its expiry, in settlement order; at most `bound`, the
-  // oldest settled forgotten first. Thread-safe (its own lock, taken after a shard's, never
-  // before).
-  class SettledIds {
-   public:
-    explicit SettledIds(std::size_t bound) : bound_(std::max<std::size_t>(1, bound)) {}
-
-    void add(std::uint64_t hash, Micros expires_at, Micros now) {
-      std::lock_guard hold(mutex_);
-      expire_locked(now);
-      // Two ids with one hash (2^-64 for random ids): the first's tombstone stands for both.
-      if (expiry_.contains(hash)) return;
-      while (order_.size() >= bound_) pop_oldest_locked();
-      expiry_.emplace(hash, expires_at);
-      order_.emplace_back(hash, expires_at);
-    }
-    bool holds(std::uint64_t hash, Micros now) {
-      std::lock_guard hold(mutex_);
-      const auto found = expiry_.find(hash);
-      return found != expiry_.end() && found->second > now;
-    }
-    void expire(Micros now) {
-      std::lock_guard hold(mutex_);
-      expire_locked(now);
-    }
-
-   private:
-    // Settlement order is nearly expiry order (one ttl); a front not yet due holds back the
-    // ones behind it only until it is due or the bound pushes it out.
-    void expire_locked(Micros now) {
-      while (!order_.empty() && order_.front().second <= now) pop_oldest_locked();
-    }
-    void pop_oldest_locked() {
-      expiry_.erase(order_.front().first);
-      order_.pop_front();
-    }
-    const std::size_t bound_;
-    std::mutex mutex_;
-    std::unordered_map<std::uint64_t, Micros> expiry_;
-    std::deque<std::pair<std::uint64_t, Micros>> order_;  // one entry per key of expiry_
-  };
+  // Tombstones of settled ids (src/memory/settled_ids.h).
+  using SettledIds = memory::SettledIds;
 
   // A place among the open reservations, or false when max_reservations are open even after
   // dropping the expired ones. Never more than the maximum at once, whatever the threads do.
@@ -416,35 +373,6 @@ class MemoryStore::Impl {
 
   ReservationShard& reservation_shard(std::string_view id) {
     return reservation_shards_[IdHash{}(id) % kReservationShards];
-  }
-
-  // Each key's actual cost under `settlement` (Store's Settlement says how).
-  static Result<void> actual_costs(const Reservation& kept, const Settlement& settlement,
-                                   std::vector<std::int64_t>& actual) {
-    const bool any_metered = std::any_of(kept.keys.begin(), kept.keys.end(),
-                                         [](const Reservation::Key& k) { return k.metered; });
-    actual.clear();
-    for (const Reservation::Key& k : kept.keys) {
-      std::int64_t cost = k.estimate;
-      if (settlement.cancel) {
-        cost = 0;
-      } else if (settlement.cost && (k.metered || !any_metered)) {
-        cost = *settlement.cost;
-      }
-      actual.push_back(cost);
-    }
-    for (const LayerCost& named : settlement.costs) {
-      const auto at =
-          std::find_if(kept.keys.begin(), kept.keys.end(),
-                       [&](const Reservation::Key& k) { return k.label == named.label; });
-      if (at == kept.keys.end()) {
-        std::vector<std::string> labels;
-        for (const Reservation::Key& k : kept.keys) labels.push_back(k.label);
-        return std::unexpected(reservation_has_no_layer(named.label, labels));
-      }
-      if (!settlement.cancel) actual[static_cast<std::size_t>(at - kept.keys.begin())] = named.cost;
-    }
-    return {};
   }
 
   const std::size_t max_reservations_;

@@ -1,3 +1,9 @@
+// QuotaService and QuotaStream (src/rls/quota_engine.h): one stream's usage reports in,
+// token-bucket assignments out. A report's buckets are matched against the rules, each limited
+// bucket is given its share (sizes: src/rls/quota_sizing.h) and charged to the shared key as a
+// reservation before its assignment is sent; ended, replaced or abandoned buckets' unused tokens
+// are settled back. The counters are QuotaStats (quota_stats.cc). Thread safety: a QuotaStream is
+// used by one stream at a time; the store's callbacks continue it.
 #include "src/rls/quota_engine.h"
 
 #include <algorithm>
@@ -5,7 +11,7 @@
 #include <limits>
 #include <utility>
 
-#include "src/core/metrics_text.h"
+#include "src/rls/quota_sizing.h"
 #include "src/rls/rls_engine.h"
 #include "src/rls/rls_match.h"
 
@@ -22,56 +28,6 @@ QuotaService::QuotaService(Store& store, std::function<std::shared_ptr<const Rls
       shares_(shares ? std::move(shares) : std::make_shared<LocalQuotaShares>(clock_)),
       stats_(std::make_unique<QuotaStats>()) {}
 
-void QuotaStats::add(std::string_view domain, std::string_view path, Counter counter,
-                     std::int64_t n) {
-  if (path.empty() || n == 0) return;
-  std::string name = std::string(domain) + '\0' + std::string(path);
-  std::lock_guard lock(mutex_);
-  auto found = series_.find(name);
-  if (found == series_.end()) {
-    if (series_.size() >= kMaxSeries) name = std::string(domain) + '\0' + "_other";
-    found = series_.try_emplace(std::move(name)).first;
-  }
-  found->second[counter] += n;
-}
-
-std::int64_t QuotaStats::get(std::string_view domain, std::string_view path,
-                             Counter counter) const {
-  const std::string name = std::string(domain) + '\0' + std::string(path);
-  std::lock_guard lock(mutex_);
-  auto found = series_.find(name);
-  return found == series_.end() ? 0 : found->second[counter];
-}
-
-void QuotaStats::render(std::string& out) const {
-  std::lock_guard lock(mutex_);
-  if (series_.empty()) return;
-  const auto domain = [](const std::string& name) {
-    return std::string_view(name).substr(0, name.find('\0'));
-  };
-  const auto bucket = [](const std::string& name) {
-    return std::string_view(name).substr(name.find('\0') + 1);
-  };
-  append_metric_family(out, "spillway_rlqs_tokens_total", MetricType::kCounter,
-                       "RLQS tokens per bucket: assigned (charged for assignments), used (allowed, "
-                       "as the Envoys report), refunded (given back by settlements).");
-  static constexpr std::array<std::string_view, 3> kinds = {"assigned", "used", "refunded"};
-  for (const auto& [name, values] : series_) {
-    for (std::size_t k = 0; k < kinds.size(); ++k) {
-      append_metric_sample(out, "spillway_rlqs_tokens_total",
-                           {{"domain", domain(name)}, {"bucket", bucket(name)}, {"kind", kinds[k]}},
-                           static_cast<std::uint64_t>(std::max<std::int64_t>(0, values[k])));
-    }
-  }
-  append_metric_family(out, "spillway_rlqs_envoys", MetricType::kGauge,
-                       "RLQS streams (Envoys) holding a bucket on this server.");
-  for (const auto& [name, values] : series_) {
-    append_metric_sample(out, "spillway_rlqs_envoys",
-                         {{"domain", domain(name)}, {"bucket", bucket(name)}},
-                         static_cast<std::uint64_t>(std::max<std::int64_t>(0, values[kHolders])));
-  }
-}
-
 struct QuotaStream::Report {
   std::vector<QuotaUsage> usages;
   std::shared_ptr<const RlsRules> rules;
@@ -84,127 +40,6 @@ namespace {
 
 std::unexpected<Error> bad_report(std::string message) {
   return std::unexpected(Error{Errc::kInvalidArgument, std::move(message), "bucket_quota_usages"});
-}
-
-// `m` rounded up to whole seconds, within [1 s, kMaxQuotaTtl]: Envoy reads only `.seconds()`.
-Micros whole_seconds(Micros m) {
-  const Micros up = (std::max<Micros>(m, 1) + kMicrosPerSecond - 1) / kMicrosPerSecond;
-  return std::min(up * kMicrosPerSecond, kMaxQuotaTtl);
-}
-
-// The assignment's time to live: the longest time seen between two reports plus half of it (at
-// least 600 ms, more than two trips of kQuotaGrace), in whole seconds, so it outlives the next
-// report whatever Envoy's reporting_interval; kFirstQuotaTtl before any is seen.
-Micros ttl_for(Micros interval) {
-  if (interval <= 0) return kFirstQuotaTtl;
-  const Micros i = std::min(interval, kMaxQuotaTtl);
-  return whole_seconds(i + std::max<Micros>(i / 2, 600'000));
-}
-
-// What an assignment of `tokens` per fill interval costs: Envoy's bucket holds `size` =
-// tokens × ttl / fill (what one ttl brings, at least 1, at most tokens) and starts full; it
-// refills tokens/fill per second for `span` (until the expiry Envoy arms).
-struct QuotaCost {
-  Micros ttl = 0;
-  Micros fill = 0;
-  Micros span = 0;
-  std::uint32_t size(std::uint32_t tokens) const {
-    const double s = std::ceil(static_cast<double>(tokens) * static_cast<double>(ttl) /
-                               static_cast<double>(fill));
-    return static_cast<std::uint32_t>(std::clamp(s, 1.0, static_cast<double>(tokens)));
-  }
-  static std::int64_t refill(std::uint32_t tokens, Micros fill, Micros span) {
-    if (span <= 0) return 0;
-    return static_cast<std::int64_t>(std::ceil(
-        static_cast<double>(tokens) * static_cast<double>(span) / static_cast<double>(fill)));
-  }
-  std::int64_t of_new(std::uint32_t tokens) const {
-    return std::int64_t{size(tokens)} + refill(tokens, fill, span);
-  }
-  // The largest tokens whose new bucket `left` pays for (0: none).
-  std::int64_t fit(std::int64_t left) const {
-    if (left < 2) return 0;
-    const double per = static_cast<double>(std::min(ttl, fill) + span) / static_cast<double>(fill);
-    auto t = static_cast<std::int64_t>(std::floor(static_cast<double>(left - 1) / per));
-    t = std::clamp<std::int64_t>(t, 0, std::numeric_limits<std::uint32_t>::max());
-    while (t > 0 && of_new(static_cast<std::uint32_t>(t)) > left) --t;
-    return t;
-  }
-};
-
-// The ttl before any report interval is seen: kFirstQuotaTtl, halved (to 2 s at least) while
-// a bucket of one token per F would cost more than a sixteenth of the largest charge the limit
-// takes (a short period: its refill over a long ttl is charged in advance, and the first bucket
-// is replaced at the next report, where a bucket algorithm gives nothing back).
-Micros first_ttl(const Limit& limit, Micros fill) {
-  const std::int64_t largest = limit.capacity();
-  Micros ttl = kFirstQuotaTtl;
-  while (ttl > 2 * kMicrosPerSecond &&
-         QuotaCost{.ttl = ttl, .fill = fill, .span = ttl + kQuotaGrace}.of_new(1) > largest / 16) {
-    ttl = std::max<Micros>(2 * kMicrosPerSecond, ttl / 2 / kMicrosPerSecond * kMicrosPerSecond);
-  }
-  return ttl;
-}
-
-// What a limit allows one Envoy per fill interval F (= the limit's period in whole seconds):
-// `rate`, the limit's rate over F; `most`, at most that and what keeps a new bucket's cost within
-// the largest charge the limit can take (L, or B); `start`, for an Envoy whose demand is not known
-// yet, what a sixteenth of that largest charge pays for (at least 1, at most `most`).
-struct QuotaSizing {
-  double rate = 1;
-  double most = 1;
-  double start = 1;
-};
-
-QuotaSizing sizing_for(const Limit& limit, Micros ttl, Micros fill) {
-  const double f = static_cast<double>(fill);
-  QuotaSizing out;
-  out.rate = std::max(1.0, std::floor(static_cast<double>(limit.limit()) * f /
-                                      static_cast<double>(limit.period())));
-  const std::int64_t largest = limit.capacity();
-  const QuotaCost cost{.ttl = ttl, .fill = fill, .span = ttl + kQuotaGrace};
-  out.most =
-      std::max(1.0, std::min({out.rate, static_cast<double>(cost.fit(largest)),
-                              static_cast<double>(std::numeric_limits<std::uint32_t>::max())}));
-  out.start = std::clamp(static_cast<double>(cost.fit(largest / 16)), 1.0, out.most);
-  return out;
-}
-
-// An Envoy's demand per F: the requests it saw (allowed + denied) over `gap`, scaled to F; -1
-// when not known (gap 0: a bucket Envoy just created).
-std::int64_t demand_of(const QuotaUsage& usage, Micros gap, Micros fill) {
-  if (gap <= 0) return -1;
-  const double seen = static_cast<double>(usage.allowed) + static_cast<double>(usage.denied);
-  const double want = std::ceil(seen * static_cast<double>(fill) / static_cast<double>(gap));
-  return static_cast<std::int64_t>(std::clamp(want, 1.0, 1e15));
-}
-
-// What the member whose demand is demands[0] is given of `capacity`: its max-min fair share by
-// the demands (a demand of -1, not known, asks for all: each member asking less than an even
-// split gets what it asks, the rest is split evenly), plus an even part of what the shares
-// leave, up to 1.25 × its demand (headroom for growth; `unknown`: what it gets while its demand
-// is not known).
-double max_min_share(double capacity, const std::vector<std::int64_t>& demands, double unknown) {
-  if (demands.empty()) return unknown;
-  const auto asked = [capacity](std::int64_t d) {
-    return d < 0 ? capacity : static_cast<double>(d);
-  };
-  std::vector<double> sorted;
-  sorted.reserve(demands.size());
-  for (std::int64_t d : demands) sorted.push_back(asked(d));
-  std::sort(sorted.begin(), sorted.end());
-  double left = capacity;
-  double level = capacity;  // what a member asking more than its share gets
-  std::size_t i = 0;
-  for (; i < sorted.size(); ++i) {
-    level = left / static_cast<double>(sorted.size() - i);
-    if (sorted[i] >= level) break;
-    left -= sorted[i];
-  }
-  const double spare = i == sorted.size() ? left / static_cast<double>(sorted.size()) : 0;
-  const double own = asked(demands[0]);
-  if (demands[0] < 0) return std::min(unknown, level);
-  return std::min(own * 1.25, std::min(own, level) + spare);
 }
 
 // The same bucket named twice in one report is one bucket: its counts summed, the longer elapsed.

@@ -1,0 +1,132 @@
+// Policy::make (spillway/policy_engine.h): a PolicySpec checked and built once. Every layer's
+// name, key attributes, cost attribute, lease and selector (exactly one of limit, by_plan,
+// by_endpoint) are checked; every Limit (a fixed limit, each plan's, each route's) and each
+// endpoint layer's route table are built here, so a request only looks them up. Also the sorted
+// lists of the attributes layers read (attributes_used, route_attributes, cost_attributes).
+// Errors are kInvalidArgument naming the layer. Pure; the Policy made is immutable.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "spillway/policy_engine.h"
+#include "src/policy/names.h"
+#include "src/policy/routes.h"
+
+namespace spillway::policy {
+namespace {
+
+Result<Limit> build_limit(const LayerSpec& layer, const RateSpec& rate, const std::string& what) {
+  auto limit = Limit::make(layer.algorithm, rate.limit, rate.period, rate.burst);
+  if (!limit) {
+    return invalid_argument("layer \"" + layer.name + "\" " + what + ": " + limit.error().message);
+  }
+  return limit;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
+                                                   std::shared_ptr<const TenantDirectory> tenants,
+                                                   UntilLoaded until_loaded) {
+  if (spec.layers.empty()) return invalid_argument("a policy needs at least one layer");
+  std::shared_ptr<Policy> policy(new Policy(std::move(spec), std::move(tenants)));
+  policy->until_loaded_ = until_loaded;
+  std::set<std::string> names;
+  for (const LayerSpec& layer : policy->spec_.layers) {
+    if (layer.name.empty() || !names.insert(layer.name).second) {
+      return invalid_argument("layer names must be non-empty and unique: \"" + layer.name + "\"");
+    }
+    // The name begins every key of its layer: with ':' two layers' keys could meet ("a" +
+    // "1:b:1:c" vs "a:7:1:b" + "c"); with CR/LF a response header could be forged.
+    if (!is_name(layer.name)) {
+      return invalid_argument("layer name \"" + layer.name +
+                              "\" must be letters, digits, '_' or '-'");
+    }
+    if (layer.key.empty()) return invalid_argument("layer \"" + layer.name + "\" has no key");
+    if (layer.lease) {
+      if (auto problem = lease_spec_problem(*layer.lease)) {
+        return invalid_argument("layer \"" + layer.name + "\": " + problem->message);
+      }
+    }
+    if (!layer.cost.empty()) {
+      if (auto problem = attribute_name_problem(layer.cost)) {
+        return invalid_argument("layer \"" + layer.name + "\": cost attribute \"" + layer.cost +
+                                "\" " + *problem);
+      }
+    }
+    // An attribute no request could give would refuse every request (docs/SPEC.md §2).
+    std::vector<std::string_view> attributes(layer.key.begin(), layer.key.end());
+    if (layer.by_plan) attributes.push_back(layer.by_plan->attribute);
+    if (layer.by_endpoint) attributes.push_back(layer.by_endpoint->attribute);
+    for (std::string_view attribute : attributes) {
+      if (auto problem = attribute_name_problem(attribute)) {
+        return invalid_argument("layer \"" + layer.name + "\": attribute \"" +
+                                std::string(attribute) + "\" " + *problem);
+      }
+    }
+    const int selectors =
+        layer.limit.has_value() + layer.by_plan.has_value() + layer.by_endpoint.has_value();
+    if (selectors != 1) {
+      return invalid_argument("layer \"" + layer.name +
+                              "\" needs exactly one of limit, by_plan, by_endpoint");
+    }
+    BuiltLayer built;
+    if (layer.limit) {
+      auto limit = build_limit(layer, *layer.limit, "limit");
+      if (!limit) return std::unexpected(limit.error());
+      built.fixed = *limit;
+    }
+    if (layer.by_plan) {
+      for (const auto& [plan, rate] : layer.by_plan->plans) {
+        auto limit = build_limit(layer, rate, "plan " + plan);
+        if (!limit) return std::unexpected(limit.error());
+        built.by_plan.emplace(plan, *limit);
+      }
+      if (!built.by_plan.contains(layer.by_plan->default_plan)) {
+        return invalid_argument("layer \"" + layer.name + "\": default plan \"" +
+                                layer.by_plan->default_plan + "\" is not a plan");
+      }
+      for (const auto& [value, plan] : layer.by_plan->assignments) {
+        if (!built.by_plan.contains(plan)) {
+          return invalid_argument("layer \"" + layer.name + "\": plan \"" + plan + "\" of \"" +
+                                  value + "\" is not a plan");
+        }
+      }
+    }
+    if (layer.by_endpoint) {
+      for (const auto& [route, rate] : layer.by_endpoint->limits) {
+        auto limit = build_limit(layer, rate, "route " + route);
+        if (!limit) return std::unexpected(limit.error());
+        built.route_limits.push_back(*limit);
+        built.route_names.push_back(route);
+      }
+      auto routes = RouteTable::make(built.route_names, layer.by_endpoint->case_sensitive);
+      if (!routes) {
+        return invalid_argument("layer \"" + layer.name + "\": " + routes.error().message);
+      }
+      built.routes = std::make_shared<const RouteTable>(std::move(*routes));
+    }
+    policy->built_.push_back(std::move(built));
+  }
+  std::set<std::string> used, routed, costs;
+  for (std::size_t i = 0; i < policy->spec_.layers.size(); ++i) {
+    const LayerSpec& layer = policy->spec_.layers[i];
+    used.insert(layer.key.begin(), layer.key.end());
+    if (!layer.cost.empty()) {
+      used.insert(layer.cost);
+      costs.insert(layer.cost);
+    }
+    if (layer.by_plan) used.insert(layer.by_plan->attribute);
+    if (layer.by_endpoint) {
+      used.insert(layer.by_endpoint->attribute);
+      if (layer.mode == LayerMode::kEnforce) routed.insert(layer.by_endpoint->attribute);
+      if (policy->built_[i].routes->uses_methods()) used.insert(kMethodAttribute);
+    }
+  }
+  policy->attributes_used_.assign(used.begin(), used.end());
+  policy->route_attributes_.assign(routed.begin(), routed.end());
+  policy->cost_attributes_.assign(costs.begin(), costs.end());
+  return std::shared_ptr<const Policy>(std::move(policy));
+}
+
+}  // namespace spillway::policy
