@@ -1,5 +1,6 @@
 // Opens a backend by URL, above all backends: the one place that builds them, and puts around a
-// Redis backend the wrappers its options ask for. Which URL schemes exist is one table
+// Redis backend the wrappers its options ask for (in the order of one list,
+// src/open_store/wrapper_stack.cc). Which URL schemes exist is one table
 // (src/core/backend_schemes.h, also read by the config's checks and `serve`). Code that takes a
 // Store (the policy, the server) does not depend on any backend; a program that lets its user
 // pick the backend (the spillway command) calls open_store.

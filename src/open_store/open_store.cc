@@ -1,9 +1,12 @@
+// open_store, check_store and open_tenants (spillway/open_store.h): a backend URL to its store
+// (wrapped as src/open_store/wrapper_stack.h says) or its tenant directory.
 #include "spillway/open_store.h"
 
 #include <string>
 
 #include "src/core/backend_schemes.h"
 #include "src/memory/tenant_file.h"
+#include "src/open_store/wrapper_stack.h"
 #include "src/redis/redis_tenants.h"
 
 namespace spillway {
@@ -55,22 +58,8 @@ Result<std::unique_ptr<Store>> open_store(std::string_view url, BackendOptions o
     options.redis.url = std::string(url);
     auto redis = RedisStore::open(std::move(options.redis));
     if (!redis) return std::unexpected(redis.error());
-    std::unique_ptr<Store> store = std::move(*redis);
-    if (options.breaker.failures > 0) {
-      store = std::make_unique<CircuitBreakerStore>(std::move(store), options.breaker);
-    }
-    if (options.over_limit_cache > 0) {
-      store = std::make_unique<OverLimitCache>(std::move(store), options.over_limit_cache,
-                                               options.memory.clock);
-    }
-    if (options.local_fallback) {
-      store = std::make_unique<LocalFallbackStore>(
-          std::move(store), std::make_unique<MemoryStore>(std::move(options.memory)));
-    }
-    if (options.leases) {
-      store = std::make_unique<LeaseStore>(std::move(store), std::move(*options.leases));
-    }
-    return store;
+    // The wrappers the options ask for, in the stack's one order (src/open_store/wrapper_stack.cc).
+    return wrap_redis_backend(std::move(*redis), options);
   }
   return not_a_backend(url);
 }
