@@ -5,7 +5,7 @@
 //
 // LocalQuotaShares keeps them in the process (the memory backend: one server); the Redis backends
 // keep them in Redis (src/redis/redis_quota_shares.h), opened by open_quota_shares
-// (spillway/open_store.h).
+// (src/open_store/open_quota_shares.h).
 //
 // Thread safety: every QuotaShares is safe to call from many threads at once. Ownership: the
 // caller owns it; calls in flight when it is destroyed get kUnavailable or their answer.

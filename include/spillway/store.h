@@ -1,4 +1,9 @@
-// The interface every backend implements: one atomic check of one key against one Limit.
+// The interface every backend and every wrapper implements. A request (StoreRequest) is N keys,
+// each under its own Limit (and, optionally, its own cost); a check decides them all-or-nothing
+// in one atomic step (Operation: the other requests, reserve, reset and charge), and
+// Store::decide answers one decision per key, in order; a single check is a request of one key.
+// Around it: the synchronous and single-key forms callers use, settling reservations, readiness,
+// metrics and caches.
 //
 // Thread safety: every Store is safe to call from many threads at once.
 // Keys are arbitrary byte strings of 1..kMaxKeyBytes bytes. The state of a key is separate per
@@ -185,7 +190,9 @@ class Store {
   using AllCallback = std::function<void(Result<Decisions>)>;
   using Callback = std::function<void(Result<Decision>)>;
 
-  // The one way a store decides: every backend and every wrapper implements this, and only this.
+  // The one way a store decides: every request comes here (the forms below are built on it).
+  // Every backend implements it; a wrapper (spillway/forwarding_store.h) overrides it to act on
+  // the requests it passes on.
   // The answer goes to `done`: exactly once, possibly on another thread, possibly before this
   // returns. `done` must not block, nor throw. An answer ready at once (the memory store, an open
   // circuit, a cached denial) goes through complete_inline() (src/core/inline_completion.h): it
@@ -260,8 +267,9 @@ class Store {
   // own and its inner store's). Default: none.
   virtual void append_metrics(std::string& out) const { (void)out; }
 
-  // Forgets what a caching wrapper remembers (OverLimitCache), e.g. after a config reload; a
-  // wrapper passes it on to the store it wraps. Default: nothing to forget.
+  // Forgets what a caching wrapper remembers (OverLimitCache's denials, LeaseStore's remembered
+  // denials), e.g. after a config reload; a wrapper passes it on to the store it wraps. Default:
+  // nothing to forget.
   virtual void clear_caches() {}
 
   // True when decide() always answers before it returns, without waiting on I/O (the in-process

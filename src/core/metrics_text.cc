@@ -85,6 +85,14 @@ void append_metric_sample(std::string& out, std::string_view name, MetricLabels 
   out.push_back('\n');
 }
 
+void append_metric_sample(std::string& out, std::string_view name, MetricLabels labels,
+                          std::int64_t value) {
+  append_series(out, name, labels, false);
+  close_series(out, labels);
+  append_decimal(out, value);
+  out.push_back('\n');
+}
+
 void append_metric_histogram(std::string& out, std::string_view name, MetricLabels labels,
                              std::span<const Micros> bounds, std::span<const std::uint64_t> counts,
                              double sum_seconds) {

@@ -1,5 +1,6 @@
 // Writing Prometheus' text exposition format (0.0.4), the one writer every /metrics producer
-// uses (the server's counters, the gRPC listener, the rate limit service, the store wrappers):
+// uses (the server's counters, the gRPC listener, the rate limit service, the store wrappers,
+// the backends, the tenant directories):
 //   # HELP <name> <help>
 //   # TYPE <name> counter|gauge|histogram
 //   <name>{<label>="<value>",…} <value>
@@ -38,6 +39,9 @@ void append_metric_sample(std::string& out, std::string_view name, MetricLabels 
                           std::uint64_t value);
 void append_metric_sample(std::string& out, std::string_view name, MetricLabels labels,
                           double value);
+// A signed integer (a sequence number read from elsewhere), in decimal with its sign.
+void append_metric_sample(std::string& out, std::string_view name, MetricLabels labels,
+                          std::int64_t value);
 
 // A histogram's samples (its family written before): name_bucket with le="<bound in seconds>"
 // after `labels`, cumulative, for each of `bounds` (µs, ascending) and then "+Inf";

@@ -5,6 +5,7 @@
 #include <functional>
 #include <mutex>
 
+#include "src/core/metrics_text.h"
 #include "src/core/text.h"
 
 namespace spillway {
@@ -251,9 +252,9 @@ TenantPage TenantDirectory::list(std::string_view plan, std::string_view cursor,
 }
 
 void TenantDirectory::append_metrics(std::string& out) const {
-  out += "# HELP spillway_tenants Tenant records in this process's copy.\n";
-  out += "# TYPE spillway_tenants gauge\n";
-  out += "spillway_tenants " + std::to_string(size()) + "\n";
+  append_metric_family(out, "spillway_tenants", MetricType::kGauge,
+                       "Tenant records in this process's copy.");
+  append_metric_sample(out, "spillway_tenants", {}, std::uint64_t{size()});
 }
 
 void TenantDirectory::apply(const std::string& id, std::optional<TenantRecord> record) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "src/core/metrics_text.h"
 #include "src/core/wait_for_answer.h"
 #include "src/redis/key_slot.h"
 #include "src/redis/reply.h"
@@ -320,29 +321,25 @@ void RedisTenantDirectory::follow() {
 
 void RedisTenantDirectory::append_metrics(std::string& out) const {
   TenantDirectory::append_metrics(out);
-  out +=
-      "# HELP spillway_tenants_sequence The last change to the tenant records this copy "
-      "applied.\n# TYPE spillway_tenants_sequence gauge\nspillway_tenants_sequence " +
-      std::to_string(seq_.load()) + "\n";
-  out +=
-      "# HELP spillway_tenants_reloads_total Full loads of the tenant records from Redis.\n"
-      "# TYPE spillway_tenants_reloads_total counter\nspillway_tenants_reloads_total " +
-      std::to_string(resyncs_.load()) + "\n";
-  out +=
-      "# HELP spillway_tenants_reads_total Script calls this instance's follower made to read "
-      "the change log or every record (about ten a second when nothing changes).\n"
-      "# TYPE spillway_tenants_reads_total counter\nspillway_tenants_reads_total " +
-      std::to_string(reads_.load()) + "\n";
-  out +=
-      "# HELP spillway_counter_resets_heard_total Counter resets read from the change log "
-      "(any instance's): each made this instance forget the denials it remembers.\n"
-      "# TYPE spillway_counter_resets_heard_total counter\nspillway_counter_resets_heard_total " +
-      std::to_string(resets_.load()) + "\n";
-  out +=
-      "# HELP spillway_tenants_errors_total Failed reads of the tenant records, and records "
-      "that could not be decoded.\n# TYPE spillway_tenants_errors_total counter\n"
-      "spillway_tenants_errors_total " +
-      std::to_string(errors_.load()) + "\n";
+  append_metric_family(out, "spillway_tenants_sequence", MetricType::kGauge,
+                       "The last change to the tenant records this copy applied.");
+  append_metric_sample(out, "spillway_tenants_sequence", {}, std::int64_t{seq_.load()});
+  append_metric_family(out, "spillway_tenants_reloads_total", MetricType::kCounter,
+                       "Full loads of the tenant records from Redis.");
+  append_metric_sample(out, "spillway_tenants_reloads_total", {}, std::uint64_t{resyncs_.load()});
+  append_metric_family(out, "spillway_tenants_reads_total", MetricType::kCounter,
+                       "Script calls this instance's follower made to read the change log or "
+                       "every record (about ten a second when nothing changes).");
+  append_metric_sample(out, "spillway_tenants_reads_total", {}, std::uint64_t{reads_.load()});
+  append_metric_family(out, "spillway_counter_resets_heard_total", MetricType::kCounter,
+                       "Counter resets read from the change log (any instance's): each made this "
+                       "instance forget the denials it remembers.");
+  append_metric_sample(out, "spillway_counter_resets_heard_total", {},
+                       std::uint64_t{resets_.load()});
+  append_metric_family(out, "spillway_tenants_errors_total", MetricType::kCounter,
+                       "Failed reads of the tenant records, and records that could not be "
+                       "decoded.");
+  append_metric_sample(out, "spillway_tenants_errors_total", {}, std::uint64_t{errors_.load()});
 }
 
 }  // namespace spillway::redis

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include "tests/support/poll.h"
@@ -209,6 +210,34 @@ TEST_F(RedisTenants, WhileRedisIsDownTheCopyKeepsServingAndWritesFail) {
   own.start();
   EXPECT_TRUE(wait_until([&] { return (*a)->put("k3", {.plan = "pro"}).has_value(); },
                          std::chrono::seconds(5)));
+}
+
+// Byte for byte the text this directory wrote by hand before it used src/core/metrics_text.h,
+// each sample's value replaced by N (the follower's reads go on meanwhile).
+TEST_F(RedisTenants, MetricsTextIsAsBefore) {
+  auto directory = open_on(server_->url(), "metrics-text");
+  ASSERT_NE(directory, nullptr);
+  const std::string text =
+      std::regex_replace(metrics_of(*directory), std::regex("\n([a-z_]+) -?[0-9]+\n"), "\n$1 N\n");
+  EXPECT_EQ(
+      text,
+      "# HELP spillway_tenants Tenant records in this process's copy.\n"
+      "# TYPE spillway_tenants gauge\n"
+      "spillway_tenants N\n"
+      "# HELP spillway_tenants_sequence The last change to the tenant records this copy "
+      "applied.\n# TYPE spillway_tenants_sequence gauge\nspillway_tenants_sequence N\n"
+      "# HELP spillway_tenants_reloads_total Full loads of the tenant records from Redis.\n"
+      "# TYPE spillway_tenants_reloads_total counter\nspillway_tenants_reloads_total N\n"
+      "# HELP spillway_tenants_reads_total Script calls this instance's follower made to read "
+      "the change log or every record (about ten a second when nothing changes).\n"
+      "# TYPE spillway_tenants_reads_total counter\nspillway_tenants_reads_total N\n"
+      "# HELP spillway_counter_resets_heard_total Counter resets read from the change log "
+      "(any instance's): each made this instance forget the denials it remembers.\n"
+      "# TYPE spillway_counter_resets_heard_total counter\n"
+      "spillway_counter_resets_heard_total N\n"
+      "# HELP spillway_tenants_errors_total Failed reads of the tenant records, and records "
+      "that could not be decoded.\n# TYPE spillway_tenants_errors_total counter\n"
+      "spillway_tenants_errors_total N\n");
 }
 
 TEST(RedisTenantsCluster, AWriteThroughOneIsInTheOthersCopyOnACluster) {

@@ -1,5 +1,6 @@
 // The whole Prometheus text of each /metrics producer, byte for byte: the server's counters, the
-// gRPC listener's, the rate limit service's stats, and the store wrappers'. Written from the
+// gRPC listener's, the rate limit service's stats, the store wrappers' and the tenant
+// directory's (the Redis directory's own: tests/redis/redis_tenants_test.cc). Written from the
 // text each producer wrote by hand before they shared src/core/metrics_text.h, so that the
 // shared writer changed no byte of what Prometheus scrapes.
 #include <gtest/gtest.h>
@@ -10,7 +11,10 @@
 #include "spillway/local_fallback.h"
 #include "spillway/memory_store.h"
 #include "spillway/over_limit_cache.h"
+#include "spillway/tenant_directory.h"
+#include "src/core/metrics_text.h"
 #include "src/grpc/grpc_metrics.h"
+#include "src/memory/tenant_file.h"
 #include "src/rls/rls_stats.h"
 #include "src/server/metrics.h"
 
@@ -158,6 +162,25 @@ TEST(MetricsExposition, StoreWrappers) {
             "limiter because the backend failed (on_error: local).\n"
             "# TYPE spillway_local_fallback_decisions_total counter\n"
             "spillway_local_fallback_decisions_total 0\n");
+}
+
+TEST(MetricsExposition, TenantDirectoryCopy) {
+  auto directory = FileTenantDirectory::open("", {});
+  ASSERT_TRUE(directory.has_value()) << directory.error().message;
+  ASSERT_TRUE((*directory)->put("k1", TenantRecord{.plan = "pro"}).has_value());
+  std::string text;
+  (*directory)->append_metrics(text);
+  EXPECT_EQ(text,
+            "# HELP spillway_tenants Tenant records in this process's copy.\n"
+            "# TYPE spillway_tenants gauge\n"
+            "spillway_tenants 1\n");
+}
+
+TEST(MetricsExposition, SignedSamplesKeepTheirSign) {
+  std::string text;
+  append_metric_sample(text, "a", {}, std::int64_t{-12});
+  append_metric_sample(text, "b", {{"l", "v"}}, std::int64_t{9'007'199'254'740'993});
+  EXPECT_EQ(text, "a -12\nb{l=\"v\"} 9007199254740993\n");
 }
 
 }  // namespace
