@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/core/text.h"
 #include "src/server/json_text.h"
 
 namespace spillway::cli {
@@ -51,16 +52,6 @@ struct Run {
   }
 };
 
-bool iequals_prefix(std::string_view text, std::string_view lower_prefix) {
-  if (text.size() < lower_prefix.size()) return false;
-  for (std::size_t i = 0; i < lower_prefix.size(); ++i) {
-    const char c = text[i];
-    const char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    if (lower != lower_prefix[i]) return false;
-  }
-  return true;
-}
-
 // `text` without the spaces and tabs around it.
 std::string_view trimmed(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -78,7 +69,7 @@ bool has_close_token(std::string_view value) {
   for (;;) {
     const std::size_t comma = value.find(',');
     const std::string_view token = trimmed(value.substr(0, comma));
-    if (token.size() == 5 && iequals_prefix(token, "close")) return true;
+    if (ascii_iequals(token, "close")) return true;
     if (comma == std::string_view::npos) return false;
     value.remove_prefix(comma + 1);
   }
@@ -110,12 +101,12 @@ Answer read_answer(std::string_view bytes) {
   // `head` ends with "\r\n": each line after the status line ends where the next "\r\n" is.
   for (std::size_t at = head.find("\r\n"); at + 2 < head.size(); at = head.find("\r\n", at + 2)) {
     const std::string_view line = head.substr(at + 2, head.find("\r\n", at + 2) - at - 2);
-    if (iequals_prefix(line, "transfer-encoding:")) {
+    if (ascii_istarts_with(line, "transfer-encoding:")) {
       answer.problem = "a chunked answer (this client reads Content-Length only)";
       return answer;
     }
-    if (iequals_prefix(line, "connection:")) answer.close = has_close_token(value_of(line));
-    if (iequals_prefix(line, "content-length:")) {
+    if (ascii_istarts_with(line, "connection:")) answer.close = has_close_token(value_of(line));
+    if (ascii_istarts_with(line, "content-length:")) {
       const std::string_view value = value_of(line);
       const auto [end_of_number, ec] =
           std::from_chars(value.data(), value.data() + value.size(), body);

@@ -10,7 +10,6 @@
 #include "src/core/text.h"
 #include "src/policy/caller_value.h"
 #include "src/policy/names.h"
-#include "src/server/ascii.h"
 #include "src/server/csv_fields.h"
 #include "src/server/decision_response.h"
 #include "src/server/json_text.h"
@@ -293,7 +292,7 @@ std::optional<std::string> AdminService::authenticate(const HttpRequest& request
   const std::string* header = request.header("authorization");
   if (header == nullptr) return std::nullopt;
   std::string_view value = *header;
-  if (value.size() < 7 || !ascii_iequals(value.substr(0, 7), "bearer ")) return std::nullopt;
+  if (!ascii_istarts_with(value, "bearer ")) return std::nullopt;
   const std::string digest = token_digest_.of(trim(value.substr(7)));
   const std::shared_ptr<const TokenSet> tokens = this->tokens();
   const std::string* found = nullptr;
@@ -630,8 +629,7 @@ HttpResponse AdminService::list(std::string_view query) const {
 
 HttpResponse AdminService::import(const std::string& who, const HttpRequest& request) {
   const std::string* type = request.header("content-type");
-  const bool csv = type != nullptr && type->size() >= 8 &&
-                   ascii_iequals(std::string_view(*type).substr(0, 8), "text/csv");
+  const bool csv = type != nullptr && type->size() >= 8 && ascii_istarts_with(*type, "text/csv");
   const std::shared_ptr<const policy::Policy> policy = policy_();
   std::vector<std::pair<std::string, TenantRecord>> records;
   std::string_view body = request.body;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <iterator>
 
-#include "src/server/ascii.h"
+#include "src/core/text.h"
 
 namespace spillway::server {
 
