@@ -102,7 +102,9 @@ std::string scalar(const YAML::Node& node, const std::string& path, std::string_
 std::string non_empty_scalar(const YAML::Node& node, const std::string& path,
                              std::string_view expected);
 
-// A switch: true, yes or on; false, no or off (the words every boolean field accepts).
+// A switch: true, yes or on; false, no or off (the words every boolean field accepts, in the
+// config and in Envoy's rules files), each all lower case, capitalised or all upper case as in
+// YAML 1.2's core schema ("true", "True", "TRUE"; not "tRUE").
 bool boolean(const YAML::Node& node, const std::string& path);
 
 // A whole number from `min` to `max`.

@@ -20,6 +20,7 @@
 namespace spillway::rls {
 namespace {
 
+using policy::boolean;
 using policy::ConfigError;
 using policy::Entry;
 using policy::fail;
@@ -39,13 +40,6 @@ constexpr std::array<UnitInfo, 7> kUnits = {{
     {Unit::kMonth, "month", 30 * kMicrosPerDay},
     {Unit::kYear, "year", 365 * kMicrosPerDay},
 }};
-
-bool boolean(const YAML::Node& node, const std::string& path) {
-  const std::string text = ascii_lowered(policy::scalar(node, path, "true or false"));
-  if (text == "true" || text == "yes" || text == "on") return true;
-  if (text == "false" || text == "no" || text == "off") return false;
-  fail(node, path, quote_for_error(node.Scalar()) + " must be true or false");
-}
 
 std::string text_field(const Fields& fields, std::string_view name, std::string_view expected) {
   const Entry* entry = fields.find(name);

@@ -760,6 +760,35 @@ TEST(ConfigParse, EveryBooleanTakesTrueFalseYesNoOnOff) {
             "line 2: rls.charge_on_deny: \"maybe\" must be true or false (or yes/no, on/off)");
 }
 
+// YAML 1.2 core schema's case rule, as in Envoy's rules files: all lower case, capitalised or all
+// upper case; any other mix of cases is refused.
+TEST(ConfigParse, BooleansAreLowerCapitalisedOrUpperCase) {
+  for (const auto& [word, value] : std::vector<std::pair<std::string, bool>>{{"True", true},
+                                                                             {"TRUE", true},
+                                                                             {"Yes", true},
+                                                                             {"ON", true},
+                                                                             {"False", false},
+                                                                             {"FALSE", false},
+                                                                             {"NO", false},
+                                                                             {"Off", false}}) {
+    Result<Config> config =
+        parse_config("server:\n  access_log: " + word + "\n  dashboard: " + word +
+                     "\nbackend:\n  url: rediss://localhost:6380\n  tls: {insecure: " + word +
+                     "}\nrls:\n  charge_on_deny: " + word + "\n");
+    ASSERT_TRUE(config.has_value()) << word << ": " << config.error().message;
+    EXPECT_EQ(config->server.access_log, value) << word;
+    EXPECT_EQ(config->server.dashboard, value) << word;
+    EXPECT_EQ(config->backend.tls->insecure, value) << word;
+    EXPECT_EQ(config->rls.charge_on_deny, value) << word;
+  }
+  for (const char* word : {"tRUE", "TRue", "fALSE", "yES", "oN", "oFF"}) {
+    Result<Config> config = parse_config(std::string("server:\n  access_log: ") + word + "\n");
+    ASSERT_FALSE(config.has_value()) << word;
+    EXPECT_EQ(config.error().message, "line 2: server.access_log: \"" + std::string(word) +
+                                          "\" must be true or false (or yes/no, on/off)");
+  }
+}
+
 TEST(ConfigParse, RecordsTheLineOfEachField) {
   Result<Config> config = parse_config("# a comment\nbackend:\n  key_prefix: p\n  url: memory\n");
   ASSERT_TRUE(config.has_value()) << config.error().message;
