@@ -104,6 +104,32 @@ std::int64_t whole_number(const YAML::Node& node, const std::string& path, std::
 
 namespace {
 
+// "a, b or c" (`one_of`: "a, b, c"), each word followed by " (gloss)" when `glossed`.
+std::string word_list(std::span<const ChoiceWord> words, bool one_of, bool glossed) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += one_of || i + 1 < words.size() ? ", " : " or ";
+    out += words[i].word;
+    if (glossed && !words[i].gloss.empty()) out += " (" + std::string(words[i].gloss) + ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::size_t choice_index(const YAML::Node& node, const std::string& path,
+                         std::span<const ChoiceWord> words, ChoiceStyle style) {
+  const std::string text = scalar(node, path, word_list(words, style.one_of, false));
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (style.any_case ? ascii_iequals(text, words[i].word) : text == words[i].word) return i;
+  }
+  fail(node, path,
+       quote_for_error(text) + " must be " + (style.one_of ? "one of " : "") +
+           word_list(words, style.one_of, true));
+}
+
+namespace {
+
 // Whether `text` is `word` (lower-case letters) as YAML 1.2's core schema spells its words: all
 // lower case, capitalised or all upper case ("true", "True", "TRUE"; not "tRUE").
 bool spells(std::string_view text, std::string_view word) {
