@@ -100,10 +100,7 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
                                                text.size() > scheme->prefix.size());
       if (!known) {
         fail(url->value, path,
-             quote_for_error(text) +
-                 " is not a backend URL (use memory, redis://host:port[/db], rediss://host:port, "
-                 "redis+cluster://host:port[,host:port...], "
-                 "redis+sentinel://host:port[,host:port...]/MASTER_NAME or unix://path)");
+             quote_for_error(text) + " is not a backend URL (use " + backend_url_forms() + ")");
       }
       backend.url = text;
     });
