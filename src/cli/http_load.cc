@@ -126,7 +126,7 @@ Answer read_answer(std::string_view bytes) {
 // the next at its scheduled time (open loop). Lives on one io_context.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(asio::io_context& io, Run& run, int index, HttpLoadTotals& totals)
+  Connection(asio::io_context& io, Run& run, int index, LoadTotals& totals)
       : run_(run), socket_(io), timer_(io), totals_(totals) {
     const HttpLoad& load = run.load;
     if (load.rate > 0) {
@@ -226,7 +226,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           what += ": " + shown + (body.size() > kShownBody ? "..." : "");
         }
       }
-      count_error(std::move(what));
+      totals_.error(std::move(what));
     }
     totals_.latencies.record(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
     std::copy(in_.begin() + static_cast<std::ptrdiff_t>(answer.length),
@@ -245,13 +245,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     connect();
   }
 
-  void count_error(std::string what) {
-    if (totals_.errors++ == 0) totals_.first_error = std::move(what);
-  }
-
   // A broken connection (or one that could not be made) is an error; it connects again.
   void fail(std::string what) {
-    count_error(std::move(what));
+    totals_.error(std::move(what));
     boost::system::error_code ignored;
     socket_.close(ignored);
     used_ = 0;
@@ -263,7 +259,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Run& run_;
   tcp::socket socket_;
   asio::steady_timer timer_;
-  HttpLoadTotals& totals_;
+  LoadTotals& totals_;
   std::string host_header_;
   Steady::duration interval_{};
   Steady::time_point scheduled_{};
@@ -313,7 +309,7 @@ Result<HttpTarget> parse_http_target(std::string_view url) {
   return target;
 }
 
-Result<HttpLoadTotals> run_http_load(const HttpLoad& load) {
+Result<LoadTotals> run_http_load(const HttpLoad& load) {
   Run run{.load = load};
   {
     asio::io_context io;
@@ -329,7 +325,7 @@ Result<HttpLoadTotals> run_http_load(const HttpLoad& load) {
   }
   const int threads = std::clamp(load.threads, 1, load.connections);
   std::vector<std::unique_ptr<asio::io_context>> loops;
-  std::vector<HttpLoadTotals> totals(static_cast<std::size_t>(load.connections));
+  std::vector<LoadTotals> totals(static_cast<std::size_t>(load.connections));
   for (int t = 0; t < threads; ++t) loops.push_back(std::make_unique<asio::io_context>(1));
   run.start = Steady::now() + std::chrono::milliseconds(1);
   if (load.requests == 0) run.end = run.start + load.duration;
@@ -363,14 +359,8 @@ Result<HttpLoadTotals> run_http_load(const HttpLoad& load) {
   for (auto& loop : loops) loop->stop();
   workers.clear();
 
-  HttpLoadTotals all;
-  for (HttpLoadTotals& t : totals) {
-    all.admitted += t.admitted;
-    all.denied += t.denied;
-    all.errors += t.errors;
-    if (all.first_error.empty()) all.first_error = t.first_error;
-    all.latencies.merge(t.latencies);
-  }
+  LoadTotals all;
+  for (const LoadTotals& t : totals) all.add(t);
   all.seconds = std::chrono::duration<double>(ended - run.start).count();
   return all;
 }
