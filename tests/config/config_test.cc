@@ -761,24 +761,15 @@ TEST(ConfigParse, EveryBooleanTakesTrueFalseYesNoOnOff) {
 }
 
 // YAML 1.2 core schema's case rule, as in Envoy's rules files: all lower case, capitalised or all
-// upper case; any other mix of cases is refused.
+// upper case; any other mix of cases is refused. (Every boolean field has the one reader.)
 TEST(ConfigParse, BooleansAreLowerCapitalisedOrUpperCase) {
-  for (const auto& [word, value] : std::vector<std::pair<std::string, bool>>{{"True", true},
-                                                                             {"TRUE", true},
-                                                                             {"Yes", true},
-                                                                             {"ON", true},
-                                                                             {"False", false},
-                                                                             {"FALSE", false},
-                                                                             {"NO", false},
-                                                                             {"Off", false}}) {
-    Result<Config> config =
-        parse_config("server:\n  access_log: " + word + "\n  dashboard: " + word +
-                     "\nbackend:\n  url: rediss://localhost:6380\n  tls: {insecure: " + word +
-                     "}\nrls:\n  charge_on_deny: " + word + "\n");
+  const std::pair<const char*, bool> spellings[] = {
+      {"True", true}, {"TRUE", true}, {"Yes", true},    {"YES", true},
+      {"On", true},   {"ON", true},   {"False", false}, {"FALSE", false},
+      {"No", false},  {"NO", false},  {"Off", false},   {"OFF", false}};
+  for (const auto& [word, value] : spellings) {
+    Result<Config> config = parse_config(std::string("rls: {charge_on_deny: ") + word + "}\n");
     ASSERT_TRUE(config.has_value()) << word << ": " << config.error().message;
-    EXPECT_EQ(config->server.access_log, value) << word;
-    EXPECT_EQ(config->server.dashboard, value) << word;
-    EXPECT_EQ(config->backend.tls->insecure, value) << word;
     EXPECT_EQ(config->rls.charge_on_deny, value) << word;
   }
   for (const char* word : {"tRUE", "TRue", "fALSE", "yES", "oN", "oFF"}) {
