@@ -35,4 +35,11 @@ inline std::unexpected<Error> invalid_argument(std::string message) {
 
 std::string_view errc_name(Errc code);
 
+// Whether `error` says the backend failed (kUnavailable or kTimeout: down, unreachable, too slow,
+// circuit open) rather than the request (kInvalidArgument …): what the circuit breaker counts, what
+// on_error: local decides in-process, what the Redis client may send again.
+constexpr bool is_backend_failure(const Error& error) {
+  return error.code == Errc::kUnavailable || error.code == Errc::kTimeout;
+}
+
 }  // namespace spillway

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "src/cli/printable_url.h"
+#include "src/core/backend_schemes.h"
 
 namespace spillway::cli {
 namespace {

@@ -19,6 +19,7 @@
 #include "src/cli/args.h"
 #include "src/cli/http_load.h"
 #include "src/cli/latency_histogram.h"
+#include "src/cli/load_totals.h"
 #include "src/cli/schedule_wait.h"
 #include "src/server/json_text.h"
 
@@ -40,14 +41,6 @@ struct BenchSetup {
   int threads = 2;                  // --http: event loops
   bool json = false;                // --json: the report as one JSON object
   std::optional<std::string> body;  // --http --body/--body-file: every request's body
-};
-
-struct ThreadTotals {
-  std::int64_t admitted = 0;
-  std::int64_t denied = 0;
-  std::int64_t errors = 0;
-  std::string first_error;
-  LatencyHistogram latencies;  // decided checks' latencies (in memory closed loop, a sample), ns
 };
 
 using Steady = std::chrono::steady_clock;
@@ -190,9 +183,9 @@ class KeyPicker {
 
 // A decision counts as a check; an error only as an error: a dead backend answers errors very
 // fast, and they must not pass for checks per second. Whether it was a decision.
-bool count(ThreadTotals& totals, const Result<Decision>& decision) {
+bool count(LoadTotals& totals, const Result<Decision>& decision) {
   if (!decision) {
-    if (totals.errors++ == 0) totals.first_error = decision.error().message;
+    totals.error(decision.error().message);
     return false;
   }
   if (decision->allowed) {
@@ -204,7 +197,7 @@ bool count(ThreadTotals& totals, const Result<Decision>& decision) {
 }
 
 // Counts the answer and, for a decision, samples its latency.
-void record(ThreadTotals& totals, const Result<Decision>& decision, Steady::duration took) {
+void record(LoadTotals& totals, const Result<Decision>& decision, Steady::duration took) {
   if (count(totals, decision)) {
     totals.latencies.record(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
   }
@@ -229,12 +222,12 @@ Steady::duration lane_interval(const BenchSetup& setup, int lanes) {
 // so a stall delays the checks behind it and shows in their latencies.
 void run_threads(Store& store, const BenchSetup& setup, const std::vector<std::string>& keys,
                  std::atomic<std::int64_t>& issued, std::atomic<bool>& stop,
-                 std::vector<ThreadTotals>& totals) {
+                 std::vector<LoadTotals>& totals) {
   std::vector<std::jthread> threads;
   const Steady::time_point start = Steady::now() + std::chrono::milliseconds(1);
   for (int t = 0; t < setup.concurrency; ++t) {
     threads.emplace_back([&, t] {
-      ThreadTotals& mine = totals[static_cast<std::size_t>(t)];
+      LoadTotals& mine = totals[static_cast<std::size_t>(t)];
       Budget budget(setup, issued, stop);
       KeyPicker pick(keys, t);
       if (setup.rate == 0) {
@@ -269,14 +262,14 @@ void run_threads(Store& store, const BenchSetup& setup, const std::vector<std::s
 // the one that loops.
 void run_in_flight(Store& store, const BenchSetup& setup, const std::vector<std::string>& keys,
                    std::atomic<std::int64_t>& issued, std::atomic<bool>& stop,
-                   std::vector<ThreadTotals>& totals) {
+                   std::vector<LoadTotals>& totals) {
   std::mutex mutex;
   std::condition_variable idle;
   int lanes_running = setup.concurrency;
   struct Lane {
     Budget budget;
     KeyPicker pick;
-    ThreadTotals* totals;
+    LoadTotals* totals;
   };
   std::vector<Lane> lanes;
   for (int t = 0; t < setup.concurrency; ++t) {
@@ -308,7 +301,7 @@ void run_in_flight(Store& store, const BenchSetup& setup, const std::vector<std:
 // when every check issued has its answer.
 void run_scheduled(Store& store, const BenchSetup& setup, const std::vector<std::string>& keys,
                    std::atomic<std::int64_t>& issued, std::atomic<bool>& stop,
-                   std::vector<ThreadTotals>& totals) {
+                   std::vector<LoadTotals>& totals) {
   std::mutex mutex;  // guards totals[0] and outstanding; completions come from backend threads
   std::condition_variable drained;
   std::int64_t outstanding = 0;
@@ -337,7 +330,7 @@ void run_scheduled(Store& store, const BenchSetup& setup, const std::vector<std:
 double micros(std::uint64_t ns) { return static_cast<double>(ns) / 1000; }
 
 // name=value lines, for people and scripts alike.
-void text_report(const BenchSetup& setup, std::string_view target, const ThreadTotals& all,
+void text_report(const BenchSetup& setup, std::string_view target, const LoadTotals& all,
                  double seconds, double checks, std::ostream& out) {
   if (setup.http) {
     out << "http=" << target << " connections=" << setup.concurrency
@@ -360,7 +353,7 @@ void text_report(const BenchSetup& setup, std::string_view target, const ThreadT
 }
 
 // --json: one object, the same numbers as the text (latencies in microseconds, exact counts).
-std::string json_report(const BenchSetup& setup, std::string_view target, const ThreadTotals& all,
+std::string json_report(const BenchSetup& setup, std::string_view target, const LoadTotals& all,
                         double seconds) {
   const auto number = [](double value, int decimals) {
     std::ostringstream text;
@@ -399,8 +392,8 @@ std::string json_report(const BenchSetup& setup, std::string_view target, const 
 }
 
 // The report both modes print (text or --json), then exit 1 when anything failed.
-int report(const BenchSetup& setup, std::string_view target, const ThreadTotals& all,
-           double seconds, std::ostream& out, std::ostream& err) {
+int report(const BenchSetup& setup, std::string_view target, const LoadTotals& all, double seconds,
+           std::ostream& out, std::ostream& err) {
   const auto checks = static_cast<double>(all.admitted + all.denied);  // decided, errors apart
   if (setup.json) {
     out << json_report(setup, target, all, seconds) << "\n";
@@ -424,19 +417,14 @@ int run_http(const BenchSetup& setup, std::ostream& out, std::ostream& err) {
                       .duration = setup.duration,
                       .requests = setup.requests,
                       .body = setup.body};
-  Result<HttpLoadTotals> done = run_http_load(load);
+  Result<LoadTotals> done = run_http_load(load);
   if (!done) {
     err << "spillway bench: " << done.error().message << "\n";
     return 1;
   }
-  ThreadTotals all{.admitted = done->admitted,
-                   .denied = done->denied,
-                   .errors = done->errors,
-                   .first_error = done->first_error,
-                   .latencies = done->latencies};
   const std::string target =
       "http://" + load.target.host + ":" + load.target.port + load.target.path;
-  return report(setup, target, all, done->seconds, out, err);
+  return report(setup, target, *done, done->seconds, out, err);
 }
 
 }  // namespace
@@ -468,7 +456,7 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
 
   std::atomic<std::int64_t> issued{0};
   std::atomic<bool> stop{false};
-  std::vector<ThreadTotals> totals(static_cast<std::size_t>(setup->concurrency));
+  std::vector<LoadTotals> totals(static_cast<std::size_t>(setup->concurrency));
   const auto started = std::chrono::steady_clock::now();
   if (setup->backend == "memory") {
     run_threads(**store, *setup, keys, issued, stop, totals);
@@ -480,14 +468,8 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  ThreadTotals all;
-  for (ThreadTotals& t : totals) {
-    all.admitted += t.admitted;
-    all.denied += t.denied;
-    all.errors += t.errors;
-    if (all.first_error.empty()) all.first_error = t.first_error;
-    all.latencies.merge(t.latencies);
-  }
+  LoadTotals all;  // latencies: the decided checks' (in the memory closed loop, a sample)
+  for (const LoadTotals& t : totals) all.add(t);
   return report(*setup, setup->backend, all, seconds, out, err);
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/core/text.h"
 #include "src/server/json_text.h"
 
 namespace spillway::cli {
@@ -51,16 +52,6 @@ struct Run {
   }
 };
 
-bool iequals_prefix(std::string_view text, std::string_view lower_prefix) {
-  if (text.size() < lower_prefix.size()) return false;
-  for (std::size_t i = 0; i < lower_prefix.size(); ++i) {
-    const char c = text[i];
-    const char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    if (lower != lower_prefix[i]) return false;
-  }
-  return true;
-}
-
 // `text` without the spaces and tabs around it.
 std::string_view trimmed(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -78,7 +69,7 @@ bool has_close_token(std::string_view value) {
   for (;;) {
     const std::size_t comma = value.find(',');
     const std::string_view token = trimmed(value.substr(0, comma));
-    if (token.size() == 5 && iequals_prefix(token, "close")) return true;
+    if (ascii_iequals(token, "close")) return true;
     if (comma == std::string_view::npos) return false;
     value.remove_prefix(comma + 1);
   }
@@ -110,12 +101,12 @@ Answer read_answer(std::string_view bytes) {
   // `head` ends with "\r\n": each line after the status line ends where the next "\r\n" is.
   for (std::size_t at = head.find("\r\n"); at + 2 < head.size(); at = head.find("\r\n", at + 2)) {
     const std::string_view line = head.substr(at + 2, head.find("\r\n", at + 2) - at - 2);
-    if (iequals_prefix(line, "transfer-encoding:")) {
+    if (ascii_istarts_with(line, "transfer-encoding:")) {
       answer.problem = "a chunked answer (this client reads Content-Length only)";
       return answer;
     }
-    if (iequals_prefix(line, "connection:")) answer.close = has_close_token(value_of(line));
-    if (iequals_prefix(line, "content-length:")) {
+    if (ascii_istarts_with(line, "connection:")) answer.close = has_close_token(value_of(line));
+    if (ascii_istarts_with(line, "content-length:")) {
       const std::string_view value = value_of(line);
       const auto [end_of_number, ec] =
           std::from_chars(value.data(), value.data() + value.size(), body);
@@ -135,7 +126,7 @@ Answer read_answer(std::string_view bytes) {
 // the next at its scheduled time (open loop). Lives on one io_context.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(asio::io_context& io, Run& run, int index, HttpLoadTotals& totals)
+  Connection(asio::io_context& io, Run& run, int index, LoadTotals& totals)
       : run_(run), socket_(io), timer_(io), totals_(totals) {
     const HttpLoad& load = run.load;
     if (load.rate > 0) {
@@ -235,7 +226,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           what += ": " + shown + (body.size() > kShownBody ? "..." : "");
         }
       }
-      count_error(std::move(what));
+      totals_.error(std::move(what));
     }
     totals_.latencies.record(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
     std::copy(in_.begin() + static_cast<std::ptrdiff_t>(answer.length),
@@ -254,13 +245,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     connect();
   }
 
-  void count_error(std::string what) {
-    if (totals_.errors++ == 0) totals_.first_error = std::move(what);
-  }
-
   // A broken connection (or one that could not be made) is an error; it connects again.
   void fail(std::string what) {
-    count_error(std::move(what));
+    totals_.error(std::move(what));
     boost::system::error_code ignored;
     socket_.close(ignored);
     used_ = 0;
@@ -272,7 +259,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Run& run_;
   tcp::socket socket_;
   asio::steady_timer timer_;
-  HttpLoadTotals& totals_;
+  LoadTotals& totals_;
   std::string host_header_;
   Steady::duration interval_{};
   Steady::time_point scheduled_{};
@@ -322,7 +309,7 @@ Result<HttpTarget> parse_http_target(std::string_view url) {
   return target;
 }
 
-Result<HttpLoadTotals> run_http_load(const HttpLoad& load) {
+Result<LoadTotals> run_http_load(const HttpLoad& load) {
   Run run{.load = load};
   {
     asio::io_context io;
@@ -338,7 +325,7 @@ Result<HttpLoadTotals> run_http_load(const HttpLoad& load) {
   }
   const int threads = std::clamp(load.threads, 1, load.connections);
   std::vector<std::unique_ptr<asio::io_context>> loops;
-  std::vector<HttpLoadTotals> totals(static_cast<std::size_t>(load.connections));
+  std::vector<LoadTotals> totals(static_cast<std::size_t>(load.connections));
   for (int t = 0; t < threads; ++t) loops.push_back(std::make_unique<asio::io_context>(1));
   run.start = Steady::now() + std::chrono::milliseconds(1);
   if (load.requests == 0) run.end = run.start + load.duration;
@@ -372,14 +359,8 @@ Result<HttpLoadTotals> run_http_load(const HttpLoad& load) {
   for (auto& loop : loops) loop->stop();
   workers.clear();
 
-  HttpLoadTotals all;
-  for (HttpLoadTotals& t : totals) {
-    all.admitted += t.admitted;
-    all.denied += t.denied;
-    all.errors += t.errors;
-    if (all.first_error.empty()) all.first_error = t.first_error;
-    all.latencies.merge(t.latencies);
-  }
+  LoadTotals all;
+  for (const LoadTotals& t : totals) all.add(t);
   all.seconds = std::chrono::duration<double>(ended - run.start).count();
   return all;
 }

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "spillway/error.h"
-#include "src/cli/latency_histogram.h"
+#include "src/cli/load_totals.h"
 
 namespace spillway::cli {
 
@@ -44,16 +44,8 @@ struct HttpLoad {
   std::optional<std::string> body;  // set: every request's body (JSON), instead of the stream
 };
 
-struct HttpLoadTotals {
-  std::int64_t admitted = 0;
-  std::int64_t denied = 0;
-  std::int64_t errors = 0;
-  std::string first_error;
-  LatencyHistogram latencies;  // ns, of every answered request
-  double seconds = 0;          // from the first request to the last answer
-};
-
-// Runs the load; an error when no connection could be opened at all.
-Result<HttpLoadTotals> run_http_load(const HttpLoad& load);
+// Runs the load; an error when no connection could be opened at all. The latencies are those of
+// every answered request; `seconds` is set.
+Result<LoadTotals> run_http_load(const HttpLoad& load);
 
 }  // namespace spillway::cli

@@ -12,7 +12,6 @@
 #include "src/cli/args.h"
 #include "src/cli/human_duration.h"
 #include "src/cli/preflight.h"
-#include "src/cli/printable_url.h"
 #include "src/config/config.h"
 #include "src/core/backend_schemes.h"
 #include "src/core/text.h"

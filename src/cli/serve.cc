@@ -13,7 +13,6 @@
 #include "src/cli/backend_watch.h"
 #include "src/cli/json_stderr.h"
 #include "src/cli/preflight.h"
-#include "src/cli/printable_url.h"
 #include "src/config/config.h"
 #include "src/config/listen_address.h"
 #include "src/core/backend_schemes.h"

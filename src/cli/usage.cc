@@ -10,6 +10,7 @@
 #include "spillway/duration.h"
 #include "src/cli/bench.h"
 #include "src/cli/traffic_pattern.h"
+#include "src/core/backend_schemes.h"
 
 namespace spillway::cli {
 namespace {
@@ -80,11 +81,11 @@ const std::string& durations() {
   return text;
 }
 
-constexpr std::string_view kBackends =
-    "URL (backends): memory (in the process), redis://[user:password@]host:port[/db], "
-    "unix:///path, rediss://host:port[/db]?tls_ca_file=…&tls_cert_file=…&tls_key_file=…"
-    "&tls_server_name=…, redis+cluster://host:port,host:port…, rediss+cluster://…, "
-    "redis+sentinel://host:port,host:port…/MASTER_NAME[/db].";
+const std::string& backends() {
+  static const std::string text =
+      "URL (backends): " + backend_url_forms() + "; memory keeps the counters in the process.";
+  return text;
+}
 
 std::vector<Option> limit_options(std::string_view limit_given) {
   return {
@@ -122,7 +123,7 @@ std::vector<Help> all_help() {
          "exit 1 when the backend does not answer at start, instead of serving on_error's answer "
          "until it does",
          "default: backend.require_at_start, else off"}},
-       std::string(kBackends)});
+       backends()});
 
   std::vector<Option> replay = limit_options("required");
   replay.push_back({"--backend URL",
@@ -140,7 +141,7 @@ std::vector<Help> all_help() {
        "Runs a trace through one limiter on the trace's own clock and prints a header, then one "
        "line per request: t_us, key, cost, allowed (1 or 0), remaining, retry_after_us "
        "and reset_after_us.",
-       std::move(replay), durations() + "\n" + std::string(kBackends)});
+       std::move(replay), durations() + "\n" + backends()});
 
   const PatternOptions pattern;
   std::vector<Option> simulate = {
@@ -244,7 +245,7 @@ std::vector<Help> all_help() {
                   "p99.9 and max latency and the admitted, denied and error totals; exit 1 when a "
                   "check failed, naming the first error (with --http, its status and the start "
                   "of its body).",
-                  std::move(bench), durations() + "\n" + std::string(kBackends)});
+                  std::move(bench), durations() + "\n" + backends()});
 
   help.push_back(
       {"validate",

@@ -20,13 +20,11 @@ void parse_key_hash_fields(const Fields& fields, BackendConfig& backend) {
   bool ok = true;
   if (hash != nullptr)
     ok &= collect([&] {
-      const std::string path = fields.path("key_hash");
-      const std::string text = scalar(hash->value, path, "sha256, hmac-sha256 or none");
-      const std::optional<KeyHash> parsed = parse_key_hash(text);
-      if (!parsed) {
-        fail(hash->value, path, quote_for_error(text) + " must be sha256, hmac-sha256 or none");
-      }
-      backend.key_hash = *parsed;
+      read_choice(fields, "key_hash",
+                  {{key_hash_name(KeyHash::kSha256), KeyHash::kSha256},
+                   {key_hash_name(KeyHash::kHmacSha256), KeyHash::kHmacSha256},
+                   {key_hash_name(KeyHash::kNone), KeyHash::kNone}},
+                  backend.key_hash);
     });
   if (secret != nullptr)
     ok &= collect([&] {
@@ -102,10 +100,7 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
                                                text.size() > scheme->prefix.size());
       if (!known) {
         fail(url->value, path,
-             quote_for_error(text) +
-                 " is not a backend URL (use memory, redis://host:port[/db], rediss://host:port, "
-                 "redis+cluster://host:port[,host:port...], "
-                 "redis+sentinel://host:port[,host:port...]/MASTER_NAME or unix://path)");
+             quote_for_error(text) + " is not a backend URL (use " + backend_url_forms() + ")");
       }
       backend.url = text;
     });
@@ -125,16 +120,7 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
     });
   if (const Entry* probe = fields.find("breaker_probe"))
     collect([&] { backend.breaker_probe = millis(*probe, fields.path("breaker_probe")); });
-  if (const Entry* on_error = fields.find("on_error"))
-    collect([&] {
-      const std::string path = fields.path("on_error");
-      const std::string text = scalar(on_error->value, path, "allow, deny or local");
-      const std::optional<OnError> parsed = parse_on_error(text);
-      if (!parsed) {
-        fail(on_error->value, path, quote_for_error(text) + " must be allow, deny or local");
-      }
-      backend.on_error = *parsed;
-    });
+  collect([&] { read_choice(fields, "on_error", kOnErrorNames, backend.on_error); });
   if (const Entry* tls = fields.find("tls"))
     collect([&] {
       const std::string path = fields.path("tls");

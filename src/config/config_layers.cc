@@ -69,17 +69,12 @@ PlanSelector parse_by_plan(const YAML::Node& node, const std::string& path,
   expect_map(node, path, "a mapping of attribute, default, plans, keys, source");
   Fields fields(node, path, {"attribute", "default", "plans", "keys", "source"});
   PlanSelector selector;
-  if (const Entry* source = fields.find("source"))
-    collect([&] {
-      const std::string source_path = fields.path("source");
-      const std::string text = scalar(source->value, source_path, "file or store");
-      if (text != "file" && text != "store") {
-        fail(source->value, source_path,
-             quote_for_error(text) +
-                 " must be file (the keys below) or store (tenant records, then the keys below)");
-      }
-      selector.source = text == "store" ? PlanSource::kStore : PlanSource::kFile;
-    });
+  collect([&] {
+    read_choice(fields, "source",
+                {{"file", PlanSource::kFile, "the keys below"},
+                 {"store", PlanSource::kStore, "tenant records, then the keys below"}},
+                selector.source);
+  });
   if (const Entry* attribute = fields.find("attribute")) {
     selector.attribute = parse_attribute(attribute->value, fields.path("attribute"));
   }
@@ -182,14 +177,7 @@ std::int64_t share_permille(const Entry& entry, const std::string& path) {
 // `sync: exact | lease` and `lease: {max_age, max_share}` (docs/SPEC.md §2.3).
 void parse_sync(const Fields& fields, LayerSpec& layer) {
   bool leased = false;
-  if (const Entry* sync = fields.find("sync")) {
-    const std::string text = scalar(sync->value, fields.path("sync"), "exact or lease");
-    if (text == "lease") {
-      leased = true;
-    } else if (text != "exact") {
-      fail(sync->value, fields.path("sync"), quote_for_error(text) + " must be exact or lease");
-    }
-  }
+  read_choice(fields, "sync", {{"exact", false}, {"lease", true}}, leased);
   const Entry* lease = fields.find("lease");
   if (lease != nullptr && !leased) {
     fail(lease->key, fields.path("lease"), "lease settings need sync: lease in the same layer");
@@ -252,16 +240,10 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
       context.algorithm = *parsed;
     });
   layer.algorithm = context.algorithm;
-  if (const Entry* mode = fields.find("mode"))
-    collect([&] {
-      const std::string text = scalar(mode->value, fields.path("mode"), "enforce or shadow");
-      if (text == "shadow") {
-        layer.mode = LayerMode::kShadow;
-      } else if (text != "enforce") {
-        fail(mode->value, fields.path("mode"),
-             quote_for_error(text) + " must be enforce or shadow");
-      }
-    });
+  collect([&] {
+    read_choice(fields, "mode", {{"enforce", LayerMode::kEnforce}, {"shadow", LayerMode::kShadow}},
+                layer.mode);
+  });
   if (const Entry* cost = fields.find("cost"))
     collect([&] {
       const std::string text = scalar(cost->value, fields.path("cost"), "an attribute name");

@@ -12,23 +12,6 @@
 
 namespace spillway::policy {
 
-namespace {
-
-// One of `choices` (the first of each pair is the word in the file).
-template <typename T>
-T choice(const Entry& entry, const std::string& path,
-         std::initializer_list<std::pair<std::string_view, T>> choices) {
-  std::vector<std::string> names;
-  for (const auto& [name, value] : choices) names.emplace_back(name);
-  const std::string text = scalar(entry.value, path, join(names));
-  for (const auto& [name, value] : choices) {
-    if (text == name) return value;
-  }
-  fail(entry.value, path, quote_for_error(text) + " must be one of " + join(names));
-}
-
-}  // namespace
-
 void parse_rls(const YAML::Node& node, RlsConfig& rls) {
   if (node.IsNull()) return;
   expect_map(node, "rls",
@@ -43,20 +26,19 @@ void parse_rls(const YAML::Node& node, RlsConfig& rls) {
     });
   if (const Entry* charge = fields.find("charge_on_deny"))
     collect([&] { rls.charge_on_deny = boolean(charge->value, fields.path("charge_on_deny")); });
-  if (const Entry* headers = fields.find("response_headers"))
-    collect([&] {
-      rls.response_headers = choice<RlsHeaders>(*headers, fields.path("response_headers"),
-                                                {{"off", RlsHeaders::kOff},
-                                                 {"draft", RlsHeaders::kDraft},
-                                                 {"x-ratelimit", RlsHeaders::kXRateLimit}});
-    });
-  if (const Entry* on_error = fields.find("on_error"))
-    collect([&] {
-      rls.on_error = choice<RlsOnError>(*on_error, fields.path("on_error"),
-                                        {{"error", RlsOnError::kError},
-                                         {"allow", RlsOnError::kAllow},
-                                         {"deny", RlsOnError::kDeny}});
-    });
+  collect([&] {
+    read_choice(fields, "response_headers",
+                {{"off", RlsHeaders::kOff},
+                 {"draft", RlsHeaders::kDraft},
+                 {"x-ratelimit", RlsHeaders::kXRateLimit}},
+                rls.response_headers, {.one_of = true});
+  });
+  collect([&] {
+    read_choice(
+        fields, "on_error",
+        {{"error", RlsOnError::kError}, {"allow", RlsOnError::kAllow}, {"deny", RlsOnError::kDeny}},
+        rls.on_error, {.one_of = true});
+  });
   if (const Entry* tenant = fields.find("tenant_key"))
     collect([&] {
       rls.tenant_key = scalar(tenant->value, fields.path("tenant_key"), "a descriptor key");

@@ -41,27 +41,18 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
       server.admin_token_file =
           non_empty_scalar(token->value, fields.path("admin_token_file"), "a file path");
     });
-  if (const Entry* header = fields.find("client_ip_header"))
-    collect([&] {
-      const std::string path = fields.path("client_ip_header");
-      const std::string text =
-          scalar(header->value, path, "x-forwarded-for, forwarded or x-real-ip");
-      std::optional<ClientIpHeader> parsed = parse_client_ip_header(text);
-      if (!parsed) {
-        fail(header->value, path,
-             quote_for_error(text) + " must be x-forwarded-for, forwarded or x-real-ip");
-      }
-      server.client_ip_header = *parsed;
-    });
-  if (const Entry* unknown = fields.find("unknown_attributes"))
-    collect([&] {
-      const std::string path = fields.path("unknown_attributes");
-      const std::string text = scalar(unknown->value, path, "reject or ignore");
-      if (text != "reject" && text != "ignore") {
-        fail(unknown->value, path, quote_for_error(text) + " must be reject or ignore");
-      }
-      server.reject_unknown_attributes = text == "reject";
-    });
+  collect([&] {
+    using enum ClientIpHeader;
+    read_choice(fields, "client_ip_header",
+                {{client_ip_header_name(kXForwardedFor), kXForwardedFor},
+                 {client_ip_header_name(kForwarded), kForwarded},
+                 {client_ip_header_name(kXRealIp), kXRealIp}},
+                server.client_ip_header, {.any_case = true});
+  });
+  collect([&] {
+    read_choice(fields, "unknown_attributes", {{"reject", true}, {"ignore", false}},
+                server.reject_unknown_attributes);
+  });
   if (const Entry* ttl = fields.find("reservation_ttl"))
     collect([&] {
       const std::string path = fields.path("reservation_ttl");
@@ -79,15 +70,10 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
     });
   if (const Entry* dashboard = fields.find("dashboard"))
     collect([&] { server.dashboard = boolean(dashboard->value, fields.path("dashboard")); });
-  if (const Entry* keys = fields.find("dashboard_keys"))
-    collect([&] {
-      const std::string path = fields.path("dashboard_keys");
-      const std::string text = scalar(keys->value, path, "masked or clear");
-      if (text != "masked" && text != "clear") {
-        fail(keys->value, path, quote_for_error(text) + " must be masked or clear");
-      }
-      server.dashboard_mask_keys = text == "masked";
-    });
+  collect([&] {
+    read_choice(fields, "dashboard_keys", {{"masked", true}, {"clear", false}},
+                server.dashboard_mask_keys);
+  });
   read_address("grpc_listen", server.grpc_listen);
   read_address("listen", server.listen);
   if (const Entry* threads = fields.find("threads"))
@@ -153,15 +139,9 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
     });
   if (const Entry* log = fields.find("access_log"))
     collect([&] { server.access_log = boolean(log->value, fields.path("access_log")); });
-  if (const Entry* format = fields.find("log_format"))
-    collect([&] {
-      const std::string path = fields.path("log_format");
-      const std::string text = scalar(format->value, path, "text or json");
-      if (text != "text" && text != "json") {
-        fail(format->value, path, quote_for_error(text) + " must be text or json");
-      }
-      server.log_json = text == "json";
-    });
+  collect([&] {
+    read_choice(fields, "log_format", {{"text", false}, {"json", true}}, server.log_json);
+  });
 }
 
 }  // namespace spillway::policy

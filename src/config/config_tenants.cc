@@ -12,18 +12,11 @@ void parse_tenants(const YAML::Node& node, TenantsConfig& tenants) {
   if (node.IsNull()) return;
   expect_map(node, "tenants", "a mapping of until_loaded");
   Fields fields(node, "tenants", {"until_loaded"});
-  if (const Entry* until = fields.find("until_loaded"))
-    collect([&] {
-      const std::string path = fields.path("until_loaded");
-      const std::string text = scalar(until->value, path, "deny or defaults");
-      if (text == "deny") {
-        tenants.until_loaded = UntilLoaded::kDeny;
-      } else if (text == "defaults") {
-        tenants.until_loaded = UntilLoaded::kDefaults;
-      } else {
-        fail(until->value, path, quote_for_error(text) + " must be deny or defaults");
-      }
-    });
+  collect([&] {
+    read_choice(fields, "until_loaded",
+                {{"deny", UntilLoaded::kDeny}, {"defaults", UntilLoaded::kDefaults}},
+                tenants.until_loaded);
+  });
 }
 
 }  // namespace spillway::policy

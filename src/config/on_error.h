@@ -4,9 +4,9 @@
 #pragma once
 
 #include <array>
-#include <optional>
 #include <string_view>
-#include <utility>
+
+#include "src/config/choice.h"
 
 namespace spillway::policy {
 
@@ -17,7 +17,8 @@ enum class OnError { kAllow, kDeny, kLocal };
 // Fail open by default: a backend outage must not become an API outage.
 inline constexpr OnError kDefaultOnError = OnError::kAllow;
 
-inline constexpr std::array<std::pair<std::string_view, OnError>, 3> kOnErrorNames = {{
+// The words of backend.on_error (read by read_choice, src/config/yaml_fields.h).
+inline constexpr std::array<Choice<OnError>, 3> kOnErrorNames = {{
     {"allow", OnError::kAllow},
     {"deny", OnError::kDeny},
     {"local", OnError::kLocal},
@@ -25,18 +26,10 @@ inline constexpr std::array<std::pair<std::string_view, OnError>, 3> kOnErrorNam
 
 // "allow", "deny" or "local".
 constexpr std::string_view on_error_name(OnError on_error) {
-  for (const auto& [name, value] : kOnErrorNames) {
-    if (value == on_error) return name;
+  for (const Choice<OnError>& choice : kOnErrorNames) {
+    if (choice.value == on_error) return choice.word;
   }
   return "?";
-}
-
-// The value a config spells `text`; nullopt for any other word.
-constexpr std::optional<OnError> parse_on_error(std::string_view text) {
-  for (const auto& [name, value] : kOnErrorNames) {
-    if (name == text) return value;
-  }
-  return std::nullopt;
 }
 
 }  // namespace spillway::policy

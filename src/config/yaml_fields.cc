@@ -102,13 +102,57 @@ std::int64_t whole_number(const YAML::Node& node, const std::string& path, std::
   return value;
 }
 
+namespace {
+
+// "a, b or c" (`one_of`: "a, b, c"), each word followed by " (gloss)" when `glossed`.
+std::string word_list(std::span<const ChoiceWord> words, bool one_of, bool glossed) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += one_of || i + 1 < words.size() ? ", " : " or ";
+    out += words[i].word;
+    if (glossed && !words[i].gloss.empty()) out += " (" + std::string(words[i].gloss) + ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::size_t choice_index(const YAML::Node& node, const std::string& path,
+                         std::span<const ChoiceWord> words, ChoiceStyle style) {
+  const std::string text = scalar(node, path, word_list(words, style.one_of, false));
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (style.any_case ? ascii_iequals(text, words[i].word) : text == words[i].word) return i;
+  }
+  fail(node, path,
+       quote_for_error(text) + " must be " + (style.one_of ? "one of " : "") +
+           word_list(words, style.one_of, true));
+}
+
+namespace {
+
+// Whether `text` is `word` (lower-case letters) as YAML 1.2's core schema spells its words: all
+// lower case, capitalised or all upper case ("true", "True", "TRUE"; not "tRUE").
+bool spells(std::string_view text, std::string_view word) {
+  if (text.empty() || text.size() != word.size()) return false;
+  const auto upper = [](char c) { return static_cast<char>(c - 'a' + 'A'); };
+  const bool first_ok = text[0] == word[0] || text[0] == upper(word[0]);
+  bool rest_lower = true, rest_upper = true;
+  for (std::size_t i = 1; i < word.size(); ++i) {
+    rest_lower &= text[i] == word[i];
+    rest_upper &= text[i] == upper(word[i]);
+  }
+  return first_ok && (rest_lower || (rest_upper && text[0] == upper(word[0])));
+}
+
+}  // namespace
+
 bool boolean(const YAML::Node& node, const std::string& path) {
   const std::string text = scalar(node, path, "true or false (or yes/no, on/off)");
   for (std::string_view word : {"true", "yes", "on"}) {
-    if (text == word) return true;
+    if (spells(text, word)) return true;
   }
   for (std::string_view word : {"false", "no", "off"}) {
-    if (text == word) return false;
+    if (spells(text, word)) return false;
   }
   fail(node, path, quote_for_error(text) + " must be true or false (or yes/no, on/off)");
 }

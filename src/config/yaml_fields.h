@@ -15,11 +15,17 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "src/config/choice.h"
 
 namespace spillway::policy {
 
@@ -102,7 +108,28 @@ std::string scalar(const YAML::Node& node, const std::string& path, std::string_
 std::string non_empty_scalar(const YAML::Node& node, const std::string& path,
                              std::string_view expected);
 
-// A switch: true, yes or on; false, no or off (the words every boolean field accepts).
+// How read_choice matches a field's words and lists them in its error.
+struct ChoiceStyle {
+  bool any_case = false;  // "X-Real-IP" reads as x-real-ip (ASCII case)
+  // The error says '"x" must be one of a, b, c' (the rls section's fields) instead of '"x" must
+  // be a, b or c'.
+  bool one_of = false;
+};
+
+// The word of one choice field, for read_choice: the word and its gloss.
+struct ChoiceWord {
+  std::string_view word;
+  std::string_view gloss;
+};
+// The index in `words` of the single value at `node` (field `path`); fails otherwise with
+// '"<value>" must be a, b or c' (glosses in parentheses after their words; "one of a, b, c" with
+// style.one_of), and for a value that is not a single one with "must be a, b or c, not a list".
+std::size_t choice_index(const YAML::Node& node, const std::string& path,
+                         std::span<const ChoiceWord> words, ChoiceStyle style);
+
+// A switch: true, yes or on; false, no or off (the words every boolean field accepts, in the
+// config and in Envoy's rules files), each all lower case, capitalised or all upper case as in
+// YAML 1.2's core schema ("true", "True", "TRUE"; not "tRUE").
 bool boolean(const YAML::Node& node, const std::string& path);
 
 // A whole number from `min` to `max`.
@@ -136,6 +163,23 @@ std::chrono::milliseconds millis(const Entry& entry, const std::string& path);
 // ReadLog, such a key is recorded as an error and left out).
 std::vector<Entry> entries(const YAML::Node& map, const std::string& path);
 
+class Fields;
+
+// Field `name` of `fields`, one of the words of `choices`: `out` becomes its value. Nothing happens
+// when the mapping lacks the field; any other word fails (choice_index). The field's name is
+// given once and each word once, e.g.
+//   read_choice(fields, "log_format", {{"text", false}, {"json", true}}, server.log_json);
+template <typename T>
+void read_choice(const Fields& fields, std::string_view name,
+                 std::span<const Choice<std::type_identity_t<T>>> choices, T& out,
+                 ChoiceStyle style = {});
+template <typename T>
+void read_choice(const Fields& fields, std::string_view name,
+                 std::initializer_list<Choice<std::type_identity_t<T>>> choices, T& out,
+                 ChoiceStyle style = {}) {
+  read_choice(fields, name, std::span(choices.begin(), choices.size()), out, style);
+}
+
 // The fields of a mapping with a fixed set of field names; any other name is an error (with a
 // ReadLog: recorded, and the field left out). Records each field's line in the ReadLog.
 class Fields {
@@ -159,5 +203,17 @@ class Fields {
   std::vector<Entry> fields_;
   bool had_unknown_ = false;
 };
+
+template <typename T>
+void read_choice(const Fields& fields, std::string_view name,
+                 std::span<const Choice<std::type_identity_t<T>>> choices, T& out,
+                 ChoiceStyle style) {
+  const Entry* entry = fields.find(name);
+  if (entry == nullptr) return;
+  std::vector<ChoiceWord> words;
+  words.reserve(choices.size());
+  for (const Choice<T>& choice : choices) words.push_back({choice.word, choice.gloss});
+  out = choices[choice_index(entry->value, fields.path(name), words, style)].value;
+}
 
 }  // namespace spillway::policy

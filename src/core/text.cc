@@ -1,4 +1,4 @@
-// Trimming, error-message quoting and UTF-8 validation (see text.h).
+// Trimming, ASCII case folding, error-message quoting and UTF-8 validation (see text.h).
 #include "src/core/text.h"
 
 #include <algorithm>
@@ -23,6 +23,24 @@ std::string_view trim_back(std::string_view text, std::string_view chars) {
 
 std::string_view trim(std::string_view text, std::string_view chars) {
   return trim_back(trim_front(text, chars), chars);
+}
+
+std::string ascii_lowered(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = ascii_lower(c);
+  return out;
+}
+
+bool ascii_iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
+}
+
+bool ascii_istarts_with(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() && ascii_iequals(text.substr(0, prefix.size()), prefix);
 }
 
 std::string escape_control(std::string_view text, bool quotes) {

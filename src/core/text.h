@@ -1,6 +1,6 @@
-// Text helpers shared by the parsers and their error messages: trimming blanks, quoting a value
-// inside a one-line error message, and UTF-8 validation (for the JSON and SVG writers, which
-// replace what is not UTF-8 each in their own way). Pure functions; thread-safe.
+// Text helpers shared by the parsers and their error messages: trimming blanks, ASCII case
+// folding, quoting a value inside a one-line error message, and UTF-8 validation (for the JSON and
+// SVG writers, which replace what is not UTF-8 each in their own way). Pure functions; thread-safe.
 //
 // Not for JSON: src/server/json_text.h escapes for JSON string literals (\u00NN), which is a
 // different format from the \xNN used in error messages here.
@@ -20,6 +20,19 @@ inline constexpr std::string_view kBlanks = " \t";
 std::string_view trim_front(std::string_view text, std::string_view chars = kBlanks);
 std::string_view trim_back(std::string_view text, std::string_view chars = kBlanks);
 std::string_view trim(std::string_view text, std::string_view chars = kBlanks);
+
+// ASCII case folding, with no locale: 'A'-'Z' become 'a'-'z', every other byte stays as it is.
+// For what is ASCII by definition: HTTP tokens and header names, Forwarded parameters, request
+// paths, words in the config and the Envoy rules.
+constexpr char ascii_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+// `text` with every byte through ascii_lower.
+std::string ascii_lowered(std::string_view text);
+// Equal ignoring ASCII case.
+bool ascii_iequals(std::string_view a, std::string_view b);
+// Whether `text` starts with `prefix`, ignoring ASCII case.
+bool ascii_istarts_with(std::string_view text, std::string_view prefix);
 
 // `text` with control characters (below 0x20, and 0x7f) written as \xNN, so that a message
 // quoting it stays on one line. With `quotes`, '"' and '\' are also escaped with a backslash (for

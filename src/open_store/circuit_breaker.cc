@@ -7,10 +7,6 @@
 namespace spillway {
 namespace {
 
-bool is_backend_failure(const Error& error) {
-  return error.code == Errc::kUnavailable || error.code == Errc::kTimeout;
-}
-
 Error circuit_open_error(int failures) {
   return Error{Errc::kUnavailable, "circuit open: the backend failed " + std::to_string(failures) +
                                        " times in a row; probing it again shortly"};

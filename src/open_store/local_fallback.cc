@@ -17,7 +17,7 @@ LocalFallbackStore::LocalFallbackStore(std::unique_ptr<Store> primary, std::uniq
 LocalFallbackStore::~LocalFallbackStore() = default;
 
 bool LocalFallbackStore::falls_back(const Error& error) {
-  if (error.code != Errc::kUnavailable && error.code != Errc::kTimeout) return false;
+  if (!is_backend_failure(error)) return false;
   on_local_.store(true, std::memory_order_relaxed);
   local_decisions_.fetch_add(1, std::memory_order_relaxed);
   log_->write("spillway: backend error (" + std::string(errc_name(error.code)) +

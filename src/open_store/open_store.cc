@@ -20,22 +20,9 @@ bool is_memory_url(std::string_view url) {
   return scheme != nullptr && scheme->kind == BackendKind::kMemory;
 }
 
-// The URL with anything before its last '@' (user info: a password) left out of the message.
-std::string without_user_info(std::string_view url) {
-  const std::size_t at = url.rfind('@');
-  if (at == std::string_view::npos) return std::string(url);
-  const std::size_t scheme = url.find("://");
-  const std::string_view head = scheme == std::string_view::npos || scheme > at
-                                    ? std::string_view()
-                                    : url.substr(0, scheme + 3);
-  return std::string(head) + "***" + std::string(url.substr(at));
-}
-
 std::unexpected<Error> not_a_backend(std::string_view url) {
-  return invalid_argument("backend \"" + without_user_info(url) +
-                          "\" is not a backend URL (use memory, redis://host:port, "
-                          "rediss://host:port, redis+cluster://host:port,host:port or "
-                          "redis+sentinel://host:port,host:port/MASTER_NAME)");
+  return invalid_argument("backend \"" + printable_url(url) + "\" is not a backend URL (use " +
+                          backend_url_forms() + ")");
 }
 
 }  // namespace

@@ -100,11 +100,7 @@ std::optional<ClientIpHeader> parse_client_ip_header(std::string_view text) {
   for (ClientIpHeader header :
        {ClientIpHeader::kXForwardedFor, ClientIpHeader::kForwarded, ClientIpHeader::kXRealIp}) {
     const std::string_view name = client_ip_header_name(header);
-    if (std::equal(text.begin(), text.end(), name.begin(), name.end(), [](char a, char b) {
-          return (a >= 'A' && a <= 'Z' ? static_cast<char>(a - 'A' + 'a') : a) == b;
-        })) {
-      return header;
-    }
+    if (ascii_iequals(text, name)) return header;
   }
   return std::nullopt;
 }

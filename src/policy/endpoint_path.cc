@@ -56,9 +56,8 @@ Result<void> append_segment(std::string& out, std::string_view raw_path, std::st
       }
       i += 2;
       if (is_unreserved(decoded)) {
-        out.push_back(fold_case && decoded >= 'A' && decoded <= 'Z'
-                          ? static_cast<char>(decoded - 'A' + 'a')
-                          : static_cast<char>(decoded));
+        const auto byte = static_cast<char>(decoded);
+        out.push_back(fold_case ? ascii_lower(byte) : byte);
       } else {
         append_escaped(out, decoded);
       }
@@ -66,10 +65,8 @@ Result<void> append_segment(std::string& out, std::string_view raw_path, std::st
     }
     if (c > 0x7e) {
       append_escaped(out, c);
-    } else if (fold_case && c >= 'A' && c <= 'Z') {
-      out.push_back(static_cast<char>(c - 'A' + 'a'));
     } else {
-      out.push_back(static_cast<char>(c));
+      out.push_back(fold_case ? ascii_lower(static_cast<char>(c)) : static_cast<char>(c));
     }
   }
   return {};

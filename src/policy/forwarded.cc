@@ -13,8 +13,6 @@ constexpr std::size_t kMaxShown = 80;  // bytes of a client's value quoted in an
 
 std::string quoted(std::string_view text) { return quote_for_error(text, kMaxShown); }
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
 bool is_alnum(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
@@ -77,8 +75,7 @@ class Reader {
       ++at_;
       Result<std::string> value = parameter_value();
       if (!value) return std::unexpected(value.error());
-      std::string lowered(name);
-      std::transform(lowered.begin(), lowered.end(), lowered.begin(), lower);
+      const std::string lowered = ascii_lowered(name);
       unsigned bit = 0;
       for (unsigned i = 0; i < 4; ++i) {
         if (lowered == std::array<std::string_view, 4>{"for", "by", "host", "proto"}[i]) {
@@ -194,8 +191,7 @@ Result<std::optional<IpAddress>> parse_forwarded_node(std::string_view node) {
     port = node.substr(colon + 1);
     if (!is_node_port(*port)) return bad("has a port that is not 0-65535 or _obfuscated");
   }
-  std::string lowered(name);
-  std::transform(lowered.begin(), lowered.end(), lowered.begin(), lower);
+  const std::string lowered = ascii_lowered(name);
   if (lowered == "unknown" || is_obfuscated(name)) return std::optional<IpAddress>();
   Result<IpAddress> address = parse_ip(name);
   if (!address) {

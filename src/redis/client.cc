@@ -162,8 +162,7 @@ void Client::call_async_asking(const std::vector<std::string>& args, Deadline de
 bool Client::connected() const { return impl_->connected(); }
 
 bool never_sent(const Error& error) {
-  return (error.code == Errc::kUnavailable || error.code == Errc::kTimeout) &&
-         error.message.find(kNotConnected) != std::string::npos;
+  return is_backend_failure(error) && error.message.find(kNotConnected) != std::string::npos;
 }
 
 }  // namespace spillway::redis

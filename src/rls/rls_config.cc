@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +20,7 @@
 namespace spillway::rls {
 namespace {
 
+using policy::boolean;
 using policy::ConfigError;
 using policy::Entry;
 using policy::fail;
@@ -40,19 +40,6 @@ constexpr std::array<UnitInfo, 7> kUnits = {{
     {Unit::kMonth, "month", 30 * kMicrosPerDay},
     {Unit::kYear, "year", 365 * kMicrosPerDay},
 }};
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool boolean(const YAML::Node& node, const std::string& path) {
-  const std::string text = lower(policy::scalar(node, path, "true or false"));
-  if (text == "true" || text == "yes" || text == "on") return true;
-  if (text == "false" || text == "no" || text == "off") return false;
-  fail(node, path, quote_for_error(node.Scalar()) + " must be true or false");
-}
 
 std::string text_field(const Fields& fields, std::string_view name, std::string_view expected) {
   const Entry* entry = fields.find(name);
@@ -113,7 +100,7 @@ RuleLimit parse_rate_limit(const YAML::Node& node, const std::string& path) {
   Micros length = 0;
   if (unit) {
     const std::string text = policy::scalar(unit->value, fields.path("unit"), "a unit");
-    const std::string name = lower(text);
+    const std::string name = ascii_lowered(text);
     const auto it = std::find_if(kUnits.begin(), kUnits.end(),
                                  [&](const UnitInfo& u) { return u.name == name; });
     if (it == kUnits.end()) {

@@ -12,7 +12,6 @@
 #include "src/core/text.h"
 #include "src/server/admin_records.h"
 #include "src/server/admin_service.h"
-#include "src/server/ascii.h"
 #include "src/server/csv_fields.h"
 #include "src/server/decision_response.h"
 #include "src/server/json_unique.h"
@@ -22,8 +21,7 @@ namespace json = boost::json;
 
 HttpResponse AdminService::import(const std::string& who, const HttpRequest& request) {
   const std::string* type = request.header("content-type");
-  const bool csv = type != nullptr && type->size() >= 8 &&
-                   ascii_iequals(std::string_view(*type).substr(0, 8), "text/csv");
+  const bool csv = type != nullptr && type->size() >= 8 && ascii_istarts_with(*type, "text/csv");
   const std::shared_ptr<const policy::Policy> policy = policy_();
   std::vector<std::pair<std::string, TenantRecord>> records;
   std::string_view body = request.body;

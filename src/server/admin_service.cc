@@ -47,7 +47,7 @@ AdminService::AdminService(std::shared_ptr<TenantDirectory> tenants, Store& stor
 }
 
 std::string AdminService::logged_path(std::string_view path) {
-  path = path.substr(0, path.find('?'));
+  path = target_path(path);
   if (path == "-" || path == kTenantsPath || path == "/v1/tenants/import" || path == kInspectPath) {
     return std::string(path);
   }
@@ -73,8 +73,7 @@ std::string AdminService::masked(std::string_view key) const {
 
 std::optional<HttpResponse> AdminService::check_headers(const HttpRequest& request) const {
   if (!authenticate(request)) return refused(request);
-  const std::string_view path =
-      std::string_view(request.target).substr(0, request.target.find('?'));
+  const std::string_view path = target_path(request.target);
   const std::string* length = request.header("content-length");
   std::size_t bytes = 0;
   if (length == nullptr ||
@@ -87,11 +86,8 @@ std::optional<HttpResponse> AdminService::check_headers(const HttpRequest& reque
 void AdminService::handle(HttpRequest request, Responder respond) {
   const std::optional<std::string> who = authenticate(request);
   if (!who) return respond(refused(request));
-  const std::string_view target = request.target;
-  const std::size_t question = target.find('?');
-  const std::string_view path = target.substr(0, question);
-  const std::string_view query =
-      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+  const std::string_view path = target_path(request.target);
+  const std::string_view query = target_query(request.target);
   if (auto refused_body = too_large(path, request.body.size())) {
     return respond(std::move(*refused_body));
   }

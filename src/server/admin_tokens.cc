@@ -12,7 +12,6 @@
 #include "src/core/text.h"
 #include "src/policy/names.h"
 #include "src/server/admin_service.h"
-#include "src/server/ascii.h"
 #include "src/server/decision_response.h"
 
 namespace spillway::server {
@@ -91,7 +90,7 @@ std::optional<std::string> AdminService::authenticate(const HttpRequest& request
   const std::string* header = request.header("authorization");
   if (header == nullptr) return std::nullopt;
   std::string_view value = *header;
-  if (value.size() < 7 || !ascii_iequals(value.substr(0, 7), "bearer ")) return std::nullopt;
+  if (!ascii_istarts_with(value, "bearer ")) return std::nullopt;
   const std::string digest = token_digest_.of(trim(value.substr(7)));
   const std::shared_ptr<const TokenSet> tokens = this->tokens();
   const std::string* found = nullptr;

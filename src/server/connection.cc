@@ -206,7 +206,7 @@ void Connection::parse() {
       head->peer_address = peer_;
       if (std::optional<HttpResponse> refused = options().check_headers(*head)) {
         method_ = head->method;
-        path_ = head->target.substr(0, head->target.find('?'));
+        path_ = target_path(head->target);
         framing_.keep_alive = false;
         request_complete_ = false;
         framing_.head = false;

@@ -10,8 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "src/core/text.h"
 #include "src/policy/ip.h"
-#include "src/server/ascii.h"
 #include "src/server/connection.h"
 #include "src/server/http_server_impl.h"
 #include "src/server/server_tls.h"

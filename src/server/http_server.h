@@ -39,6 +39,17 @@ struct HttpRequest {
   std::vector<std::string_view> header_values(std::string_view name) const;
 };
 
+// A request target's path: what comes before its first '?' ("/v1/limit?x=1" -> "/v1/limit"; the
+// whole target when it has no query). What routes, logs and size limits look at.
+inline std::string_view target_path(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
+// A request target's query: what comes after its first '?' ("x=1"); empty when it has none.
+inline std::string_view target_query(std::string_view target) {
+  const std::size_t question = target.find('?');
+  return question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+}
+
 struct HttpResponse {
   int status = 200;
   // Added to Content-Type/Length. A name is a string literal (static storage: nothing to

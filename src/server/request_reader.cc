@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <iterator>
 
-#include "src/server/ascii.h"
+#include "src/core/text.h"
 
 namespace spillway::server {
 
@@ -46,7 +46,7 @@ void RequestReader::remember_request_line(bool failed) {
   line_known_ = true;
   const std::string_view target = request.target();
   method_ = std::string(method);
-  if (!target.empty()) path_ = std::string(target.substr(0, target.find('?')));
+  if (!target.empty()) path_ = std::string(target_path(target));
 }
 
 RequestReader::State RequestReader::parse() {

@@ -8,7 +8,6 @@
 
 #include "src/core/decimal.h"
 #include "src/core/text.h"
-#include "src/server/ascii.h"
 
 namespace spillway::server {
 namespace {

@@ -17,8 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
-
 // Whether `method` is one of `allow` ("GET, HEAD").
 bool allows(std::string_view allow, std::string_view method) {
   while (!allow.empty()) {
@@ -137,13 +135,13 @@ std::string_view Service::label_of(std::string_view path, const Route* route) {
 }
 
 std::string Service::logged_path(std::string_view path) {
-  path = path_of(path);
+  path = target_path(path);
   if (path == "-") return "-";  // a request line that could not be read
   return std::string(label_of(path, route_of(path)));
 }
 
 void Service::handle(HttpRequest request, Responder respond) {
-  const std::string_view path = path_of(request.target);
+  const std::string_view path = target_path(request.target);
   const Route* route = route_of(path);
   const std::string_view label = label_of(path, route);
   const Reply reply{this, label, Clock::now(), std::move(respond)};

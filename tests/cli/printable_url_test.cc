@@ -1,10 +1,9 @@
 // Backend URLs in log lines: the password is replaced, everything else is kept as given.
-#include "src/cli/printable_url.h"
-
 #include <gtest/gtest.h>
 
 #include "spillway/open_store.h"
 #include "src/cli/backend_watch.h"
+#include "src/core/backend_schemes.h"
 
 namespace spillway::cli {
 namespace {
@@ -47,6 +46,28 @@ TEST(PrintableUrl, AnUnknownSchemeKeepsItsPasswordOutOfTheError) {
     ASSERT_FALSE(checked.has_value()) << url;
     EXPECT_EQ(checked.error().message.find("s3cret"), std::string::npos) << checked.error().message;
     EXPECT_NE(checked.error().message.find("is not a backend URL"), std::string::npos);
+  }
+}
+
+// One masking for logs and errors (src/core/backend_schemes.h): what is not user:password@ is
+// hidden whole.
+TEST(PrintableUrl, UserInfoWithoutAColonAndTextThatIsNoUrlAreHiddenWhole) {
+  EXPECT_EQ(printable_url("redis://s3cret@127.0.0.1:6379"), "redis://***@127.0.0.1:6379");
+  EXPECT_EQ(printable_url("s3cret@host"), "***@host");
+  EXPECT_EQ(printable_url("pass:word@host:1"), "***@host:1");
+  EXPECT_EQ(printable_url("s3cret@redis://h:1"), "***@redis://h:1");
+  EXPECT_EQ(printable_url("redis://@h:1"), "redis://@h:1");
+}
+
+// The config's check and open_store name the same forms, every scheme's.
+TEST(PrintableUrl, AnUnknownSchemeNamesEveryBackendForm) {
+  const Result<void> checked = check_store("redsi://h:1", {});
+  ASSERT_FALSE(checked.has_value());
+  EXPECT_NE(checked.error().message.find("(use " + backend_url_forms() + ")"), std::string::npos)
+      << checked.error().message;
+  for (const BackendScheme& scheme : kBackendSchemes) {
+    EXPECT_NE(backend_url_forms().find(scheme.form), std::string::npos) << scheme.name;
+    EXPECT_TRUE(scheme.form.starts_with(scheme.name)) << scheme.form;
   }
 }
 

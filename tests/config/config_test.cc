@@ -760,6 +760,26 @@ TEST(ConfigParse, EveryBooleanTakesTrueFalseYesNoOnOff) {
             "line 2: rls.charge_on_deny: \"maybe\" must be true or false (or yes/no, on/off)");
 }
 
+// YAML 1.2 core schema's case rule, as in Envoy's rules files: all lower case, capitalised or all
+// upper case; any other mix of cases is refused. (Every boolean field has the one reader.)
+TEST(ConfigParse, BooleansAreLowerCapitalisedOrUpperCase) {
+  const std::pair<const char*, bool> spellings[] = {
+      {"True", true}, {"TRUE", true}, {"Yes", true},    {"YES", true},
+      {"On", true},   {"ON", true},   {"False", false}, {"FALSE", false},
+      {"No", false},  {"NO", false},  {"Off", false},   {"OFF", false}};
+  for (const auto& [word, value] : spellings) {
+    Result<Config> config = parse_config(std::string("rls: {charge_on_deny: ") + word + "}\n");
+    ASSERT_TRUE(config.has_value()) << word << ": " << config.error().message;
+    EXPECT_EQ(config->rls.charge_on_deny, value) << word;
+  }
+  for (const char* word : {"tRUE", "TRue", "fALSE", "yES", "oN", "oFF"}) {
+    Result<Config> config = parse_config(std::string("server:\n  access_log: ") + word + "\n");
+    ASSERT_FALSE(config.has_value()) << word;
+    EXPECT_EQ(config.error().message, "line 2: server.access_log: \"" + std::string(word) +
+                                          "\" must be true or false (or yes/no, on/off)");
+  }
+}
+
 TEST(ConfigParse, RecordsTheLineOfEachField) {
   Result<Config> config = parse_config("# a comment\nbackend:\n  key_prefix: p\n  url: memory\n");
   ASSERT_TRUE(config.has_value()) << config.error().message;

@@ -104,21 +104,11 @@ TEST(ListenAddress, TheConfigAcceptsAndRejectsTheSame) {
 int serve_port(const std::vector<std::string>& args, const std::string& log) {
   std::vector<std::string> all = {"spillway", "serve"};
   all.insert(all.end(), args.begin(), args.end());
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!std::freopen(log.c_str(), "w", stderr)) _exit(126);
-    std::vector<char*> argv;
-    for (std::string& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(SPILLWAY_BINARY, argv.data());
-    _exit(127);
-  }
+  testing::ChildProcess serve(all, log, {.program = SPILLWAY_BINARY});
   const std::string marker = "listening on 127.0.0.1:";
   const bool started = testing::wait_until(
       [&] { return testing::read_file(log).find(marker) != std::string::npos; });
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  const int status = serve.stop(SIGTERM);
   if (!started || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
   const std::string text = testing::read_file(log);
   const char* begin = text.data() + text.find(marker) + marker.size();

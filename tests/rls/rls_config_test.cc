@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace spillway::rls {
 namespace {
@@ -276,6 +278,33 @@ TEST(RlsConfig, RejectsWhatItCannotDecide) {
     const std::string message = parse_error(c.text);
     EXPECT_NE(message.find(c.expect), std::string::npos) << message;
     EXPECT_EQ(message.rfind("line ", 0), 0u) << "errors start with the line: " << message;
+  }
+}
+
+// The config's booleans (src/config/yaml_fields.h): YAML 1.2 core schema's case rule.
+TEST(RlsConfig, BooleansAreLowerCapitalisedOrUpperCase) {
+  for (const auto& [word, value] : std::vector<std::pair<std::string, bool>>{{"true", true},
+                                                                             {"True", true},
+                                                                             {"TRUE", true},
+                                                                             {"Yes", true},
+                                                                             {"ON", true},
+                                                                             {"false", false},
+                                                                             {"False", false},
+                                                                             {"FALSE", false},
+                                                                             {"No", false},
+                                                                             {"OFF", false}}) {
+    const DomainRules rules =
+        parse_ok("domain: cfg_bool\ndescriptors:\n  - key: k\n    shadow_mode: " + word +
+                 "\n    detailed_metric: " + word + "\n");
+    ASSERT_EQ(rules.descriptors.size(), 1u) << word;
+    EXPECT_EQ(rules.descriptors[0].shadow_mode, value) << word;
+    EXPECT_EQ(rules.descriptors[0].detailed_metric, value) << word;
+  }
+  for (const char* word : {"tRUE", "TrUe", "fALSE", "yES", "oN"}) {
+    const std::string message = parse_error(
+        std::string("domain: cfg_bool\ndescriptors:\n  - key: k\n    shadow_mode: ") + word + "\n");
+    EXPECT_EQ(message, "line 4: descriptors[0].shadow_mode: \"" + std::string(word) +
+                           "\" must be true or false (or yes/no, on/off)");
   }
 }
 

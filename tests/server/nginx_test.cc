@@ -29,16 +29,11 @@ TEST(Nginx, AuthRequestTurnsDenialsInto429WithRetryAfter) {
   // trusting nginx on loopback; --listen gives this test's port.
   std::ofstream(dir + "/spillway.yaml")
       << read_file(std::string(SPILLWAY_SOURCE_DIR) + "/examples/nginx/spillway.yaml");
-  const pid_t spillway = fork();
-  if (spillway == 0) {
-    const std::string listen = "127.0.0.1:" + std::to_string(spillway_port);
-    const std::string config = dir + "/spillway.yaml";
-    const std::string log = dir + "/spillway.log";
-    freopen(log.c_str(), "w", stderr);
-    execl(SPILLWAY_BINARY, "spillway", "serve", "--config", config.c_str(), "--listen",
-          listen.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const testing::ChildProcess spillway_process(
+      {"spillway", "serve", "--config", dir + "/spillway.yaml", "--listen",
+       "127.0.0.1:" + std::to_string(spillway_port)},
+      dir + "/spillway.log", {.program = SPILLWAY_BINARY});
+  const pid_t spillway = spillway_process.pid();
   ASSERT_TRUE(testing::accepts_connections(spillway_port)) << read_file(dir + "/spillway.log");
 
   // nginx: the example's server block with this test's ports, and the "application".
@@ -57,13 +52,9 @@ TEST(Nginx, AuthRequestTurnsDenialsInto429WithRetryAfter) {
       << "  server {\n    listen 127.0.0.1:" << app_port << ";\n    access_log " << dir
       << "/app.log;\n    location / { return 200 'application\\n'; }\n  }\n"
       << site << "}\n";
-  const pid_t nginx = fork();
-  if (nginx == 0) {
-    const std::string conf = dir + "/nginx.conf";
-    execl("/usr/sbin/nginx", "nginx", "-c", conf.c_str(), "-p", dir.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const testing::ChildProcess nginx_process({"nginx", "-c", dir + "/nginx.conf", "-p", dir},
+                                            dir + "/nginx.out", {.program = "/usr/sbin/nginx"});
+  const pid_t nginx = nginx_process.pid();
   ASSERT_TRUE(testing::accepts_connections(nginx_port)) << read_file(dir + "/error.log");
 
   const std::map<std::string, std::string> headers = {{"X-API-Key", "e2e-key"}};

@@ -25,17 +25,13 @@ void write_config(const std::string& path, const std::string& edge_limit) {
                       << edge_limit << "}\n";
 }
 
-// `spillway serve --config CONFIG` on 127.0.0.1:PORT, its stderr to LOG.
-pid_t start_serve(const std::string& config, const std::string& log, std::uint16_t port) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    freopen(log.c_str(), "w", stderr);
-    const std::string listen = "127.0.0.1:" + std::to_string(port);
-    execl(SPILLWAY_BINARY, "spillway", "serve", "--config", config.c_str(), "--listen",
-          listen.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  return pid;
+// `spillway serve --config CONFIG` on 127.0.0.1:PORT, its stderr to LOG. The test signals and
+// waits for pid() itself; a test that fails before that leaves no server behind.
+testing::ChildProcess start_serve(const std::string& config, const std::string& log,
+                                  std::uint16_t port) {
+  return testing::ChildProcess(
+      {"spillway", "serve", "--config", config, "--listen", "127.0.0.1:" + std::to_string(port)},
+      log, {.program = SPILLWAY_BINARY});
 }
 
 int count_of(const std::string& text, const std::string& what) {
@@ -61,7 +57,8 @@ TEST(Serve, SighupReloadsAndABadConfigKeepsTheOldOne) {
   const std::string config = dir + "/spillway.yaml", log = dir + "/serve.log";
   write_config(config, "3/min");
   const std::uint16_t port = free_port();
-  const pid_t pid = start_serve(config, log, port);
+  const testing::ChildProcess serve = start_serve(config, log, port);
+  const pid_t pid = serve.pid();
   ASSERT_TRUE(wait_until([&] { return read_file(log).find("listening") != std::string::npos; }))
       << read_file(log);
   EXPECT_EQ(admitted(port, "192.0.2.1", 5), 3);
@@ -99,7 +96,8 @@ TEST(Serve, AccessLogOffWritesNoRequestLines) {
   std::ofstream(config) << "server: {access_log: off}\n"
                         << "layers:\n  - {name: edge, key: [ip], limit: 2/min}\n";
   const std::uint16_t port = free_port();
-  const pid_t pid = start_serve(config, log, port);
+  const testing::ChildProcess serve = start_serve(config, log, port);
+  const pid_t pid = serve.pid();
   ASSERT_TRUE(wait_until([&] { return read_file(log).find("listening") != std::string::npos; }))
       << read_file(log);
   EXPECT_EQ(admitted(port, "192.0.2.9", 4), 2);

@@ -1,12 +1,11 @@
 // Helpers for tests that run programs: free loopback ports, files, shell commands, any program as
-// a child process, and a `spillway serve` child process; children are stopped with SIGTERM when
-// their object goes away.
+// a child process (ChildProcess, tests/support/child_process.h, included here), and a `spillway
+// serve` child process; children are stopped with SIGTERM when their object goes away.
 #pragma once
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/child_process.h"
 #include "tests/support/poll.h"
 #include "tests/support/test_labels.h"
 
@@ -107,67 +107,16 @@ inline BinaryRun run_binary(const std::string& args, const std::string& input = 
   return run;
 }
 
-// `spillway serve ARGS --listen 127.0.0.1:0` as a child process; stderr to `log`. The kernel
-// picks the port (no other process can take it between a pick and the bind); ready() reads it
-// from the server's "listening on" line.
-// A program (argv[0] a full path) as a child process, stdout and stderr to `log`; SIGTERM, then
-// SIGKILL after 10 s, and waited for when destroyed; SIGKILL if the thread that started it dies
-// first (PR_SET_PDEATHSIG).
-class ChildProcess {
- public:
-  ChildProcess(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
-    require_label(label_of_program(argv.at(0)), argv.at(0));
-    pid_ = fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (!std::freopen(log.c_str(), "w", stderr) || ::dup2(2, 1) < 0) _exit(126);
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-  }
-  ~ChildProcess() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    wait_until([this] { return ::waitpid(pid_, nullptr, WNOHANG) != 0; }, std::chrono::seconds(10));
-    ::kill(pid_, SIGKILL);  // a no-op when it is gone
-    ::waitpid(pid_, nullptr, 0);
-  }
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
-  std::string log() const { return read_file(log_); }
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
-};
-
+// `spillway serve ARGS --listen 127.0.0.1:0` as a child process (a ChildProcess,
+// tests/support/child_process.h); stderr to `log`. The kernel picks the port (no other process
+// can take it between a pick and the bind); ready() reads it from the server's "listening on"
+// line. Destroyed: SIGTERM, SIGKILL after 10 s.
 class ServeProcess {
  public:
-  ServeProcess(const std::vector<std::string>& args, std::string log) : log_(std::move(log)) {
-    require_label("cli", "spillway serve");
-    std::vector<std::string> all = {"spillway", "serve"};
-    all.insert(all.end(), args.begin(), args.end());
-    all.push_back("--listen");
-    all.push_back("127.0.0.1:0");
-    std::remove(log_.c_str());  // ready() must not read a previous run's "listening"
-    pid_ = fork();
-    if (pid_ == 0) {
-      if (!std::freopen(log_.c_str(), "w", stderr)) _exit(126);
-      std::vector<char*> argv;
-      for (std::string& a : all) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(SPILLWAY_BINARY, argv.data());
-      _exit(127);
-    }
-  }
-  ~ServeProcess() {
-    if (pid_ > 0) stop(SIGTERM);
-  }
+  // The log is started afresh: ready() must not read a previous run's "listening".
+  ServeProcess(const std::vector<std::string>& args, std::string log)
+      : log_(std::move(log)),
+        child_(serve_argv(args), log_, {.program = SPILLWAY_BINARY, .check_label = false}) {}
   ServeProcess(const ServeProcess&) = delete;
   ServeProcess& operator=(const ServeProcess&) = delete;
 
@@ -185,17 +134,23 @@ class ServeProcess {
   }
   // Sends `signal` and waits; returns the exit status (-1 if it did not exit normally).
   int stop(int signal) {
-    ::kill(pid_, signal);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
+    const int status = child_.stop(signal);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.pid(); }
   std::uint16_t port() const { return port_; }  // 0 until ready()
   std::string log() const { return read_file(log_); }
 
  private:
+  // `spillway serve ARGS --listen 127.0.0.1:0`, once the test's labels were checked for it.
+  static std::vector<std::string> serve_argv(const std::vector<std::string>& args) {
+    require_label("cli", "spillway serve");
+    std::vector<std::string> all = {"spillway", "serve"};
+    all.insert(all.end(), args.begin(), args.end());
+    all.push_back("--listen");
+    all.push_back("127.0.0.1:0");
+    return all;
+  }
   // The port that follows `line` in the log, once it is there (up to 30 s); else 0.
   std::uint16_t port_after(std::string_view line) const {
     std::uint16_t port = 0;
@@ -213,7 +168,7 @@ class ServeProcess {
 
   mutable std::uint16_t port_ = 0;  // set by ready()
   std::string log_;
-  pid_t pid_ = -1;
+  ChildProcess child_;
 };
 
 }  // namespace spillway::testing

@@ -1,11 +1,9 @@
 #include "tests/support/redis_sentinel.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -19,12 +17,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
 #include <utility>
 
+#include "tests/support/child_process.h"
 #include "tests/support/poll.h"
 #include "tests/support/test_labels.h"
 
@@ -201,43 +201,23 @@ class SentinelGroup::Sentinel {
   Sentinel& operator=(const Sentinel&) = delete;
 
   std::uint16_t port() const { return port_; }
-  bool running() const { return pid_ > 0; }
+  bool running() const { return process_.has_value(); }
   std::string log() const { return read_file(log_path()); }
 
   // Starts redis-sentinel and waits (5 s) until it answers PING; throws with its log if not.
   void start() {
-    if (pid_ > 0) return;
-    const std::string binary = find_in_path("redis-sentinel", "redis-sentinel");
-    const std::string config = config_path();
-    // Everything the child needs is prepared before fork(): after it, only system calls.
-    std::vector<char*> argv{const_cast<char*>(binary.c_str()), const_cast<char*>(config.c_str()),
-                            nullptr};
+    if (process_) return;
     const std::string log = log_path();
-    const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (log_fd < 0) fail("cannot open " + log + ": " + std::strerror(errno));
-    const pid_t parent = ::getpid();
-    const pid_t child = ::fork();
-    if (child < 0) {
-      ::close(log_fd);
-      fail(std::string("fork(): ") + std::strerror(errno));
-    }
-    if (child == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test binary
-      if (::getppid() != parent) ::_exit(127);
-      ::dup2(log_fd, STDOUT_FILENO);
-      ::dup2(log_fd, STDERR_FILENO);
-      ::close_range(3, ~0U, 0);  // no inherited sockets of the test process
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(log_fd);
-    pid_ = child;
+    // The log is appended to: a restarted sentinel's log keeps what it said before. The label was
+    // checked when the group was created.
+    process_.emplace(
+        std::vector<std::string>{find_in_path("redis-sentinel", "redis-sentinel"), config_path()},
+        log, ChildOptions{.append_log = true, .check_label = false});
     const auto deadline = Clock::now() + std::chrono::seconds(5);
     while (!answers_ping(port_)) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        fail("redis-sentinel exited during startup (status " + std::to_string(status) +
+      if (const std::optional<int> status = process_->ended()) {
+        process_.reset();
+        fail("redis-sentinel exited during startup (status " + std::to_string(*status) +
              "); its log:\n" + read_file(log));
       }
       if (Clock::now() > deadline) {
@@ -257,12 +237,9 @@ class SentinelGroup::Sentinel {
   }
 
   void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
+    if (!process_) return;
+    process_->stop(SIGKILL);
+    process_.reset();
   }
 
  private:
@@ -275,7 +252,7 @@ class SentinelGroup::Sentinel {
 
   std::string dir_;
   std::uint16_t port_;
-  pid_t pid_ = -1;
+  std::optional<ChildProcess> process_;  // while started
 };
 
 SentinelGroup::SentinelGroup(std::string master_name, int down_after_ms, int failover_timeout_ms)

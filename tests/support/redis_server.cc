@@ -1,10 +1,8 @@
 #include "tests/support/redis_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -270,7 +268,7 @@ void RedisServer::remove_dir() {
 }
 
 void RedisServer::start() {
-  if (pid_ > 0) return;
+  if (process_) return;
   const std::string config_path = dir_ + "/redis.conf";
   const std::string log_path = dir_ + "/redis.log";
   {
@@ -295,38 +293,17 @@ void RedisServer::start() {
            << extra_config_ << "\n";
     if (!config) fail("cannot write " + config_path);
   }
-  const std::string binary = find_in_path("redis-server");
-  // Everything the child needs is prepared before fork(): after it, only system calls.
-  std::vector<char*> argv{const_cast<char*>(binary.c_str()), const_cast<char*>(config_path.c_str()),
-                          nullptr};
-  // A fresh log per start: what a failed start reports is that start's own output.
-  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (log_fd < 0) fail("cannot open " + log_path + ": " + std::strerror(errno));
-  const pid_t parent = ::getpid();
-  const pid_t child = ::fork();
-  if (child < 0) {
-    ::close(log_fd);
-    fail(std::string("fork(): ") + std::strerror(errno));
-  }
-  if (child == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test binary
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    ::close_range(3, ~0U, 0);  // no inherited sockets of the test process
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(log_fd);
-  pid_ = child;
+  // A fresh log per start: what a failed start reports is that start's own output. The label
+  // was checked when the server was created.
+  process_.emplace(std::vector<std::string>{find_in_path("redis-server"), config_path}, log_path,
+                   ChildOptions{.check_label = false});
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   std::string last_answer;
   while (!ready(last_answer)) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      fail("redis-server exited during startup (status " + std::to_string(status) +
+    if (const std::optional<int> status = process_->ended()) {
+      process_.reset();
+      fail("redis-server exited during startup (status " + std::to_string(*status) +
            "); its log:\n" + read_file(log_path));
     }
     if (std::chrono::steady_clock::now() > deadline) {
@@ -340,22 +317,19 @@ void RedisServer::start() {
 }
 
 void RedisServer::stop() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  pid_ = -1;
+  if (!process_) return;
+  process_->stop(SIGKILL);
+  process_.reset();
 }
 
 std::string RedisServer::log() const { return read_file(dir_ + "/redis.log"); }
 
 void RedisServer::pause() {
-  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  if (process_) ::kill(process_->pid(), SIGSTOP);
 }
 
 void RedisServer::resume() {
-  if (pid_ > 0) ::kill(pid_, SIGCONT);
+  if (process_) ::kill(process_->pid(), SIGCONT);
 }
 
 void RedisServer::restart() {

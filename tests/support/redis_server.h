@@ -7,14 +7,15 @@
 // sockets without TLS), with the certificates of tests/support/tls_certs.h.
 //
 // Thread safety: none; use an object from one thread at a time. Timeouts are in seconds (5 s to
-// start). The child gets SIGKILL when the thread that started it exits (PR_SET_PDEATHSIG).
+// start). The server is a ChildProcess (tests/support/child_process.h): it gets SIGKILL when the
+// thread that started it exits.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "tests/support/child_process.h"
 
 namespace spillway::testing {
 
@@ -62,7 +63,7 @@ class RedisServer {
   // --insecure when the server's certificate is not tls_files().server_cert (an expired one).
   std::string cli(const std::string& args) const;
 
-  bool running() const { return pid_ > 0; }
+  bool running() const { return process_.has_value(); }
   // What redis-server wrote to stdout and stderr so far (for failure messages).
   std::string log() const;
 
@@ -82,7 +83,7 @@ class RedisServer {
   std::string socket_;
   std::string extra_config_;
   std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  std::optional<ChildProcess> process_;  // while started
 };
 
 }  // namespace spillway::testing
