@@ -157,7 +157,7 @@ stop_cleanly "$name"
 step "podman kube play deploy/kubernetes (configmap.yaml, deployment.yaml)"
 played="$work/play.yaml"
 probes=$(node "$source_dir/tests/kubernetes/play_manifest.mjs" "$tag" "$http_port" "$grpc_port" \
-  "$played")
+  "$played" "$name-kube")
 echo "probes: $probes"
 field() { node -e 'const v = JSON.parse(process.argv[1]); console.log(eval("v." + process.argv[2]))' \
   "$probes" "$1"; }

@@ -4,19 +4,21 @@
 //   - one replica, on the host's network (hostNetwork: the tests reach loopback only), with the
 //     config's listen addresses on 127.0.0.1 and free ports (HTTP_PORT, GRPC_PORT) instead of
 //     0.0.0.0:8080 and :8081; the probes' named port replaced by that number and the
-//     container's port list dropped (podman publishes no port on the host's network).
+//     container's port list dropped (podman publishes no port on the host's network);
+//   - the Deployment's name: NAME (its pod is NAME-pod-0). Two tests that play the Deployment at
+//     once must not share a pod name: `podman kube play --replace` would end the other's pod.
 // Everything else (probes, security context, resources, the config volume, args) is the
 // manifests' own. Prints, as JSON, what the test checks: the Deployment's name, the container's
 // name, and each probe's path and port number (a named port resolved against the container's).
-// Usage: node play_manifest.mjs IMAGE HTTP_PORT GRPC_PORT OUT_FILE
+// Usage: node play_manifest.mjs IMAGE HTTP_PORT GRPC_PORT OUT_FILE NAME
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 
-const [image, httpPort, grpcPort, outFile] = process.argv.slice(2);
-if (!outFile) {
-  console.error('usage: node play_manifest.mjs IMAGE HTTP_PORT GRPC_PORT OUT_FILE');
+const [image, httpPort, grpcPort, outFile, name] = process.argv.slice(2);
+if (!name) {
+  console.error('usage: node play_manifest.mjs IMAGE HTTP_PORT GRPC_PORT OUT_FILE NAME');
   process.exit(2);
 }
 const deployDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)),
@@ -39,6 +41,7 @@ config.server.listen = replaceListen(config.server.listen, 'http');
 config.server.grpc_listen = replaceListen(config.server.grpc_listen, 'grpc');
 configMap.data['spillway.yaml'] = stringify(config);
 
+deployment.metadata.name = name;
 deployment.spec.replicas = 1;
 deployment.spec.template.spec.hostNetwork = true;
 container.image = image;

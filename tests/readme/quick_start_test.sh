@@ -111,7 +111,7 @@ stop_serve() {
 }
 wait_healthy() {  # URL: fails unless it answers 200 within 30 s
   for _ in $(seq 300); do
-    curl -sf --max-time 2 -o /dev/null "$1" && return 0
+    command curl -sf --max-time 2 -o /dev/null "$1" && return 0
     sleep 0.1
   done
   fail "$1 did not answer 200 within 30 s"
@@ -127,9 +127,11 @@ scripts/run.sh() {
 }
 build/release/src/spillway() { "$binary" "$@"; }
 curl() {
-  local args=() arg
+  local args=() arg rc=0
   for arg in "$@"; do args+=("${arg//localhost:8080/localhost:$port}"); done
-  command curl --max-time 10 "${args[@]}" | tee "$work/curl.out"
+  command curl --max-time 10 "${args[@]}" >"$work/curl.out" 2>"$work/curl.err" || rc=$?
+  cat "$work/curl.out"
+  [ "$rc" = 0 ] || fail "curl $* failed (exit $rc: $(cat "$work/curl.err"))"
 }
 scripts/image.sh() { "$source_dir/scripts/image.sh" --binary "$binary" --tag "$tag" "$@"; }
 podman() {
@@ -163,6 +165,8 @@ kubectl() {
         fail "deploy/kubernetes/deployment.yaml's Deployment is not named spillway"
       grep -A1 -- '- name: http$' deploy/kubernetes/deployment.yaml | grep -q 'containerPort: 8080' ||
         fail "the Deployment's http port is not 8080"
+      # As kubectl port-forward, which needs the pod running: its /healthz answers.
+      wait_healthy "http://127.0.0.1:$port/healthz"
       echo "(kubectl port-forward: the pod is on the host's network at 127.0.0.1:$port)"
       ;;
     *) fail "kubectl $* has no stand-in here" ;;
@@ -182,7 +186,7 @@ kube_apply() {
   stop_serve
   played="$work/play.yaml"
   node "$source_dir/tests/kubernetes/play_manifest.mjs" "$tag" "$port" "$grpc_port" "$played" \
-    >/dev/null
+    "$name-kube" >/dev/null
   command podman kube play --replace "$played" >"$work/play.log" 2>&1 ||
     { cat "$work/play.log" >&2; fail "podman kube play failed"; }
   kube_container=$(awk 'c {print; exit} /^Container:/ {c = 1}' "$work/play.log")

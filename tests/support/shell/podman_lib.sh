@@ -88,10 +88,10 @@ stop_cleanly() {
 http() {  # METHOD URL [BODY]
   local answer
   if [ "$1" = POST ]; then
-    answer=$(curl -sS --max-time 10 -w '\n%{http_code}' -XPOST "$2" \
+    answer=$(command curl -sS --max-time 10 -w '\n%{http_code}' -XPOST "$2" \
       -H 'Content-Type: application/json' -d "$3") || fail "$1 $2: curl failed"
   else
-    answer=$(curl -sS --max-time 10 -w '\n%{http_code}' "$2") || fail "$1 $2: curl failed"
+    answer=$(command curl -sS --max-time 10 -w '\n%{http_code}' "$2") || fail "$1 $2: curl failed"
   fi
   echo "${answer##*$'\n'} ${answer%$'\n'*}"
 }
