@@ -100,7 +100,8 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
                                                text.size() > scheme->prefix.size());
       if (!known) {
         fail(url->value, path,
-             quote_for_error(text) + " is not a backend URL (use " + backend_url_forms() + ")");
+             quote_for_error(printable_url(text)) + " is not a backend URL (use " +
+                 backend_url_forms() + ")");
       }
       backend.url = text;
     });

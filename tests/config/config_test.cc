@@ -125,6 +125,17 @@ TEST(ConfigParse, ReadmeExampleLoads) {
   EXPECT_TRUE(config->server.dashboard);
 }
 
+// A mistyped backend URL is named in the error with its password masked, as in every log line.
+TEST(ConfigParse, AMistypedBackendUrlKeepsItsPasswordOutOfTheError) {
+  for (const char* url : {"redsi://:s3cret@127.0.0.1:6379", "redis//user:s3cret@host:6379"}) {
+    Result<Config> config = parse_config(std::string("backend:\n  url: ") + url + "\n");
+    ASSERT_FALSE(config.has_value()) << url;
+    EXPECT_EQ(config.error().message.find("s3cret"), std::string::npos) << config.error().message;
+    EXPECT_NE(config.error().message.find("is not a backend URL"), std::string::npos)
+        << config.error().message;
+  }
+}
+
 TEST(ConfigParse, CircuitBreakerFields) {
   Result<Config> config = parse_config("backend:\n  breaker_failures: 0\n  breaker_probe: 250ms\n");
   ASSERT_TRUE(config.has_value()) << config.error().message;
