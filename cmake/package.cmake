@@ -80,7 +80,6 @@ string(CONCAT CPACK_PACKAGE_DESCRIPTION
     "on an in-process store or on Redis (single, TLS, Cluster, Sentinel), where every check\n"
     "is one atomic Lua script.\n"
     "\n"
-    "\n"
     "The spillway command: serve (the HTTP API, nginx auth_request, Envoy's RLS and RLQS over\n"
     "gRPC, metrics, a dashboard), validate (a config or Envoy rules, errors by line), inspect\n"
     "(a request's keys and their state), tenants (plans, blocks and resets through a server's\n"

@@ -53,4 +53,12 @@ class ForwardingStore : public Store {
   std::unique_ptr<Store> inner_;
 };
 
+// The store at the bottom of a stack of wrappers: the backend itself (`store` when it wraps
+// nothing). For reading a key's state as the backend holds it, past caches and fallbacks.
+inline Store& innermost_store(Store& store) {
+  Store* at = &store;
+  while (auto* wrapper = dynamic_cast<ForwardingStore*>(at)) at = &wrapper->inner();
+  return *at;
+}
+
 }  // namespace spillway

@@ -32,12 +32,17 @@ std::string backend_url_forms() {
 std::string printable_url(std::string_view url) {
   constexpr std::string_view kMask = "***";
   std::string out(url);
-  // User info: after "://" and up to the last '@' before the query; with no "://", up to the last
-  // '@' of all.
+  const BackendScheme* known = find_backend_scheme(url);
+  // User info: after "://" and up to the last '@' before the query of a scheme whose URLs have
+  // user info; of any other text (a mistyped scheme, no "://"), up to the last '@' of all. A unix
+  // socket's path has none: an '@' in it is part of the path.
+  const bool has_user_info = known == nullptr || known->kind != BackendKind::kRedisUnix;
   const std::size_t scheme = out.find("://");
   const std::size_t start = scheme == std::string::npos ? 0 : scheme + 3;
-  const std::size_t end = scheme == std::string::npos ? std::string::npos : out.find('?', start);
-  const std::size_t at = out.rfind('@', end == std::string::npos ? end : end - 1);
+  const std::size_t end =
+      known == nullptr || scheme == std::string::npos ? std::string::npos : out.find('?', start);
+  const std::size_t at =
+      has_user_info ? out.rfind('@', end == std::string::npos ? end : end - 1) : std::string::npos;
   if (at != std::string::npos && at < start) {
     out.replace(0, at, kMask);  // an '@' before the "://": no URL the parsers read
   } else if (at != std::string::npos) {

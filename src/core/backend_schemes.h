@@ -57,9 +57,10 @@ std::string backend_url_forms();
 // A backend URL as it may be printed (log lines, errors): the password replaced by "***",
 // everything else as given. The password is what follows the first ':' of the user info (between
 // "://" and the last '@' before the query, as the URL parsers read it); user info without a ':'
-// is replaced whole; a "password=" query parameter's value too (unix:///path?password=…). Text
-// with an '@' that is no URL (a mistyped scheme): all before its last '@' is replaced. Never
-// fails: text with nothing of that comes back unchanged.
+// is replaced whole; a "password=" query parameter's value too (unix:///path?password=…). A unix
+// socket's path has no user info: an '@' in it stays. Text of no known scheme (a mistyped one):
+// its user info runs to the last '@' of all, a '?' included. Never fails: text with nothing of
+// that comes back unchanged.
 std::string printable_url(std::string_view url);
 
 }  // namespace spillway

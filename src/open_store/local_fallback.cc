@@ -14,7 +14,8 @@ LocalFallbackStore::LocalFallbackStore(std::unique_ptr<Store> primary, std::uniq
       local_(std::move(local)),
       log_(std::make_unique<RateLimitedLog>()) {}
 
-LocalFallbackStore::~LocalFallbackStore() = default;
+// The primary first: its last callbacks (failed in-flight checks) use the local store and the log.
+LocalFallbackStore::~LocalFallbackStore() { destroy_inner(); }
 
 bool LocalFallbackStore::falls_back(const Error& error) {
   if (!is_backend_failure(error)) return false;

@@ -102,7 +102,8 @@ OverLimitCache::OverLimitCache(std::unique_ptr<Store> inner, std::size_t max_ent
       table_(std::make_unique<Table>(max_entries)),
       clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()) {}
 
-OverLimitCache::~OverLimitCache() = default;
+// The wrapped store first: its last callbacks (in-flight checks it fails) write to the table.
+OverLimitCache::~OverLimitCache() { destroy_inner(); }
 
 std::optional<Decision> OverLimitCache::lookup(std::string_view key, const Limit& limit,
                                                std::int64_t cost, Micros at) {

@@ -21,11 +21,12 @@ constexpr StoreWrapper kRedisWrappers[] = {
        return std::make_unique<OverLimitCache>(std::move(inner), o.over_limit_cache,
                                                o.memory.clock);
      }},
-    // on_error: local: decides in a MemoryStore (memory's options) while the backend fails.
+    // on_error: local: decides in a MemoryStore (a copy of memory's options: no entry's options
+    // depend on another's running first) while the backend fails.
     {"LocalFallbackStore", [](const BackendOptions& o) { return o.local_fallback; },
      [](std::unique_ptr<Store> inner, BackendOptions& o) -> std::unique_ptr<Store> {
        return std::make_unique<LocalFallbackStore>(
-           std::move(inner), std::make_unique<MemoryStore>(std::move(o.memory)));
+           std::move(inner), std::make_unique<MemoryStore>(MemoryStoreOptions(o.memory)));
      }},
     // Quota leases for keys checked with a LeaseSpec (`sync: lease`).
     {"LeaseStore", [](const BackendOptions& o) { return o.leases.has_value(); },

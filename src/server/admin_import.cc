@@ -21,7 +21,7 @@ namespace json = boost::json;
 
 HttpResponse AdminService::import(const std::string& who, const HttpRequest& request) {
   const std::string* type = request.header("content-type");
-  const bool csv = type != nullptr && type->size() >= 8 && ascii_istarts_with(*type, "text/csv");
+  const bool csv = type != nullptr && ascii_istarts_with(*type, "text/csv");
   const std::shared_ptr<const policy::Policy> policy = policy_();
   std::vector<std::pair<std::string, TenantRecord>> records;
   std::string_view body = request.body;

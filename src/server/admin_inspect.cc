@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "spillway/forwarding_store.h"
 #include "src/core/text.h"
 #include "src/policy/caller_value.h"
 #include "src/server/admin_records.h"
@@ -35,7 +36,8 @@ HttpResponse AdminService::inspect(std::string_view query) const {
                             "parameter is NAME=VALUE");
     }
     const std::size_t equals = pair.find('=');
-    // Only the part before '=' is ever quoted back: a value may be a caller's key.
+    // A value may be a caller's key: these messages never quote it (the attribute checks below
+    // quote at most 80 characters of a malformed address, as the decision endpoints do).
     if (equals == std::string_view::npos) {
       return error_response(
           400, "parameter " + std::to_string(number) + " has no '=': each parameter is NAME=VALUE");
@@ -80,11 +82,13 @@ HttpResponse AdminService::inspect(std::string_view query) const {
     }
     return error_response(503, checks.error().message);
   }
-  Inspection inspection{
-      .backend = inspect_backend_.url,
-      .key_names = inspect_backend_.key_names,
-      .plans_from_config = false,
-      .layers = inspect_layers(*policy, *checks, &store_, inspect_backend_.stored_name)};
+  Inspection inspection{.backend = inspect_backend_.url,
+                        .key_names = inspect_backend_.key_names,
+                        .plans_from_config = false,
+                        // The backend's own state: a cache, a local fallback or a lease would
+                        // answer for it, and count the read in their metrics.
+                        .layers = inspect_layers(*policy, *checks, &innermost_store(store_),
+                                                 inspect_backend_.stored_name)};
   return json_response(200, inspection_json(inspection));
 }
 

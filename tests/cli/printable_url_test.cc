@@ -59,6 +59,17 @@ TEST(PrintableUrl, UserInfoWithoutAColonAndTextThatIsNoUrlAreHiddenWhole) {
   EXPECT_EQ(printable_url("redis://@h:1"), "redis://@h:1");
 }
 
+// A unix socket's path keeps its '@' (no user info there); a mistyped scheme's password is
+// masked even when it holds a '?'.
+TEST(PrintableUrl, AUnixPathKeepsItsAtAndAMistypedSchemeMasksPastAQuestionMark) {
+  EXPECT_EQ(printable_url("unix:///run/redis/redis-server@main.sock?db=2"),
+            "unix:///run/redis/redis-server@main.sock?db=2");
+  EXPECT_EQ(printable_url("unix:///run/r@a.sock?password=s3cret"),
+            "unix:///run/r@a.sock?password=***");
+  EXPECT_EQ(printable_url("redsi://u:p?w@h:1"), "redsi://u:***@h:1");
+  EXPECT_EQ(printable_url("redis://u:s3cret@h:1/0?x=1"), "redis://u:***@h:1/0?x=1");
+}
+
 // The config's check and open_store name the same forms, every scheme's.
 TEST(PrintableUrl, AnUnknownSchemeNamesEveryBackendForm) {
   const Result<void> checked = check_store("redsi://h:1", {});

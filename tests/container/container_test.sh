@@ -48,6 +48,7 @@ cleanup() {
   if [ -n "$played" ]; then
     podman kube play --down "$played" >/dev/null 2>&1
   fi
+  podman volume rm -f "$name-kube-config" >/dev/null 2>&1
   for c in "$name" "$name-default" "$name-files"; do
     podman rm -f -t 0 "$c" >/dev/null 2>&1
   done

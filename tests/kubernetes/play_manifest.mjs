@@ -5,8 +5,11 @@
 //     config's listen addresses on 127.0.0.1 and free ports (HTTP_PORT, GRPC_PORT) instead of
 //     0.0.0.0:8080 and :8081; the probes' named port replaced by that number and the
 //     container's port list dropped (podman publishes no port on the host's network);
-//   - the Deployment's name: NAME (its pod is NAME-pod-0). Two tests that play the Deployment at
-//     once must not share a pod name: `podman kube play --replace` would end the other's pod.
+//   - the Deployment's name: NAME (its pod is NAME-pod-0), and the ConfigMap's: NAME-config
+//     (podman makes it a named volume of that name). Two tests that play the Deployment at once
+//     must share neither: `podman kube play --replace` would end the other's pod, and a second
+//     play of a ConfigMap rewrites the first one's volume. The caller removes the volume after
+//     `--down` (which leaves it).
 // Everything else (probes, security context, resources, the config volume, args) is the
 // manifests' own. Prints, as JSON, what the test checks: the Deployment's name, the container's
 // name, and each probe's path and port number (a named port resolved against the container's).
@@ -42,6 +45,11 @@ config.server.grpc_listen = replaceListen(config.server.grpc_listen, 'grpc');
 configMap.data['spillway.yaml'] = stringify(config);
 
 deployment.metadata.name = name;
+const configVolume = deployment.spec.template.spec.volumes.find(
+  (v) => v.configMap?.name === configMap.metadata.name);
+if (!configVolume) throw new Error(`no volume of the Deployment mounts ${configMap.metadata.name}`);
+configMap.metadata.name = `${name}-config`;
+configVolume.configMap.name = configMap.metadata.name;
 deployment.spec.replicas = 1;
 deployment.spec.template.spec.hostNetwork = true;
 container.image = image;

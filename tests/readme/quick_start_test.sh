@@ -45,8 +45,31 @@ for tool in buildah podman runc curl redis-server redis-cli node; do
   command -v "$tool" >/dev/null || fail "$tool is missing (scripts/setup.sh installs it)"
 done
 
-# --- The section's blocks, one file each.
+# --- The section's blocks, one file each, in a scratch directory removed at the end.
 work=$(mktemp -d /tmp/spillway-quick-start.XXXXXX)
+# --- What the run leaves behind, removed at the end.
+tag="localhost/spillway-quick-start:$$"
+name="spillway-quick-start-$$"
+serve_pid=""
+redis_pid=""
+container=""
+played=""
+cleanup() {
+  local rc=$?
+  set +e
+  [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+  [ -n "$played" ] && command podman kube play --down "$played" >/dev/null 2>&1
+  command podman volume rm -f "$name-kube-config" >/dev/null 2>&1
+  command podman rm -f -t 0 "$name" >/dev/null 2>&1
+  command podman rmi -f "$tag" >/dev/null 2>&1
+  [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 awk -v dir="$work" '
   /^### Five minutes, step by step/ { inside = 1; next }
   inside && /^## / { exit }
@@ -76,28 +99,7 @@ done
 grep -qxF 'exec build/release/src/spillway serve "$@"' "$source_dir/scripts/run.sh" ||
   fail "scripts/run.sh no longer ends with exec build/release/src/spillway serve \"\$@\""
 
-# --- What the run leaves behind, removed at the end.
 read -r port redis_port grpc_port <<<"$(free_ports 3)"
-tag="localhost/spillway-quick-start:$$"
-name="spillway-quick-start-$$"
-serve_pid=""
-redis_pid=""
-container=""
-played=""
-cleanup() {
-  local rc=$?
-  set +e
-  [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
-  [ -n "$played" ] && command podman kube play --down "$played" >/dev/null 2>&1
-  command podman rm -f -t 0 "$name" >/dev/null 2>&1
-  command podman rmi -f "$tag" >/dev/null 2>&1
-  [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
-  rm -rf "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 use_test_containers_conf
 start_redis "$redis_port"
 version=$("$binary" --version | sed -n 's/^spillway //p')
@@ -129,6 +131,7 @@ build/release/src/spillway() { "$binary" "$@"; }
 curl() {
   local args=() arg rc=0
   for arg in "$@"; do args+=("${arg//localhost:8080/localhost:$port}"); done
+  [[ "${args[*]}" != *:8080* ]] || fail "curl $*: only localhost:8080 has a stand-in port here"
   command curl --max-time 10 "${args[@]}" >"$work/curl.out" 2>"$work/curl.err" || rc=$?
   cat "$work/curl.out"
   [ "$rc" = 0 ] || fail "curl $* failed (exit $rc: $(cat "$work/curl.err"))"
@@ -203,7 +206,10 @@ run_block() {  # N TITLE
   local t0=$SECONDS
   step "block $1: $2"
   sed 's/^/  | /' "$work/block-$1.sh"
+  # A README line that fails stops the test (set -e); this names it first.
+  trap 'echo "$test_name: FAIL: block '"$1"' line $LINENO: $BASH_COMMAND" >&2' ERR
   source "$work/block-$1.sh"
+  trap - ERR
   echo
   echo "-- block $1 took $((SECONDS - t0)) s"
 }

@@ -132,9 +132,10 @@ class ServeProcess {
   std::uint16_t admin_port() const {
     return port_after("spillway serve: admin API listening on 127.0.0.1:");
   }
-  // Sends `signal` and waits; returns the exit status (-1 if it did not exit normally).
+  // Sends `signal` and waits, up to 30 s before SIGKILL (a server that ignores the signal fails
+  // its test instead of hanging it); returns the exit status (-1 if it did not exit normally).
   int stop(int signal) {
-    const int status = child_.stop(signal);
+    const int status = child_.stop(signal, std::chrono::seconds(30));
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
   pid_t pid() const { return child_.pid(); }
