@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "tests/support/http_client.h"
+#include "tests/support/poll.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
 
@@ -44,13 +45,33 @@ long olc_background_calls(std::uint16_t port) {
   return total;
 }
 
+// Opens a window just after a readiness probe has reached Redis: the server counts a probe when
+// it sends it, so one sent before the window opened but run by Redis after would be Redis' and
+// not the server's in the window. The backend watch sends one probe at a time, 500 ms apart: the
+// next starts well after the window's first reads. Returns {background, calls} at the opening.
+std::pair<long, long> olc_open_after_a_probe(std::uint16_t port, testing::RedisServer& redis) {
+  const long sent = olc_background_calls(port);
+  const long calls = script_calls(redis);
+  long now_sent = sent;
+  // A probe sent and run (nothing else calls Redis while the test waits here).
+  const bool landed = testing::wait_until(
+      [&] {
+        now_sent = olc_background_calls(port);
+        return now_sent > sent && script_calls(redis) >= calls + (now_sent - sent);
+      },
+      std::chrono::seconds(30));
+  EXPECT_TRUE(landed) << "no readiness probe reached Redis within 30 s";
+  return {olc_background_calls(port), script_calls(redis)};
+}
+
 // Redis' script calls between two reads, less what the server made in the background meanwhile
 // (at most: the server's counts span a longer window): the calls the checks made, or fewer.
 struct OlcScriptWindow {
   std::uint16_t port;
   testing::RedisServer& redis;
-  long background = olc_background_calls(port);
-  long calls = script_calls(redis);
+  std::pair<long, long> opened = olc_open_after_a_probe(port, redis);
+  long background = opened.first;
+  long calls = opened.second;
   // {fewest, most} script calls made by checks since the window opened.
   std::pair<long, long> checks() const {
     const long redis_calls = script_calls(redis) - calls;
