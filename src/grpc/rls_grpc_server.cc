@@ -27,7 +27,7 @@
 namespace spillway::grpc_server {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Monotonic = std::chrono::steady_clock;  // not spillway::Clock: deadlines, not decisions
 
 // gRPC core's own log lines (gpr_log), routed through spillway's: one line each on stderr,
 // "spillway: gRPC <severity>: <message>" with the message on one line. While a server starts,
@@ -148,7 +148,7 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
                                               const pb::RateLimitRequest* request,
                                               pb::RateLimitResponse* response) override {
     ::grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    const Clock::time_point started = Clock::now();
+    const Monotonic::time_point started = Monotonic::now();
     const std::size_t descriptors = static_cast<std::size_t>(request->descriptors_size());
     std::shared_ptr<const CallLog> log;
     if (log_ != nullptr) log = call_log(*context, request->domain());
@@ -156,7 +156,7 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
                                                      log](Result<rls::RlsResponse> result) {
       ::grpc::Status status = answer(result, descriptors, *response);
       const std::int64_t us =
-          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
+          std::chrono::duration_cast<std::chrono::microseconds>(Monotonic::now() - started).count();
       metrics_.call(static_cast<int>(status.error_code()), us);
       if (log) write_log(*log, status, result, descriptors, us);
       reactor->Finish(status);

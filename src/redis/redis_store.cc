@@ -293,20 +293,20 @@ void RedisStore::append_metrics(std::string& out) const {
 }
 
 Result<void> RedisStore::wait_ready(std::chrono::milliseconds timeout) {
-  using SteadyClock = std::chrono::steady_clock;
-  const auto deadline = SteadyClock::now() + timeout;
+  using Monotonic =
+      std::chrono::steady_clock;  // not spillway::SteadyClock: deadlines, not decisions
+  const auto deadline = Monotonic::now() + timeout;
   // What the server itself said (an error reply: NOAUTH, READONLY …) tells more than a later
   // probe that got no reply in time on a loaded machine: it is the one reported.
   std::optional<Error> replied;
   while (true) {
     // Once connected, a probe; before, a probe only at the deadline (its error is the
     // connection's last cause).
-    if (target_->ready() || SteadyClock::now() >= deadline) {
+    if (target_->ready() || Monotonic::now() >= deadline) {
       Result<void> answer = probe();
       if (answer) return answer;
       if (answer.error().message.starts_with(redis::kRedisReplied)) replied = answer.error();
-      if (SteadyClock::now() >= deadline)
-        return std::unexpected(replied ? *replied : answer.error());
+      if (Monotonic::now() >= deadline) return std::unexpected(replied ? *replied : answer.error());
       // A failure that may pass (LOADING, a failover): again after a pause, until the deadline.
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;

@@ -6,7 +6,7 @@
 namespace spillway::redis {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
+using Monotonic = std::chrono::steady_clock;  // not spillway::SteadyClock: deadlines, not decisions
 
 // Refusals after which the server ran nothing, and the same call succeeds once it has settled.
 bool refused_without_running(std::string_view text) {
@@ -40,10 +40,10 @@ ResendStep resend_step(ScriptCall& call, const Result<Reply>& reply) {
 }
 
 bool count_send(ScriptCall& call) {
-  return SteadyClock::now() < call.deadline && ++call.sends <= kMaxSends;
+  return Monotonic::now() < call.deadline && ++call.sends <= kMaxSends;
 }
 
-bool can_wait(const ScriptCall& call) { return SteadyClock::now() + kResendPause < call.deadline; }
+bool can_wait(const ScriptCall& call) { return Monotonic::now() + kResendPause < call.deadline; }
 
 Error out_of_time(const ScriptCall& call, std::string_view what) {
   std::string message = std::string(what) + " in time";

@@ -22,7 +22,7 @@ namespace {
 namespace asio = boost::asio;
 using boost::system::error_code;
 using tcp = asio::ip::tcp;
-using SteadyClock = std::chrono::steady_clock;
+using Monotonic = std::chrono::steady_clock;  // not spillway::SteadyClock: deadlines, not decisions
 using std::chrono::milliseconds;
 
 // How long a closing connection keeps reading (and discarding) what the client still sends.
@@ -210,7 +210,7 @@ void Connection::parse() {
         framing_.keep_alive = false;
         request_complete_ = false;
         framing_.head = false;
-        started_ = SteadyClock::now();
+        started_ = Monotonic::now();
         return write(std::move(*refused));
       }
       // Accepted (a valid credential): the body may take body_timeout from now.
@@ -246,7 +246,7 @@ void Connection::on_request() {
 
   state_ = State::kHandling;
   deadline_ = std::chrono::nanoseconds::max();  // the handler always answers (or a 500 does)
-  if (server_.logging()) started_ = SteadyClock::now();
+  if (server_.logging()) started_ = Monotonic::now();
   ++sequence_;
   call_handler(std::move(read.request));
 }
@@ -292,7 +292,7 @@ void Connection::respond_error(int status, const std::string& message) {
   framing_.keep_alive = false;
   request_complete_ = false;
   framing_.head = false;
-  started_ = SteadyClock::now();
+  started_ = Monotonic::now();
   HttpResponse response;
   response.status = status;
   response.body = error_body(message);
@@ -334,7 +334,7 @@ std::string_view logged_method(std::string_view method) {
 // its JSON object (AccessLog adds ts and level).
 void Connection::log_request() {
   const auto us =
-      std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
+      std::chrono::duration_cast<std::chrono::microseconds>(Monotonic::now() - started_);
   std::string& line = log_line_;
   if (options().log_json) {
     line.assign("\"msg\":\"request\",\"method\":");

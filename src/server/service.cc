@@ -15,7 +15,7 @@ namespace spillway::server {
 using policy::Policy;
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Monotonic = std::chrono::steady_clock;  // not spillway::Clock: deadlines, not decisions
 
 // Whether `method` is one of `allow` ("GET, HEAD").
 bool allows(std::string_view allow, std::string_view method) {
@@ -107,7 +107,7 @@ const std::shared_ptr<const Service::Settings>& Service::settings() const {
 
 void Service::Reply::operator()(HttpResponse response) const {
   const auto elapsed =
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
+      std::chrono::duration_cast<std::chrono::microseconds>(Monotonic::now() - started);
   service->metrics_.request(endpoint, response.status, elapsed.count());
   respond(std::move(response));
 }
@@ -144,7 +144,7 @@ void Service::handle(HttpRequest request, Responder respond) {
   const std::string_view path = target_path(request.target);
   const Route* route = route_of(path);
   const std::string_view label = label_of(path, route);
-  const Reply reply{this, label, Clock::now(), std::move(respond)};
+  const Reply reply{this, label, Monotonic::now(), std::move(respond)};
   if (route == nullptr) {
     return reply(error_response(404, "no such endpoint: " + std::string(path)));
   }
