@@ -69,12 +69,19 @@ void append_metric_family(std::string& out, std::string_view name, MetricType ty
   out.append("# TYPE ").append(name).append(" ").append(type_name(type)).append("\n");
 }
 
-void append_metric_sample(std::string& out, std::string_view name, MetricLabels labels,
-                          std::uint64_t value) {
+// One sample line of an integer value (either signedness: append_decimal writes both).
+template <typename Integer>
+void append_integer_sample(std::string& out, std::string_view name, MetricLabels labels,
+                           Integer value) {
   append_series(out, name, labels, false);
   close_series(out, labels);
   append_decimal(out, value);
   out.push_back('\n');
+}
+
+void append_metric_sample(std::string& out, std::string_view name, MetricLabels labels,
+                          std::uint64_t value) {
+  append_integer_sample(out, name, labels, value);
 }
 
 void append_metric_sample(std::string& out, std::string_view name, MetricLabels labels,
@@ -87,10 +94,7 @@ void append_metric_sample(std::string& out, std::string_view name, MetricLabels 
 
 void append_metric_sample(std::string& out, std::string_view name, MetricLabels labels,
                           std::int64_t value) {
-  append_series(out, name, labels, false);
-  close_series(out, labels);
-  append_decimal(out, value);
-  out.push_back('\n');
+  append_integer_sample(out, name, labels, value);
 }
 
 void append_metric_histogram(std::string& out, std::string_view name, MetricLabels labels,

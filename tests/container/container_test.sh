@@ -23,13 +23,7 @@ test_name=container_test
 started=$SECONDS
 source "$(dirname "$0")/../support/shell/podman_lib.sh"
 
-[ $# -eq 1 ] || fail "usage: $0 BINARY"
-binary=$(readlink -f "$1")
-[ -x "$binary" ] || fail "$1 is not an executable"
-source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-for tool in buildah podman runc curl redis-server redis-cli node tar; do
-  command -v "$tool" >/dev/null || fail "$tool is missing (scripts/setup.sh installs it)"
-done
+take_binary_and_tools "$@" -- buildah podman runc curl redis-server redis-cli node tar
 [ -d "$source_dir/tests/kubernetes/node_modules/yaml" ] ||
   fail "tests/kubernetes/node_modules is missing (scripts/setup.sh runs npm ci there)"
 

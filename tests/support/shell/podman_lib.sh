@@ -4,6 +4,22 @@
 # and `started` ($SECONDS at its start) before calling them. The functions call `command podman`,
 # so that a test may stand in for `podman` with a shell function of its own.
 
+# The test's one argument, a built spillway: sets `binary` (absolute) and `source_dir` (the
+# repository), and fails unless every TOOL is on the PATH.
+take_binary_and_tools() {  # "$@" of the test, then -- TOOL...
+  local args=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+  shift
+  [ ${#args[@]} -eq 1 ] || fail "usage: $0 BINARY"
+  binary=$(readlink -f "${args[0]}")
+  [ -x "$binary" ] || fail "${args[0]} is not an executable"
+  source_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || fail "$tool is missing (scripts/setup.sh installs it)"
+  done
+}
+
 fail() {
   echo "$test_name: FAIL: $*" >&2
   exit 1
