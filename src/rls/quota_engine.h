@@ -49,6 +49,7 @@
 #include "src/config/config.h"
 #include "src/rls/rls_config.h"
 #include "src/rls/rls_request.h"
+#include "src/rls/series_by_path.h"
 #include "src/rls/tenant_gate.h"
 
 namespace spillway::rls {
@@ -89,8 +90,8 @@ struct QuotaAssignment {
 // settlements), and the Envoys (streams) holding it now. Thread safety: any thread (one mutex).
 class QuotaStats {
  public:
-  static constexpr std::size_t kMaxSeries = 10000;
   enum Counter { kAssigned, kUsed, kRefunded, kHolders };
+  static constexpr std::size_t kMaxSeries = SeriesByPath<std::int64_t, 4>::kMaxSeries;
   void add(std::string_view domain, std::string_view path, Counter counter, std::int64_t n);
   std::int64_t get(std::string_view domain, std::string_view path, Counter counter) const;
   // spillway_rlqs_tokens_total{domain,bucket,kind="assigned|used|refunded"} and
@@ -98,8 +99,7 @@ class QuotaStats {
   void render(std::string& out) const;
 
  private:
-  mutable std::mutex mutex_;
-  std::map<std::string, std::array<std::int64_t, 4>, std::less<>> series_;  // domain '\0' path
+  SeriesByPath<std::int64_t, 4> series_;
 };
 
 class QuotaService {

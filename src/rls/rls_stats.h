@@ -11,12 +11,12 @@
 // Thread safety: every method from any thread (one mutex; a map lookup per request descriptor).
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <map>
-#include <mutex>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+
+#include "src/rls/series_by_path.h"
 
 namespace spillway::rls {
 
@@ -25,7 +25,7 @@ inline constexpr std::size_t kStatCount = 6;
 
 class RlsStats {
  public:
-  static constexpr std::size_t kMaxSeries = 10000;
+  static constexpr std::size_t kMaxSeries = SeriesByPath<std::uint64_t, kStatCount>::kMaxSeries;
 
   // Adds `hits` to each stat in `stats` for the path.
   void add(std::string_view domain, std::string_view path, std::initializer_list<Stat> stats,
@@ -34,9 +34,7 @@ class RlsStats {
   void render(std::string& out) const;
 
  private:
-  mutable std::mutex mutex_;
-  // Keyed by domain + '\0' + path.
-  std::map<std::string, std::array<std::uint64_t, kStatCount>, std::less<>> series_;
+  SeriesByPath<std::uint64_t, kStatCount> series_;
 };
 
 }  // namespace spillway::rls
