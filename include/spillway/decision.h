@@ -10,6 +10,10 @@ namespace spillway {
 // retry_after when the request can never be admitted (cost above the limit or burst).
 inline constexpr Micros kNever = -1;
 
+// What a decision says (Decision::verdict()): admit now; admit after `delay` (shaping: the
+// request is charged now and should proceed once the delay has passed); deny, with retry_after.
+enum class Verdict : std::uint8_t { kAdmit, kAdmitAfter, kDeny };
+
 struct Decision {
   bool allowed = false;
   std::int64_t limit = 0;      // L, requests (cost units) per period
@@ -19,6 +23,15 @@ struct Decision {
   // Answered by a local cache without asking the backend (OverLimitCache): a denial it already
   // knew, or, next to it in an all-or-nothing check, a key it did not consult.
   bool local = false;
+  // Admitted, but to proceed only after this wait (> 0: the verdict kAdmitAfter). No limit in
+  // this release delays, so it is 0; the field is where "delay instead of reject" will answer
+  // (docs/ARCHITECTURE.md, "What comes next").
+  Micros delay = 0;
+
+  constexpr Verdict verdict() const {
+    if (!allowed) return Verdict::kDeny;
+    return delay > 0 ? Verdict::kAdmitAfter : Verdict::kAdmit;
+  }
 
   friend bool operator==(const Decision&, const Decision&) = default;
 };

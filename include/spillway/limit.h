@@ -23,12 +23,19 @@ inline constexpr std::int64_t kMaxExact = std::int64_t{1} << 52;
 // The latest `now` spillway accepts (about year 2112 in µs since the Unix epoch).
 inline constexpr Micros kMaxNow = kMaxExact;
 
+// What a limit counts. Every limit of this release is a rate: L cost units per period P (made by
+// Limit::make). A concurrency limit (N in flight, each held by a ticket until released or
+// expired) is the next kind, with its own factory and no period (docs/ARCHITECTURE.md, "What
+// comes next"); code that needs a period asks kind() first.
+enum class LimitKind : std::uint8_t { kRate };
+
 class Limit {
  public:
-  // burst defaults to limit and is only accepted for token_bucket and gcra.
+  // A rate. burst defaults to limit and is only accepted for token_bucket and gcra.
   static Result<Limit> make(Algorithm algorithm, std::int64_t limit, Micros period,
                             std::optional<std::int64_t> burst = std::nullopt);
 
+  LimitKind kind() const { return LimitKind::kRate; }
   Algorithm algorithm() const { return algorithm_; }
   std::int64_t limit() const { return limit_; }
   Micros period() const { return period_; }

@@ -159,18 +159,9 @@ class Policy {
   };
   explicit Policy(PolicySpec spec, std::shared_ptr<const TenantDirectory> tenants)
       : spec_(std::move(spec)), tenants_(std::move(tenants)) {}
-  // The answer to a request that a tenant record blocks (checks[blocked]): nothing is charged.
-  PolicyDecision blocked_answer(const Check& blocked) const;
   bool is_path_attribute(std::string_view name) const;
   Result<std::optional<std::size_t>> match_route(const LayerSpec& layer, const BuiltLayer& built,
                                                  const Attributes& attributes) const;
-  PolicyDecision combine(const std::vector<Check>& checks, const Decisions& decisions) const;
-  // Adds the shadow layers' answers (`decisions` aligned with `shadow`) to `out`.
-  void add_shadow(PolicyDecision& out, const std::vector<Check>& shadow,
-                  const std::vector<Result<Decision>>& decisions) const;
-  // Moves the checks of shadow layers out of `checks` (which keeps the enforced ones, in order).
-  std::vector<Check> take_shadow(std::vector<Check>& checks) const;
-  static std::vector<KeyedLimit> keyed_limits(const std::vector<Check>& checks);
   // decide_async and reserve_async: one path; `ttl` set means a reservation.
   void run_async(Store& store, const Attributes& attributes, std::int64_t cost,
                  std::optional<Micros> now, std::optional<std::chrono::milliseconds> ttl,

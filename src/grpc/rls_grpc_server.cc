@@ -16,6 +16,7 @@
 
 #include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "src/config/error_answer.h"
 #include "src/core/text.h"
 #include "src/grpc/quota_grpc_service.h"
 #include "src/grpc/rls_convert.h"
@@ -201,14 +202,13 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
       line.append(result->overall_code == rls::Code::kOverLimit ? ",\"allowed\":false"
                                                                 : ",\"allowed\":true");
       line.append(",\"over_limit\":").append(std::to_string(over));
-    } else if (result.error().code != Errc::kInvalidArgument) {
-      if (on_error_ == policy::RlsOnError::kError) {
-        line.append(",\"backend_error\":");
-        server::append_json_string(line, errc_name(result.error().code));
-      } else {
-        line.append(",").append(server::backend_error_log_fields(
-            result.error(), on_error_ == policy::RlsOnError::kAllow));
-      }
+    } else if (const policy::ErrorAnswer answer = policy::answer_error(result.error(), on_error_);
+               answer == policy::ErrorAnswer::kFail) {
+      line.append(",\"backend_error\":");
+      server::append_json_string(line, errc_name(result.error().code));
+    } else if (answer != policy::ErrorAnswer::kInvalid) {
+      line.append(",").append(
+          server::backend_error_log_fields(result.error(), answer == policy::ErrorAnswer::kAllow));
     }
     if (!log.trace_id.empty()) line.append(",\"trace_id\":\"").append(log.trace_id).append("\"");
     log_->write(line);
@@ -221,10 +221,11 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
       return ::grpc::Status::OK;
     }
     const Error& error = result.error();
-    if (error.code == Errc::kInvalidArgument) {
+    const policy::ErrorAnswer answer = policy::answer_error(error, on_error_);
+    if (answer == policy::ErrorAnswer::kInvalid) {
       return {::grpc::StatusCode::INVALID_ARGUMENT, error.message};
     }
-    if (on_error_ == policy::RlsOnError::kError) {
+    if (answer == policy::ErrorAnswer::kFail) {
       return {error.code == Errc::kTimeout ? ::grpc::StatusCode::DEADLINE_EXCEEDED
                                            : ::grpc::StatusCode::UNAVAILABLE,
               "backend: " + error.message};
@@ -232,7 +233,7 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
     // on_error allow / deny: an answer for every descriptor, with no limit.
     rls::RlsResponse fallback;
     const rls::Code code =
-        on_error_ == policy::RlsOnError::kAllow ? rls::Code::kOk : rls::Code::kOverLimit;
+        answer == policy::ErrorAnswer::kAllow ? rls::Code::kOk : rls::Code::kOverLimit;
     fallback.overall_code = code;
     fallback.statuses.assign(descriptors, rls::DescriptorStatus{.code = code});
     to_proto(fallback, response);

@@ -11,6 +11,8 @@
 #include <limits>
 #include <utility>
 
+#include "src/config/error_answer.h"
+#include "src/policy/plan.h"
 #include "src/rls/quota_sizing.h"
 #include "src/rls/rls_engine.h"
 #include "src/rls/rls_match.h"
@@ -283,29 +285,41 @@ void QuotaStream::limited(std::shared_ptr<Report> report, const Limit& limit, st
                                                      .size = same ? 0 : std::int64_t{size},
                                                      .from = from,
                                                      .until = until});
+  // One reservation of the bucket's key, through the one executor (src/policy/plan.h).
   static constexpr ReservedLayer kLayer{.label = "rlqs"};
-  const ReserveSpec spec{.id = held_charge->id,
-                         .ttl = std::chrono::milliseconds(keep / 1000),
-                         .layers = std::span<const ReservedLayer>(&kLayer, 1)};
+  struct Owned {
+    Limit limit;
+    std::string key;
+    std::string id;
+    ReserveSpec reserve;
+    policy::Plan plan;
+  };
+  auto owned = std::make_shared<Owned>(Owned{.limit = limit, .key = key, .id = held_charge->id});
+  owned->reserve = ReserveSpec{.id = owned->id,
+                               .ttl = std::chrono::milliseconds(keep / 1000),
+                               .layers = std::span<const ReservedLayer>(&kLayer, 1)};
+  owned->plan.cost = charge;
+  owned->plan.reserve = &owned->reserve;
+  owned->plan.items.push_back({.key = owned->key, .limit = &owned->limit});
   const Limit copy = limit;
-  const KeyedLimit check{.key = key, .limit = &copy};
-  auto request = StoreRequest::make_reserve(std::span<const KeyedLimit>(&check, 1), charge,
-                                            std::nullopt, spec);
   auto answered = [this, report, copy, key, ttl, fill, tokens, size, want, stage, until, same,
-                   held_charge](Result<Decisions> decided) mutable {
-    const bool ok = decided && !decided->empty();
-    if (ok && !decided->front().allowed && stage < 3) {
+                   held_charge](Result<policy::Outcome> decided) mutable {
+    const bool ok = decided.has_value();
+    const Decision* d = ok ? &*decided->items.front().decision : nullptr;
+    if (ok && !d->allowed && stage < 3) {
       return limited(std::move(report), copy, std::move(key), ttl, fill, want, stage + 1,
-                     decided->front().remaining);
+                     d->remaining);
     }
-    if (ok && !decided->front().allowed) return deny(std::move(report), key, ttl);
+    if (ok && !d->allowed) return deny(std::move(report), key, ttl);
     const QuotaUsage& usage = report->usages[report->index];
     QuotaAssignment answer{.bucket = usage.bucket, .ttl = ttl};
     Bucket& held = buckets_[key];
     if (!ok) {
       // The backend failed: rls.on_error says what Envoy is told, for the shortest time.
-      answer.strategy = service_.on_error() == policy::RlsOnError::kAllow ? QuotaStrategy::kAllowAll
-                                                                          : QuotaStrategy::kDenyAll;
+      answer.strategy =
+          policy::answer_error(decided.error(), service_.on_error()) == policy::ErrorAnswer::kAllow
+              ? QuotaStrategy::kAllowAll
+              : QuotaStrategy::kDenyAll;
       answer.ttl = kMinQuotaTtl;
       close(held);
       held.tokens = 0;
@@ -327,8 +341,8 @@ void QuotaStream::limited(std::shared_ptr<Report> report, const Limit& limit, st
     ++report->index;
     next(std::move(report));
   };
-  if (!request) return answered(std::unexpected(request.error()));
-  service_.store().decide(*request, std::move(answered));
+  std::shared_ptr<const policy::Plan> plan(owned, &owned->plan);
+  policy::execute(service_.store(), std::move(plan), std::move(answered));
 }
 
 void QuotaStream::deny(std::shared_ptr<Report> report, const std::string& key, Micros ttl) {

@@ -1,12 +1,12 @@
 #include "src/rls/rls_engine.h"
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 #include <optional>
 #include <set>
 
 #include "src/core/text.h"
+#include "src/policy/rate_headers.h"
 #include "src/rls/rls_match.h"
 
 namespace spillway::rls {
@@ -21,10 +21,6 @@ std::uint32_t clamp_u32(std::int64_t value) {
       std::clamp<std::int64_t>(value, 0, std::numeric_limits<std::uint32_t>::max()));
 }
 
-std::string reset_seconds(Micros duration) {
-  return std::to_string((std::max<Micros>(duration, 0) + kMicrosPerSecond - 1) / kMicrosPerSecond);
-}
-
 // One request descriptor's plan and result.
 struct Item {
   Kind kind = Kind::kNone;
@@ -32,8 +28,8 @@ struct Item {
   std::optional<Limit> limit;
   CurrentLimit current;
   std::string key;
-  std::int64_t cost = 1;        // the hits it asks for (metrics)
-  std::int64_t check_cost = 1;  // what is sent to the store (0: a peek)
+  std::int64_t cost = 1;      // the hits it asks for (metrics)
+  std::int64_t cost_sum = 1;  // its cost and its repeats' (same_as): what it is checked for
   // Another item of the request with the same key and limit: checked once, for both costs, and
   // its decision is this one's too.
   std::optional<std::size_t> same_as;
@@ -56,19 +52,9 @@ struct RlsEngine::Call {
   std::shared_ptr<const RlsRules> rules;  // keeps the rules the items point into alive
   std::string domain;
   std::vector<Item> items;
-  std::vector<std::vector<std::size_t>> groups;  // all-or-nothing checks, run in order
-  std::vector<std::size_t> rest;                 // single checks, run together at the end
-  bool denied = false;
-  bool denied_locally = false;  // by the over-limit cache: the report-only peeks are skipped too
+  policy::Plan plan;                             // points into `items`
+  std::vector<std::optional<std::size_t>> step;  // items[i]'s item in `plan`, if it has one
   Done done;
-  std::atomic<std::size_t> pending{0};
-  std::mutex error_mutex;
-  std::optional<Error> error;
-
-  void fail(Error e) {
-    std::lock_guard lock(error_mutex);
-    if (!error) error = std::move(e);
-  }
 };
 
 RlsEngine::RlsEngine(Store& store, std::shared_ptr<const RlsRules> rules, RlsOptions options)
@@ -131,7 +117,10 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
   call->done = std::move(done);
   call->items.resize(request.descriptors.size());
   const auto domain_it = call->rules->domains.find(request.domain);
-  if (domain_it == call->rules->domains.end()) return finish(call);  // unknown domain: all OK
+  call->step.resize(call->items.size());
+  if (domain_it == call->rules->domains.end()) {
+    return finish(call, policy::Outcome{});  // unknown domain: all OK
+  }
   const DomainRules& domain = domain_it->second;
 
   const std::int64_t request_cost = request.hits_addend == 0 ? 1 : request.hits_addend;
@@ -148,6 +137,7 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
             ? static_cast<std::int64_t>(std::min<std::uint64_t>(*d.hits_addend, kMaxExact))
             : request_cost;
     item.cost = cost;
+    item.cost_sum = cost;
     if (d.limit && d.limit->unit != Unit::kUnknown) {
       // An override: the request's limit with the matched rule's algorithm; never shadow_mode and
       // no name (as envoyproxy/ratelimit: the caller asked for this limit to be enforced).
@@ -209,177 +199,72 @@ void RlsEngine::should_rate_limit(const RlsRequest& request, Done done) {
           "descriptors[" + std::to_string(i) + "]: its entries make a key of " +
           std::to_string(item.key.size()) + " bytes, at most " + std::to_string(kMaxKeyBytes)));
     }
-    if (item.kind == Kind::kBlocked && !options_.charge_on_deny) call->denied = true;
   }
   for (std::size_t i = 0; i < call->items.size(); ++i) {
     Item& item = call->items[i];
-    if (item.kind == Kind::kCharged) {
-      // Charged whatever the others decide: the work it reports has run.
-      item.check_cost = item.cost;
-      call->rest.push_back(i);
-    }
     if (item.kind != Kind::kEnforced && item.kind != Kind::kShadow) continue;
-    item.check_cost = item.cost;
     // The same key and limit again (a descriptor repeated): one check for the sum of the costs.
     for (std::size_t j = 0; j < i; ++j) {
       Item& first = call->items[j];
       if (!first.same_as && first.kind == item.kind && first.key == item.key &&
           first.limit == item.limit) {
         item.same_as = j;
-        first.check_cost = std::min<std::int64_t>(first.check_cost + item.cost, kMaxExact);
+        first.cost_sum = std::min<std::int64_t>(first.cost_sum + item.cost, kMaxExact);
         break;
       }
     }
   }
+  // The plan: each descriptor with a counter (or a block), in order, with its role.
+  call->plan.charge_each = options_.charge_on_deny;
+  call->plan.report_denied = true;
+  for (std::size_t i = 0; i < call->items.size(); ++i) {
+    const Item& item = call->items[i];
+    if (item.same_as || item.kind == Kind::kNone || item.kind == Kind::kUnlimited) continue;
+    policy::PlanItem step{.key = item.key, .limit = item.limit ? &*item.limit : nullptr};
+    if (item.kind == Kind::kBlocked) {
+      step.role = policy::Role::kBlocked;
+      step.preset = Decision{.allowed = false, .retry_after = kNever};
+    } else if (item.kind == Kind::kCharged) {
+      // Charged whatever the others decide: the work it reports has run.
+      step.role = policy::Role::kCharge;
+      step.cost = item.cost;
+    } else {
+      step.role = item.kind == Kind::kShadow ? policy::Role::kShadow : policy::Role::kEnforce;
+      // A cost above the limit can never pass; past limit + 1 it is all the same to the store.
+      const std::int64_t most = std::max(item.limit->limit(), item.limit->burst()) + 1;
+      step.cost = std::min(item.cost_sum, most);
+    }
+    call->step[i] = call->plan.items.size();
+    call->plan.items.push_back(step);
+  }
+  std::shared_ptr<const policy::Plan> plan(call, &call->plan);
+  policy::execute(store_, std::move(plan), [this, call](Result<policy::Outcome> outcome) {
+    finish(call, std::move(outcome));
+  });
+}
+
+void RlsEngine::finish(const std::shared_ptr<Call>& call, Result<policy::Outcome> outcome) {
+  if (!outcome) return call->done(std::unexpected(std::move(outcome.error())));
+  // A shadow rule's backend error fails the call too: its count would be missing.
+  if (outcome->shadow_error) return call->done(std::unexpected(*outcome->shadow_error));
   for (std::size_t i = 0; i < call->items.size(); ++i) {
     Item& item = call->items[i];
-    if (item.same_as || (item.kind != Kind::kEnforced && item.kind != Kind::kShadow)) continue;
-    // A cost above the limit can never pass; past limit + 1 it is all the same to the store.
-    const std::int64_t most = std::max(item.limit->limit(), item.limit->burst()) + 1;
-    item.check_cost = std::min(item.check_cost, most);
-    if (item.kind == Kind::kShadow) {
-      call->rest.push_back(i);
-    } else if (options_.charge_on_deny || item.check_cost == 0) {
-      call->rest.push_back(i);
-    } else if (call->denied) {
-      item.check_cost = 0;
-      item.report_only = true;
-      call->rest.push_back(i);
-    } else {
-      // Into the first group of the same cost that does not hold the key yet.
-      auto group = std::find_if(call->groups.begin(), call->groups.end(), [&](const auto& g) {
-        return call->items[g.front()].check_cost == item.check_cost &&
-               std::none_of(g.begin(), g.end(),
-                            [&](std::size_t j) { return call->items[j].key == item.key; });
-      });
-      if (group == call->groups.end()) {
-        call->groups.push_back({i});
-      } else {
-        group->push_back(i);
-      }
-    }
-  }
-  run_enforced(call, 0);
-}
-
-void RlsEngine::run_enforced(const std::shared_ptr<Call>& call, std::size_t group) {
-  if (group >= call->groups.size()) return run_rest(call);
-  const std::vector<std::size_t>& members = call->groups[group];
-  if (call->denied) {
-    // An earlier group denied: the rest are only reported (peeked), never charged.
-    for (std::size_t i : members) {
-      call->items[i].check_cost = 0;
-      call->items[i].report_only = true;
-      call->rest.push_back(i);
-    }
-    return run_enforced(call, group + 1);
-  }
-  // Records a group's decisions, then goes on with the next group.
-  const auto decided = [this, call, group](Result<Decisions> decisions) {
-    const std::vector<std::size_t>& checked = call->groups[group];
-    if (!decisions) {
-      call->fail(decisions.error());
-      return finish(call);
-    }
-    for (std::size_t k = 0; k < checked.size(); ++k) {
-      call->items[checked[k]].decision = (*decisions)[k];
-    }
-    for (const Decision& d : *decisions) {
-      if (d.allowed) continue;
-      call->denied = true;
-      if (d.local) call->denied_locally = true;
-    }
-    run_enforced(call, group + 1);
-  };
-  if (members.size() == 1) {
-    // One key: a single check decides the same, and single checks are batched with other calls'
-    // (one script call for many requests on Redis).
-    const Item& item = call->items[members.front()];
-    return store_.check_async(item.key, *item.limit, item.check_cost, std::nullopt,
-                              [decided](Result<Decision> decision) {
-                                if (!decision) return decided(std::unexpected(decision.error()));
-                                decided(Decisions{*decision});
-                              });
-  }
-  std::vector<KeyedLimit> checks;
-  checks.reserve(members.size());
-  for (std::size_t i : members) checks.push_back({call->items[i].key, &*call->items[i].limit});
-  store_.check_all_async(checks, call->items[members.front()].check_cost, std::nullopt, decided);
-}
-
-void RlsEngine::run_rest(const std::shared_ptr<Call>& call) {
-  for (std::size_t i : call->rest) {
-    Item& item = call->items[i];
-    // Shadow rules are charged with an admitted request (or always, with charge_on_deny).
-    if (item.kind == Kind::kShadow && call->denied && !options_.charge_on_deny) {
-      item.check_cost = 0;
-      item.report_only = true;
-    }
-  }
-  if (call->denied_locally) {
-    // Denied without a backend call: do not make one just to report the others' state.
-    std::erase_if(call->rest, [call](std::size_t i) {
-      Item& item = call->items[i];
-      if (!item.report_only) return false;
+    const std::size_t from = item.same_as ? *item.same_as : i;
+    if (!call->step[from]) continue;
+    const policy::ItemOutcome& step = outcome->items[*call->step[from]];
+    item.decision = step.decision;
+    item.report_only = step.report_only;
+    if (outcome->denied_locally && item.report_only && !item.decision) {
+      // Denied without a backend call: not consulted, reported as its limit.
       item.decision = Decision{.allowed = true,
                                .limit = item.limit->limit(),
                                .remaining = item.limit->limit(),
                                .local = true};
-      return true;
-    });
-  }
-  if (call->rest.empty()) return finish(call);
-  call->pending.store(call->rest.size() + 1);
-  auto one_done = [this, call]() {
-    if (call->pending.fetch_sub(1) == 1) finish(call);
-  };
-  for (std::size_t i : call->rest) {
-    Item& item = call->items[i];
-    if (item.kind == Kind::kCharged) {
-      const KeyedLimit charged[] = {{item.key, &*item.limit}};
-      Result<StoreRequest> request =
-          StoreRequest::make(charged, item.check_cost, std::nullopt, Operation::kCharge);
-      if (!request) {
-        call->fail(request.error());
-        one_done();
-        continue;
-      }
-      store_.decide(*request, [call, i, one_done](Result<Decisions> decisions) {
-        if (decisions) {
-          call->items[i].decision = decisions->front();
-        } else {
-          call->fail(decisions.error());
-        }
-        one_done();
-      });
-      continue;
     }
-    store_.check_async(item.key, *item.limit, item.check_cost, std::nullopt,
-                       [call, i, one_done](Result<Decision> decision) {
-                         if (decision) {
-                           call->items[i].decision = *decision;
-                         } else if (!call->items[i].report_only) {
-                           call->fail(decision.error());
-                         }
-                         one_done();
-                       });
   }
-  one_done();
-}
-
-void RlsEngine::finish(const std::shared_ptr<Call>& call) {
-  if (call->error) return call->done(std::unexpected(*call->error));
   RlsResponse response;
   response.statuses.reserve(call->items.size());
-  const DescriptorStatus* tightest = nullptr;
-  const Item* tightest_item = nullptr;
   const Micros now = options_.clock->now();
-  for (Item& item : call->items) {
-    if (item.same_as) {
-      item.decision = call->items[*item.same_as].decision;
-      item.report_only = call->items[*item.same_as].report_only;
-    }
-  }
   for (Item& item : call->items) {
     DescriptorStatus status;
     const auto count = [&](std::initializer_list<Stat> stats) {
@@ -448,26 +333,25 @@ void RlsEngine::finish(const std::shared_ptr<Call>& call) {
     if (status.code == Code::kOverLimit) response.overall_code = Code::kOverLimit;
     response.statuses.push_back(std::move(status));
   }
-  // The headers describe the limit that decided: an over-limit descriptor when there is one,
-  // else the one with the least remaining; shadow rules never show (they decide nothing).
-  for (std::size_t i = 0; i < response.statuses.size(); ++i) {
-    const DescriptorStatus& status = response.statuses[i];
-    if (!status.current_limit || call->items[i].kind == Kind::kShadow) continue;
-    const bool over = status.code == Code::kOverLimit;
-    const bool tightest_over = tightest != nullptr && tightest->code == Code::kOverLimit;
-    if (tightest == nullptr || (over && !tightest_over) ||
-        (over == tightest_over && status.limit_remaining < tightest->limit_remaining)) {
-      tightest = &status;
-      tightest_item = &call->items[i];
-    }
+  // The headers describe the limit that decided (the one top-decision rule, policy::top_item);
+  // shadow rules never show (they decide nothing).
+  const DescriptorStatus* tightest = nullptr;
+  const Item* tightest_item = nullptr;
+  for (std::size_t i = 0; outcome->top && i < call->items.size(); ++i) {
+    if (call->step[i] != outcome->top) continue;
+    tightest = &response.statuses[i];
+    tightest_item = &call->items[i];
+    break;
   }
   if (tightest != nullptr && options_.response_headers != ResponseHeaders::kOff) {
-    const std::string prefix =
-        options_.response_headers == ResponseHeaders::kXRateLimit ? "X-RateLimit-" : "RateLimit-";
-    response.response_headers = {
-        {prefix + "Limit", std::to_string(header_limit(*tightest, *tightest_item))},
-        {prefix + "Remaining", std::to_string(tightest->limit_remaining)},
-        {prefix + "Reset", reset_seconds(tightest->duration_until_reset)}};
+    policy::add_rate_headers(options_.response_headers == ResponseHeaders::kXRateLimit
+                                 ? policy::RateHeaderNames::kXRateLimit
+                                 : policy::RateHeaderNames::kDraft,
+                             header_limit(*tightest, *tightest_item), tightest->limit_remaining,
+                             tightest->duration_until_reset, std::nullopt,
+                             [&](std::string_view name, std::string value) {
+                               response.response_headers.emplace_back(name, std::move(value));
+                             });
   }
   call->done(std::move(response));
 }

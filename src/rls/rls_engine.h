@@ -8,15 +8,10 @@
 //   - `replaces` drops the named rules from the same request (an unlimited rule is never
 //     dropped); `unlimited` is OK without a counter; requests_per_unit 0 is over the limit
 //     without a counter;
-//   - all-or-nothing (default): the enforced descriptors are checked in one atomic check_all, so
-//     a denied request charges none of them; with charge_on_deny each is checked on its own and
-//     charged when it admits, as envoyproxy/ratelimit does. Not all-or-nothing, because one
-//     check_all takes one cost and distinct keys: descriptors of different costs (one check_all
-//     per cost, in order, stopping at the first denial), the same entries under two different
-//     limits (an override beside the rule), and a backend error in a later check_all; the
-//     groups checked before stay charged. A descriptor repeated with the same limit is checked
-//     once for the sum of its costs. A group of one key is a single check (the same decision;
-//     on Redis it is batched with other requests' checks);
+//   - all-or-nothing (default): the enforced descriptors are checked in one atomic request, each
+//     with its own cost, so a denied request charges none of them; with charge_on_deny each is
+//     checked on its own and charged when it admits, as envoyproxy/ratelimit does. A descriptor
+//     repeated with the same limit is checked once for the sum of its costs;
 //   - once the request is denied, the other descriptors are only peeked to report their state
 //     (not at all when the over-limit cache denied it, to make no backend call), and an error
 //     of such a peek does not fail the call;
@@ -24,7 +19,11 @@
 //     report OK even over their limit. They are checked after the enforced ones: a request with
 //     shadow rules makes one more store call;
 //   - an unknown domain, or a descriptor no rule matches, is OK without a limit.
-// A backend error fails the whole call with that error (the gRPC layer maps it to a status).
+// A backend error fails the whole call with that error (the gRPC layer maps it to a status), a
+// shadow rule's included (its count would be missing). The calls to the store are made by the
+// one executor (src/policy/plan.h): this engine resolves descriptors into a plan (each one's
+// role: enforced, shadow, charged after the response, blocked) and renders the outcome; the
+// headers describe the descriptor the executor's top-decision rule chose.
 //
 // Thread safety: should_rate_limit() from any thread; set_rules() swaps the rules atomically
 // (calls already running finish on the rules they started with). Ownership: uses `store`, which
@@ -38,6 +37,7 @@
 #include "spillway/clock.h"
 #include "spillway/store.h"
 #include "src/config/config.h"
+#include "src/policy/plan.h"
 #include "src/rls/rls_config.h"
 #include "src/rls/rls_request.h"
 #include "src/rls/rls_stats.h"
@@ -82,9 +82,8 @@ class RlsEngine {
 
  private:
   struct Call;
-  void finish(const std::shared_ptr<Call>& call);
-  void run_enforced(const std::shared_ptr<Call>& call, std::size_t group);
-  void run_rest(const std::shared_ptr<Call>& call);
+  // Renders the executor's outcome (src/policy/plan.h) as the call's answer.
+  void finish(const std::shared_ptr<Call>& call, Result<policy::Outcome> outcome);
 
   Store& store_;
   RlsOptions options_;

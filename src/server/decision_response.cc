@@ -1,6 +1,7 @@
 #include "src/server/decision_response.h"
 
 #include "src/core/decimal.h"
+#include "src/policy/rate_headers.h"
 #include "src/server/json_text.h"
 
 namespace spillway::server {
@@ -8,7 +9,6 @@ namespace {
 
 using policy::LayerDecision;
 
-std::int64_t seconds_up(Micros d) { return d <= 0 ? 0 : ceil_to_unit(d, kMicrosPerSecond); }
 std::int64_t millis_up(Micros d) { return d < 0 ? d : ceil_to_unit(d, kMicrosPerMilli); }
 
 // `"allowed":true,"limit":10,"remaining":9,"retry_after_ms":0,"reset_after_ms":6000`
@@ -50,21 +50,21 @@ void add_rate_headers(HttpResponse& response, const std::vector<LayerDecision>& 
       policy.append("\"").append(l.name).append("\";q=");
       append_decimal(policy, l.decision.limit);
       policy.append(";w=");
-      append_decimal(policy, seconds_up(l.period));
+      append_decimal(policy, policy::header_seconds(l.period));
       state.append("\"").append(l.name).append("\";r=");
       append_decimal(state, l.decision.remaining);
       state.append(";t=");
-      append_decimal(state, seconds_up(l.decision.reset_after));
+      append_decimal(state, policy::header_seconds(l.decision.reset_after));
     }
     response.headers.emplace_back("RateLimit-Policy", std::move(policy));
     response.headers.emplace_back("RateLimit", std::move(state));
   }
-  response.headers.emplace_back("X-RateLimit-Limit", std::to_string(top_capacity));
-  response.headers.emplace_back("X-RateLimit-Remaining", std::to_string(top.remaining));
-  response.headers.emplace_back("X-RateLimit-Reset", std::to_string(seconds_up(top.reset_after)));
-  if (!top.allowed && top.retry_after > 0) {
-    response.headers.emplace_back("Retry-After", std::to_string(seconds_up(top.retry_after)));
-  }
+  policy::add_rate_headers(
+      policy::RateHeaderNames::kXRateLimit, top_capacity, top.remaining, top.reset_after,
+      !top.allowed && top.retry_after > 0 ? std::optional<Micros>(top.retry_after) : std::nullopt,
+      [&](std::string_view name, std::string value) {
+        response.headers.emplace_back(name, std::move(value));
+      });
 }
 
 // What every backend-error answer carries: `X-Spillway-Backend-Error: <kind>`, and when denied

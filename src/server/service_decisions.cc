@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "src/config/error_answer.h"
 #include "src/core/text.h"
 #include "src/policy/caller_value.h"
 #include "src/policy/keys.h"
+#include "src/policy/plan.h"
 #include "src/server/decision_log_fields.h"
 #include "src/server/decision_response.h"
 #include "src/server/json_body.h"
@@ -152,53 +154,56 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   if (lease && reserve) {
     return reply(error_response(400, "\"sync\": \"lease\" cannot be used with \"reserve\""));
   }
-  if (!reserve) {
-    // A leased key's spec lives here until decide() returns; the store copies it if it waits.
-    const KeyedLimit one[] = {{*stored_key, &*made, kRequestCost, lease ? &*lease : nullptr}};
-    Result<StoreRequest> check = StoreRequest::make(one, cost, std::nullopt);
-    if (!check) return reply(error_response(400, check.error().message));
-    return store_->decide(*check, [this, limit = *made, on_error, key = *stored_key,
-                                   reply](Result<Decisions> decisions) {
-      reply(limit_response(limit, on_error, key,
-                           decisions ? Result<Decision>(decisions->front())
-                                     : Result<Decision>(std::unexpected(decisions.error()))));
-    });
-  }
-  // A reservation of this one key, labelled "limit".
+  // One item: a check, or a reservation of this one key labelled "limit".
   static constexpr ReservedLayer kLayer[] = {{.label = "limit", .metered = false}};
-  const std::string id = new_reservation_id();
+  struct Owned {
+    Limit limit;
+    std::string key;
+    std::optional<LeaseSpec> lease;
+    std::string id;
+    ReserveSpec reserve;
+    policy::Plan plan;
+  };
+  auto owned = std::make_shared<Owned>(Owned{.limit = *made, .key = *stored_key, .lease = lease});
+  owned->plan.cost = cost;
+  owned->plan.items.push_back({.key = owned->key,
+                               .limit = &owned->limit,
+                               .lease = owned->lease ? &*owned->lease : nullptr});
   const std::chrono::milliseconds ttl = settings()->reservation_ttl;
-  const KeyedLimit one[] = {{*stored_key, &*made}};
-  const ReserveSpec spec{.id = id, .ttl = ttl, .layers = kLayer};  // outlives the request
-  Result<StoreRequest> reservation = StoreRequest::make_reserve(one, cost, std::nullopt, spec);
-  if (!reservation) return reply(error_response(400, reservation.error().message));
-  store_->decide(*reservation, [this, limit = *made, on_error, key = *stored_key, id, ttl,
-                                reply](Result<Decisions> decisions) {
-    if (!decisions) {
-      if (auto refused = reservation_refused(decisions.error())) {
-        return reply(std::move(*refused));
-      }
-    }
-    Result<Decision> decision = decisions ? Result<Decision>(decisions->front())
-                                          : Result<Decision>(std::unexpected(decisions.error()));
-    HttpResponse response = limit_response(limit, on_error, key, decision);
-    if (decision && decision->allowed) {
-      metrics_.reservation("reserved");
-      add_reservation(response, id, ttl);
-    }
-    reply(std::move(response));
-  });
+  if (reserve) {
+    owned->id = new_reservation_id();
+    owned->reserve = ReserveSpec{.id = owned->id, .ttl = ttl, .layers = kLayer};
+    owned->plan.reserve = &owned->reserve;
+  }
+  std::shared_ptr<const policy::Plan> plan(owned, &owned->plan);
+  policy::execute(
+      *store_, std::move(plan),
+      [this, owned, on_error, ttl, reply](Result<policy::Outcome> outcome) {
+        if (!outcome && owned->plan.reserve != nullptr) {
+          if (auto refused = reservation_refused(outcome.error())) {
+            return reply(std::move(*refused));
+          }
+        }
+        Result<Decision> decision = outcome ? Result<Decision>(*outcome->items.front().decision)
+                                            : Result<Decision>(std::unexpected(outcome.error()));
+        HttpResponse response = limit_response(owned->limit, on_error, owned->key, decision);
+        if (owned->plan.reserve != nullptr && decision && decision->allowed) {
+          metrics_.reservation("reserved");
+          add_reservation(response, owned->id, ttl);
+        }
+        reply(std::move(response));
+      });
 }
 
 HttpResponse Service::limit_response(const Limit& limit, policy::OnError on_error,
                                      const std::string& stored_key,
                                      const Result<Decision>& decision) {
   if (!decision) {
-    if (decision.error().code == Errc::kInvalidArgument) {
+    const policy::ErrorAnswer answer = policy::answer_error(decision.error(), on_error);
+    if (answer == policy::ErrorAnswer::kInvalid) {
       return error_response(400, decision.error().message);
     }
-    // local: the store decided in-process already; an error that still comes is admitted.
-    const bool allow = on_error != policy::OnError::kDeny;
+    const bool allow = answer == policy::ErrorAnswer::kAllow;
     backend_failed(decision.error(), allow);
     return limit_backend_error_response(limit, allow, decision.error());
   }
@@ -347,36 +352,34 @@ void Service::run_policy(const std::shared_ptr<const Settings>& settings,
                                  reply(policy_response(*settings, for_nginx, result));
                                });
   }
-  policy.reserve_async(
-      *store_, attributes, cost, std::nullopt, settings->reservation_ttl,
-      [this, settings, reply](Result<PolicyDecision> result) {
-        if (!result) {
-          if (auto refused = reservation_refused(result.error())) {
-            return reply(std::move(*refused));
-          }
-        }
-        HttpResponse response = policy_response(*settings, false, result);
-        if (result && !result->reservation.empty()) {
-          metrics_.reservation("reserved");
-          add_reservation(response, result->reservation, settings->reservation_ttl);
-        }
-        reply(std::move(response));
-      });
+  policy.reserve_async(*store_, attributes, cost, std::nullopt, settings->reservation_ttl,
+                       [this, settings, reply](Result<PolicyDecision> result) {
+                         if (!result) {
+                           if (auto refused = reservation_refused(result.error())) {
+                             return reply(std::move(*refused));
+                           }
+                         }
+                         HttpResponse response = policy_response(*settings, false, result);
+                         if (result && !result->reservation.empty()) {
+                           metrics_.reservation("reserved");
+                           add_reservation(response, result->reservation,
+                                           settings->reservation_ttl);
+                         }
+                         reply(std::move(response));
+                       });
 }
 
 HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
                                       const Result<PolicyDecision>& result) {
   if (!result) {
-    if (result.error().code == Errc::kInvalidArgument) {
+    const policy::ErrorAnswer answer = policy::answer_error(result.error(), settings.on_error);
+    if (answer == policy::ErrorAnswer::kInvalid) {
       // nginx passes 401 and 403 through; a missing API key is "unauthorized".
       const bool missing_key = result.error().field == "api_key";
       if (!for_nginx) return error_response(400, result.error().message);
       return error_response(missing_key ? 401 : 400, auth_attribute_message(result.error()));
     }
-    // A source: store layer before the tenant records loaded (tenants.until_loaded: deny) is
-    // denied whatever on_error says: a caller an operator blocked must not be admitted.
-    const bool allow = settings.on_error != policy::OnError::kDeny &&
-                       result.error().field != policy::kTenantsNotLoaded;
+    const bool allow = answer == policy::ErrorAnswer::kAllow;
     backend_failed(result.error(), allow);
     HttpResponse response = policy_backend_error_response(allow, for_nginx, result.error());
     if (log_json_) response.log_fields = backend_error_log_fields(result.error(), allow);

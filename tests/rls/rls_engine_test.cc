@@ -134,6 +134,39 @@ TEST(RlsEngine, ADeniedRequestChargesNoneOfItsDescriptors) {
   EXPECT_EQ(f.remaining("e_basic", {{"wide", "aon"}}), 4u) << "all-or-nothing: wide not charged";
 }
 
+// Descriptors of different costs are one all-or-nothing request too (one check per cost, in
+// order, used to leave the groups checked before a denial charged).
+TEST(RlsEngine, ADeniedRequestOfDifferentCostsChargesNone) {
+  EngineFixture f(rules_of({kBasic}));
+  const RlsRequest request{
+      .domain = "e_basic",
+      .descriptors = {desc({{"wide", "costs"}}, 2), desc({{"narrow", "costs"}}, 1)}};
+  ASSERT_EQ(f.ok(request).overall_code, Code::kOk);
+  RlsResponse second = f.ok(request);
+  EXPECT_EQ(second.overall_code, Code::kOverLimit);
+  EXPECT_EQ(second.statuses[0].code, Code::kOk);
+  EXPECT_EQ(f.remaining("e_basic", {{"wide", "costs"}}), 3u) << "wide charged once, for 2";
+}
+
+// Two descriptors over their limits: the headers tell the longest wait (the one top-decision rule
+// every front end shares), the time until the request can pass.
+TEST(RlsEngine, HeadersOfTwoDenialsShowTheLongestWait) {
+  EngineFixture f(rules_of({kBasic}), {.response_headers = ResponseHeaders::kDraft});
+  const RlsRequest request{
+      .domain = "e_basic",
+      .descriptors = {desc({{"database", "users"}}, 3), desc({{"narrow", "wait"}}, 1)}};
+  ASSERT_EQ(f.ok(request).overall_code, Code::kOk);
+  RlsResponse r = f.ok(request);
+  ASSERT_EQ(r.overall_code, Code::kOverLimit);
+  ASSERT_EQ(r.statuses[0].code, Code::kOverLimit);
+  ASSERT_EQ(r.statuses[1].code, Code::kOverLimit);
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(
+      r.response_headers,
+      (Headers{{"RateLimit-Limit", "1"}, {"RateLimit-Remaining", "0"}, {"RateLimit-Reset", "60"}}))
+      << "narrow's minute, not users_db's second";
+}
+
 TEST(RlsEngine, ChargeOnDenyChargesTheDescriptorsThatAdmit) {
   EngineFixture f(rules_of({kBasic}), RlsOptions{.charge_on_deny = true});
   const RlsRequest request{.domain = "e_basic",
