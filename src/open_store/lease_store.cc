@@ -36,7 +36,7 @@ LeaseStore::~LeaseStore() {
 }
 
 void LeaseStore::decide(const StoreRequest& request, AllCallback done) {
-  impl_->decide(request, std::move(done));
+  impl_->decide(request, done);
 }
 
 void LeaseStore::clear_caches() {
@@ -68,7 +68,7 @@ void LeaseStore::Impl::stop_sweeper() {
   if (sweeper_.joinable()) sweeper_.join();
 }
 
-void LeaseStore::Impl::decide(const StoreRequest& request, AllCallback done) {
+void LeaseStore::Impl::decide(const StoreRequest& request, AllCallback& done) {
   const std::span<const KeyedLimit> checks = request.checks();
   if (request.operation() != Operation::kCheck) {
     if (request.operation() == Operation::kReset) {

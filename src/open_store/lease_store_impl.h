@@ -46,9 +46,11 @@ class LeaseStore::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  // LeaseStore's methods of the same names (lease_store.cc). clear_caches forgets the remembered
-  // denials only; the LeaseStore passes it on to the wrapped store.
-  void decide(const StoreRequest& request, AllCallback done);
+  // LeaseStore's methods of the same names (lease_store.cc). decide takes the caller's callback
+  // by reference (moved from when used), so passing a request on costs no copy or move of it.
+  // clear_caches forgets the remembered denials only; the LeaseStore passes it on to the wrapped
+  // store.
+  void decide(const StoreRequest& request, AllCallback& done);
   void clear_caches();
   void sweep(std::optional<Micros> now = std::nullopt);
   void release_all(std::chrono::milliseconds timeout);
