@@ -6,11 +6,10 @@
 // backend failures and do not count.
 //
 // Thread safety: as the wrapped store (every method from any thread); the state is atomic.
-// Ownership: owns the wrapped store. Time: options.clock (default SteadyClock), read for the probe
-// timer only (the wrapped store keeps its own clock).
+// Ownership: owns the wrapped store; shares options.clock. Time: options.clock (default
+// SteadyClock), read for the probe timer only (the wrapped store keeps its own clock).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string_view>
@@ -29,6 +28,7 @@ struct CircuitBreakerOptions {
 class CircuitBreakerStore final : public ForwardingStore {
  public:
   CircuitBreakerStore(std::unique_ptr<Store> inner, CircuitBreakerOptions options = {});
+  ~CircuitBreakerStore() override;
 
   // A refused call (the circuit is open, and this is not the probe) is answered at once.
   void decide(const StoreRequest& request, AllCallback done) override;
@@ -43,22 +43,14 @@ class CircuitBreakerStore final : public ForwardingStore {
   // wait_ready: the wrapped store's (the circuit does not change whether the backend connects).
   std::string_view status() const override;
 
-  bool open() const { return open_.load(std::memory_order_acquire); }
+  // Whether the circuit is open now (checks refused but for the probe).
+  bool open() const;
 
  private:
-  enum class Call { kNormal, kProbe, kRefused };
-  // Whether a call may go to the backend now: the circuit is closed, or this call is the probe.
-  Call admit_call();
-  // What the backend's answer (nullptr: a decision) says about its health.
-  void record(const Error* error, Call call);
-  Micros probe_interval() const;
-
-  const CircuitBreakerOptions options_;
-  std::atomic<int> consecutive_failures_{0};
-  std::atomic<bool> open_{false};
-  std::atomic<bool> probing_{false};
-  std::shared_ptr<const Clock> clock_;
-  std::atomic<Micros> next_probe_{0};  // clock_'s time
+  // The options, the clock and the circuit's atomic state (failures in a row, open, probing,
+  // the next probe's time): src/open_store/circuit_breaker.cc.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace spillway

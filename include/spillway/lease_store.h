@@ -35,18 +35,16 @@
 // Times: a request's `now` when given (replay, tests; the shared store gets it too), else the
 // clock. Metrics: spillway_lease_units{state="held|used|returned|lost"}, spillway_lease_calls_total
 // {call="acquire|return"}, spillway_lease_local_decisions_total.
-// Thread safety: every method from any thread. Ownership: owns the wrapped store; shares `clock`.
+// Thread safety: every method from any thread. Ownership: owns the wrapped store; shares `clock`;
+// owns its sweeper thread (started by the constructor when sweep_interval > 0, joined by the
+// destructor).
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "spillway/clock.h"
 #include "spillway/forwarding_store.h"
@@ -95,41 +93,11 @@ class LeaseStore final : public ForwardingStore {
   };
   Counts counts() const;
 
- public:
-  struct Taken;  // units taken by a request still deciding (src/open_store/lease_table.h)
-
  private:
-  struct Entry;
-  struct Shard;
-  struct Pending;
-  Micros time(std::optional<Micros> now) const { return now ? *now : clock_->now(); }
-  // One attempt of a request from its leases (see lease_take.cc). `pending`: the request's own
-  // copy once it had to wait (null on the first attempt: `request` and `done` are the caller's).
-  void attempt(const StoreRequest& request, AllCallback& done, std::shared_ptr<Pending> pending);
-  // Asks for a new lease of check's key for a request that needs `need` units; `waiter` runs
-  // when it is answered (with the shared store's error, if any).
-  void acquire(const KeyedLimit& check, std::int64_t need, std::optional<Micros> given, Micros now,
-               std::function<void(Result<void>)> waiter);
-  void send_acquire(Shard* shard, Entry* entry, std::int64_t size, std::int64_t need,
-                    std::optional<Micros> given, Micros max_age, bool retried);
-  // Settles lease `id` with the units it used (its leftover given back, as far as the refund rule
-  // allows), then runs `then` (if any) once the shared store answered.
-  void give_back(std::string id, std::int64_t used, std::int64_t unused, std::optional<Micros> now,
-                 std::function<void()> then = nullptr);
-  void sweeper();
-
-  LeaseStoreOptions options_;
-  std::shared_ptr<const Clock> clock_;
-  std::unique_ptr<Shard[]> shards_;
-
-  std::atomic<std::int64_t> held_{0}, used_{0}, returned_{0}, lost_{0};
-  std::atomic<std::uint64_t> acquire_calls_{0}, return_calls_{0}, local_{0};
-  std::atomic<std::int64_t> returns_in_flight_{0};
-
-  std::mutex stop_mutex_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
-  std::thread sweeper_;
+  // The leases (64 shards of entries, each under its own mutex), the counters and the sweeper
+  // thread: src/open_store/lease_store_impl.h. Made once, with the store.
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace spillway

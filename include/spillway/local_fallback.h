@@ -15,7 +15,6 @@
 // Thread safety: as the wrapped stores (every method from any thread). Ownership: owns both.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,8 +23,6 @@
 #include "spillway/forwarding_store.h"
 
 namespace spillway {
-
-class RateLimitedLog;
 
 // The wrapped store (ForwardingStore::inner()) is the primary.
 class LocalFallbackStore final : public ForwardingStore {
@@ -38,25 +35,21 @@ class LocalFallbackStore final : public ForwardingStore {
   // the answer), and settle() goes to the primary (ForwardingStore's).
 
   // It can always decide: ready while the local store is (a load balancer keeps the instance).
-  bool ready() const override { return local_->ready(); }
+  bool ready() const override;
   // probe, wait_ready, clear_caches, decides_inline: the primary's (ForwardingStore's); probe
   // unlike ready(): whether the backend itself answers.
   std::string_view status() const override;
   void append_metrics(std::string& out) const override;
 
   // Decisions taken by the local store since construction.
-  std::uint64_t local_decisions() const { return local_decisions_.load(); }
+  std::uint64_t local_decisions() const;
   Store& primary() const { return inner(); }
 
  private:
-  // Whether `error` from the primary means: decide locally (and notes it).
-  bool falls_back(const Error& error);
-  void answered_by_primary() { on_local_.store(false, std::memory_order_relaxed); }
-
-  std::unique_ptr<Store> local_;
-  std::unique_ptr<RateLimitedLog> log_;
-  std::atomic<bool> on_local_{false};
-  std::atomic<std::uint64_t> local_decisions_{0};
+  // The local store, the log of fallbacks and the state (on local, decisions counted):
+  // src/open_store/local_fallback.cc.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace spillway

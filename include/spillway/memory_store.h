@@ -2,6 +2,8 @@
 //
 // Thread safety: all methods may be called concurrently. Keys are spread over independently
 // locked shards (no global lock); a check holds exactly one shard lock for the time of the math.
+// Ownership: shares options.clock; owns the background sweeper thread, which the destructor stops
+// and joins.
 //
 // Memory: a key is tracked only while its limiter is not idle. Idle keys are dropped by sweep(),
 // which runs on its own as shards grow and, with options.sweep_interval > 0, from a background
@@ -26,7 +28,6 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
-#include <thread>
 
 #include "spillway/clock.h"
 #include "spillway/store.h"
@@ -73,16 +74,16 @@ class MemoryStore final : public Store {
   // Drops every key that is idle at `now` and returns how many were dropped (and the
   // reservations that expired by then).
   std::size_t sweep(Micros now);
-  std::size_t sweep() { return sweep(clock_->now()); }
+  std::size_t sweep();  // at the clock's now
 
   // Keys tracked now, across all algorithms.
   std::size_t size() const;
 
  private:
+  // The clock, the tables (one sharded table per algorithm), the reservations and the background
+  // sweeper thread (stopped and joined before the tables go away): src/memory/memory_store.cc.
   class Impl;
-  std::shared_ptr<const Clock> clock_;
   std::unique_ptr<Impl> impl_;
-  std::jthread sweeper_;  // declared last: stopped and joined before impl_ goes away
 };
 
 }  // namespace spillway

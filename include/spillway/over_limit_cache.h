@@ -22,7 +22,6 @@
 // (nullptr: the system clock).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,27 +43,15 @@ class OverLimitCache final : public ForwardingStore {
   void append_metrics(std::string& out) const override;
   void clear_caches() override;
 
-  std::uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
+  // Checks denied from the cache (without the backend) since construction; denials held now.
+  std::uint64_t hits() const;
   std::size_t entries() const;
 
  private:
-  class Table;
-  Micros time(std::optional<Micros> now) const { return now ? *now : clock_->now(); }
-  // The cached denial of `key` under `limit` for `cost` at `at`, if there is one.
-  std::optional<Decision> lookup(std::string_view key, const Limit& limit, std::int64_t cost,
-                                 Micros at);
-  // Every check's cached answer when at least one is a cached denial; nullopt otherwise.
-  std::optional<Decisions> cached_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                      Micros at);
-  void remember(std::string_view key, const Limit& limit, std::int64_t cost, Micros sent,
-                const Decision& denial);
-  // remember() for each key of an all-or-nothing check and its decision.
-  void remember_all(std::span<const KeyedLimit> checks, std::int64_t cost, Micros sent,
-                    const Decisions& decisions);
-
-  std::unique_ptr<Table> table_;
-  std::shared_ptr<const Clock> clock_;
-  std::atomic<std::uint64_t> hits_{0};
+  // The table of denials (an LRU list and its index, under one mutex), the clock and the hit
+  // count: src/open_store/over_limit_cache.cc.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace spillway

@@ -13,9 +13,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,23 +42,20 @@ class QuotaShares {
 
 // The members in this process. Memory: at most kMaxShareMembers per bucket (the oldest renewal
 // goes first); a bucket without members is forgotten. Answers at once, through complete_inline
-// (src/core/inline_completion.h).
+// (src/core/inline_completion.h). Every call takes one mutex. Shares `clock` (nullptr: the
+// system clock).
 class LocalQuotaShares final : public QuotaShares {
  public:
   explicit LocalQuotaShares(std::shared_ptr<const Clock> clock = nullptr);
+  ~LocalQuotaShares() override;
   void exchange(std::string_view bucket, std::string_view member, std::int64_t demand, Micros hold,
                 Done done) override;
   void leave(std::string_view bucket, std::string_view member) override;
 
  private:
-  struct Held {
-    std::int64_t demand = 0;
-    Micros until = 0;
-  };
-  std::shared_ptr<const Clock> clock_;
-  std::mutex mutex_;
-  std::uint64_t calls_ = 0;
-  std::map<std::string, std::map<std::string, Held, std::less<>>, std::less<>> buckets_;
+  // The clock, the buckets and their members, and their mutex: src/core/quota_shares.cc.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace spillway

@@ -12,22 +12,21 @@
 //
 // Thread safety: every member may be called from any thread at once. find() takes a shared lock
 // of one of 64 shards and copies a shared_ptr; writes are serialised per directory.
+// Ownership: a TenantDirectory owns its copy of the records (the shards, in an Impl made once
+// with it, src/core/tenant_directory.cc); find() hands out shared_ptrs to records that stay valid
+// after a later write replaces them.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -80,13 +79,13 @@ struct TenantPage {
 
 class TenantDirectory {
  public:
-  virtual ~TenantDirectory() = default;
+  virtual ~TenantDirectory();
   TenantDirectory(const TenantDirectory&) = delete;
   TenantDirectory& operator=(const TenantDirectory&) = delete;
 
   // The id a key is stored under (its digest, or the key with KeyHash::kNone).
-  std::string id_of(std::string_view key) const { return digest_.of(key); }
-  KeyHash key_hash() const { return digest_.hash(); }
+  std::string id_of(std::string_view key) const;
+  KeyHash key_hash() const;
 
   // The record of `key` in this process's copy; nullptr when there is none. No I/O; with no
   // record at all, not even the digest is computed.
@@ -107,7 +106,8 @@ class TenantDirectory {
   // Records in id order, from after `cursor` (an id; empty: the first), at most `limit`, only
   // those with plan `plan` when it is not empty. From this process's copy.
   TenantPage list(std::string_view plan, std::string_view cursor, std::size_t limit) const;
-  std::size_t size() const { return size_.load(std::memory_order_relaxed); }
+  // How many records the copy holds.
+  std::size_t size() const;
 
   // Whether the copy has been loaded from the backend and follows it.
   virtual bool ready() const { return true; }
@@ -134,8 +134,8 @@ class TenantDirectory {
   void on_reset(std::function<void()> listener);
 
  protected:
-  explicit TenantDirectory(KeyDigest digest) : digest_(std::move(digest)) {}
-  const KeyDigest& digest() const { return digest_; }
+  explicit TenantDirectory(KeyDigest digest);
+  const KeyDigest& digest() const;
 
   // The backend's write: `changes` (id -> record, nullopt deletes) made durable, in order. On
   // success the base class applies them to the copy. Called under the write mutex: one at a time.
@@ -156,27 +156,10 @@ class TenantDirectory {
   void heard_reset();
 
  private:
-  static constexpr std::size_t kShards = 64;
-  // Lookups by string_view: no copy of the id on the request path.
-  struct IdHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
-  };
-  using Map =
-      std::unordered_map<std::string, std::shared_ptr<const TenantRecord>, IdHash, std::equal_to<>>;
-  struct Shard {
-    mutable std::shared_mutex mutex;
-    Map records;
-  };
-  Shard& shard_of(std::string_view id) const;
-  Result<void> check_key(std::string_view key) const;
-
-  KeyDigest digest_;
-  std::mutex write_mutex_;  // a write and its update of the copy, one at a time
-  std::mutex reset_mutex_;  // guards reset_listener_
-  std::function<void()> reset_listener_;
-  mutable Shard shards_[kShards];
-  std::atomic<std::size_t> size_{0};
+  // The key digest, the copy's 64 shards (each under its own shared_mutex), the record count,
+  // the write mutex and the reset listener: src/core/tenant_directory.cc.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace spillway

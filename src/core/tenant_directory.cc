@@ -1,9 +1,17 @@
+// Tenant records (spillway/tenant_directory.h): their checks and stored form, and the
+// TenantDirectory's copy of them: the Impl below holds the 64 shards, the count, the write mutex
+// and the reset listener; the header keeps only a pointer to it.
+// Thread safety: a shard's map only under its shared_mutex (shared to read, unique to change);
+// writes one at a time under write_mutex; the listener only under reset_mutex.
 #include "spillway/tenant_directory.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <functional>
 #include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
 
 #include "src/core/metrics_text.h"
 #include "src/core/text.h"
@@ -31,6 +39,16 @@ bool parse_int(std::string_view text, std::int64_t& out) {
   if (text.empty()) return false;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && end == text.data() + text.size();
+}
+
+Result<void> check_key(std::string_view key) {
+  if (key.empty()) return bad_field("the tenant key is empty", "key");
+  if (key.size() > kMaxTenantKeyBytes) {
+    return bad_field("the tenant key is " + std::to_string(key.size()) + " bytes, over the " +
+                         std::to_string(kMaxTenantKeyBytes) + "-byte bound",
+                     "key");
+  }
+  return {};
 }
 
 std::vector<std::string_view> split_spaces(std::string_view text) {
@@ -132,33 +150,59 @@ std::string describe_tenant_record(const TenantRecord& record) {
   return out;
 }
 
-TenantDirectory::Shard& TenantDirectory::shard_of(std::string_view id) const {
-  return shards_[std::hash<std::string_view>{}(id) % kShards];
-}
+struct TenantDirectory::Impl {
+  static constexpr std::size_t kShards = 64;
+  // Lookups by string_view: no copy of the id on the request path.
+  struct IdHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+  };
+  using Map =
+      std::unordered_map<std::string, std::shared_ptr<const TenantRecord>, IdHash, std::equal_to<>>;
+  struct Shard {
+    std::shared_mutex mutex;
+    Map records;
+  };
+
+  explicit Impl(KeyDigest d) : digest(std::move(d)) {}
+  Shard& shard_of(std::string_view id) {
+    return shards[std::hash<std::string_view>{}(id) % kShards];
+  }
+
+  const KeyDigest digest;
+  std::mutex write_mutex;  // a write and its update of the copy, one at a time
+  std::mutex reset_mutex;  // guards reset_listener
+  std::function<void()> reset_listener;
+  Shard shards[kShards];
+  std::atomic<std::size_t> size{0};
+};
+
+TenantDirectory::TenantDirectory(KeyDigest digest)
+    : impl_(std::make_unique<Impl>(std::move(digest))) {}
+
+TenantDirectory::~TenantDirectory() = default;
+
+std::string TenantDirectory::id_of(std::string_view key) const { return impl_->digest.of(key); }
+
+KeyHash TenantDirectory::key_hash() const { return impl_->digest.hash(); }
+
+const KeyDigest& TenantDirectory::digest() const { return impl_->digest; }
+
+std::size_t TenantDirectory::size() const { return impl_->size.load(std::memory_order_relaxed); }
 
 std::shared_ptr<const TenantRecord> TenantDirectory::find(std::string_view key) const {
   if (size() == 0 || key.empty() || key.size() > kMaxTenantKeyBytes) return nullptr;
   thread_local std::string id;  // its capacity is kept: no allocation per request
   id.clear();
-  digest_.append(id, key);
+  impl_->digest.append(id, key);
   return find_id(id);
 }
 
 std::shared_ptr<const TenantRecord> TenantDirectory::find_id(std::string_view id) const {
-  const Shard& shard = shard_of(id);
+  Impl::Shard& shard = impl_->shard_of(id);
   std::shared_lock lock(shard.mutex);
   auto it = shard.records.find(id);
   return it == shard.records.end() ? nullptr : it->second;
-}
-
-Result<void> TenantDirectory::check_key(std::string_view key) const {
-  if (key.empty()) return bad_field("the tenant key is empty", "key");
-  if (key.size() > kMaxTenantKeyBytes) {
-    return bad_field("the tenant key is " + std::to_string(key.size()) + " bytes, over the " +
-                         std::to_string(kMaxTenantKeyBytes) + "-byte bound",
-                     "key");
-  }
-  return {};
 }
 
 Result<std::optional<TenantRecord>> TenantDirectory::put(std::string_view key,
@@ -168,7 +212,7 @@ Result<std::optional<TenantRecord>> TenantDirectory::put(std::string_view key,
     return std::unexpected(checked.error());
   }
   const Change change{id_of(key), record};
-  std::lock_guard lock(write_mutex_);
+  std::lock_guard lock(impl_->write_mutex);
   auto before = write(std::span(&change, 1), true);
   if (!before) return std::unexpected(before.error());
   if (!applies_own_writes()) apply(change.first, record);
@@ -178,7 +222,7 @@ Result<std::optional<TenantRecord>> TenantDirectory::put(std::string_view key,
 Result<std::optional<TenantRecord>> TenantDirectory::erase(std::string_view key) {
   if (auto checked = check_key(key); !checked) return std::unexpected(checked.error());
   const Change change{id_of(key), std::nullopt};
-  std::lock_guard lock(write_mutex_);
+  std::lock_guard lock(impl_->write_mutex);
   // Nothing to delete in this copy: nothing is written (a 404, not an empty change).
   if (find_id(change.first) == nullptr) return std::optional<TenantRecord>();
   auto before = write(std::span(&change, 1), true);
@@ -203,7 +247,7 @@ Result<std::size_t> TenantDirectory::put_many(
     changes.emplace_back(id_of(key), record);
   }
   if (changes.empty()) return 0;
-  std::lock_guard lock(write_mutex_);
+  std::lock_guard lock(impl_->write_mutex);
   auto written = write(changes, false);
   if (!written) return std::unexpected(written.error());
   if (!applies_own_writes()) {
@@ -225,8 +269,8 @@ TenantPage TenantDirectory::list(std::string_view plan, std::string_view cursor,
   std::vector<Candidate> candidates;
   // Every shard stays read-locked until the page is copied: the ids are views into them.
   std::vector<std::shared_lock<std::shared_mutex>> locks;
-  locks.reserve(kShards);
-  for (const Shard& shard : shards_) {
+  locks.reserve(Impl::kShards);
+  for (Impl::Shard& shard : impl_->shards) {
     locks.emplace_back(shard.mutex);
     std::vector<Candidate> mine;
     for (const auto& [id, record] : shard.records) {
@@ -258,36 +302,37 @@ void TenantDirectory::append_metrics(std::string& out) const {
 }
 
 void TenantDirectory::apply(const std::string& id, std::optional<TenantRecord> record) {
-  Shard& shard = shard_of(id);
+  Impl::Shard& shard = impl_->shard_of(id);
   std::unique_lock lock(shard.mutex);
   if (!record) {
-    if (shard.records.erase(id) > 0) size_.fetch_sub(1, std::memory_order_relaxed);
+    if (shard.records.erase(id) > 0) impl_->size.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
   auto [it, added] =
       shard.records.insert_or_assign(id, std::make_shared<const TenantRecord>(std::move(*record)));
   (void)it;
-  if (added) size_.fetch_add(1, std::memory_order_relaxed);
+  if (added) impl_->size.fetch_add(1, std::memory_order_relaxed);
 }
 
 void TenantDirectory::replace_all(std::vector<TenantEntry> entries) {
-  std::vector<Map> fresh(kShards);
+  std::vector<Impl::Map> fresh(Impl::kShards);
   for (TenantEntry& entry : entries) {
-    auto& map = fresh[std::hash<std::string_view>{}(entry.id) % kShards];
+    auto& map = fresh[std::hash<std::string_view>{}(entry.id) % Impl::kShards];
     map.insert_or_assign(std::move(entry.id),
                          std::make_shared<const TenantRecord>(std::move(entry.record)));
   }
-  for (std::size_t i = 0; i < kShards; ++i) {
-    std::unique_lock lock(shards_[i].mutex);
+  for (std::size_t i = 0; i < Impl::kShards; ++i) {
+    Impl::Shard& shard = impl_->shards[i];
+    std::unique_lock lock(shard.mutex);
     // The count moves by this shard's difference, under its lock: apply() on another shard
     // meanwhile keeps its own +1/-1.
-    const std::size_t old_size = shards_[i].records.size();
-    shards_[i].records.swap(fresh[i]);
-    const std::size_t new_size = shards_[i].records.size();
+    const std::size_t old_size = shard.records.size();
+    shard.records.swap(fresh[i]);
+    const std::size_t new_size = shard.records.size();
     if (new_size >= old_size) {
-      size_.fetch_add(new_size - old_size, std::memory_order_relaxed);
+      impl_->size.fetch_add(new_size - old_size, std::memory_order_relaxed);
     } else {
-      size_.fetch_sub(old_size - new_size, std::memory_order_relaxed);
+      impl_->size.fetch_sub(old_size - new_size, std::memory_order_relaxed);
     }
   }
 }
@@ -297,15 +342,15 @@ void TenantDirectory::replace_all(std::vector<TenantEntry> entries) {
 namespace spillway {
 
 void TenantDirectory::on_reset(std::function<void()> listener) {
-  std::lock_guard lock(reset_mutex_);
-  reset_listener_ = std::move(listener);
+  std::lock_guard lock(impl_->reset_mutex);
+  impl_->reset_listener = std::move(listener);
 }
 
 void TenantDirectory::heard_reset() {
   // Under the lock: once on_reset(nullptr) returned, the old listener is not running and will
   // not run (its owner may go away).
-  std::lock_guard lock(reset_mutex_);
-  if (reset_listener_) reset_listener_();
+  std::lock_guard lock(impl_->reset_mutex);
+  if (impl_->reset_listener) impl_->reset_listener();
 }
 
 }  // namespace spillway

@@ -56,11 +56,16 @@ struct IdHash {
 class MemoryStore::Impl {
  public:
   explicit Impl(const MemoryStoreOptions& options)
-      : max_reservations_(options.max_reservations),
+      : clock_(options.clock ? options.clock : std::make_shared<SystemClock>()),
+        max_reservations_(options.max_reservations),
         budget_(options.max_keys),
         tables_(make_tables(shards(options), random_seed(),
                             std::make_index_sequence<kAlgorithmCount>{})),
-        settled_ids_(options.max_settled_reservations) {}
+        settled_ids_(options.max_settled_reservations) {
+    if (options.sweep_interval.count() > 0) start_sweeper(options.sweep_interval);
+  }
+
+  Micros now() const { return clock_->now(); }
 
   Result<Decision> check(std::string_view key, const Limit& limit, Micros now, std::int64_t cost) {
     return with_table(limit.algorithm(), [&](auto& table) -> Result<Decision> {
@@ -375,6 +380,25 @@ class MemoryStore::Impl {
     return reservation_shards_[IdHash{}(id) % kReservationShards];
   }
 
+  // Sweeps every `interval` (keys idle, then reservations expired, at the clock's now) until the
+  // destructor stops it.
+  void start_sweeper(std::chrono::milliseconds interval) {
+    sweeper_ = std::jthread([this, interval](std::stop_token stop) {
+      std::mutex mutex;
+      std::condition_variable_any wake;
+      std::unique_lock lock(mutex);
+      // wait_for returns early when a stop is requested; the destructor requests it.
+      while (!stop.stop_requested()) {
+        wake.wait_for(lock, stop, interval, [] { return false; });
+        if (stop.stop_requested()) break;
+        const Micros at = now();
+        sweep_reservations(at);
+        sweep(at);
+      }
+    });
+  }
+
+  const std::shared_ptr<const Clock> clock_;
   const std::size_t max_reservations_;
   const std::uint64_t settled_seed_ = random_seed();
   memory::KeyBudget budget_;  // declared before the tables, which keep a reference to it
@@ -384,24 +408,10 @@ class MemoryStore::Impl {
   // Open reservations, and the places taken by reserves under way: never above the maximum.
   std::atomic<std::size_t> open_reservations_{0};
   std::atomic<std::uint64_t> expired_reservations_{0};
+  std::jthread sweeper_;  // declared last: stopped and joined before the members above go away
 };
 
-MemoryStore::MemoryStore(MemoryStoreOptions options)
-    : clock_(options.clock ? options.clock : std::make_shared<SystemClock>()),
-      impl_(std::make_unique<Impl>(options)) {
-  if (options.sweep_interval.count() > 0) {
-    sweeper_ = std::jthread([this, interval = options.sweep_interval](std::stop_token stop) {
-      std::mutex mutex;
-      std::condition_variable_any wake;
-      std::unique_lock lock(mutex);
-      // wait_for returns early when a stop is requested; the destructor requests it.
-      while (!stop.stop_requested()) {
-        wake.wait_for(lock, stop, interval, [] { return false; });
-        if (!stop.stop_requested()) sweep();
-      }
-    });
-  }
-}
+MemoryStore::MemoryStore(MemoryStoreOptions options) : impl_(std::make_unique<Impl>(options)) {}
 
 MemoryStore::~MemoryStore() = default;
 
@@ -410,7 +420,7 @@ void MemoryStore::decide(const StoreRequest& request, AllCallback done) {
   if (request.operation() == Operation::kReset) {
     return complete_inline(done, Result<Decisions>(impl_->reset(checks)));
   }
-  const Micros now = request.now() ? *request.now() : clock_->now();
+  const Micros now = request.now() ? *request.now() : impl_->now();
   if (request.operation() == Operation::kReserve) {
     return complete_inline(done, impl_->reserve(checks, now, request.cost(), *request.reserve()));
   }
@@ -436,7 +446,7 @@ Result<Decision> MemoryStore::check(std::string_view key, const Limit& limit, st
       return std::unexpected(std::move(*wrong));
     }
   }
-  return impl_->check(key, limit, now ? *now : clock_->now(), cost);
+  return impl_->check(key, limit, now ? *now : impl_->now(), cost);
 }
 
 Result<Decisions> MemoryStore::check_all(std::span<const KeyedLimit> checks, std::int64_t cost,
@@ -444,21 +454,22 @@ Result<Decisions> MemoryStore::check_all(std::span<const KeyedLimit> checks, std
   if (std::optional<Error> wrong = StoreRequest::problem(checks, cost, now)) {
     return std::unexpected(std::move(*wrong));
   }
-  return impl_->check_all(checks, now ? *now : clock_->now(), cost);
+  return impl_->check_all(checks, now ? *now : impl_->now(), cost);
 }
 
 void MemoryStore::settle(const Settlement& settlement, SettleCallback done) {
   if (std::optional<Error> wrong = settlement_problem(settlement)) {
     return complete_inline(done, Result<Settled>(std::unexpected(std::move(*wrong))));
   }
-  complete_inline(done,
-                  impl_->settle(settlement, settlement.now ? *settlement.now : clock_->now()));
+  complete_inline(done, impl_->settle(settlement, settlement.now ? *settlement.now : impl_->now()));
 }
 
 std::size_t MemoryStore::sweep(Micros now) {
   impl_->sweep_reservations(now);
   return impl_->sweep(now);
 }
+
+std::size_t MemoryStore::sweep() { return sweep(impl_->now()); }
 
 std::size_t MemoryStore::size() const { return impl_->size(); }
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "spillway/lease_store.h"
-#include "src/open_store/lease_table.h"
+#include "src/open_store/lease_store_impl.h"
 
 namespace spillway {
 
@@ -22,8 +22,9 @@ using lease_table::Leftover;
 using lease_table::Place;
 using lease_table::place_of;
 
-void LeaseStore::acquire(const KeyedLimit& check, std::int64_t need, std::optional<Micros> given,
-                         Micros now, std::function<void(Result<void>)> waiter) {
+void LeaseStore::Impl::acquire(const KeyedLimit& check, std::int64_t need,
+                               std::optional<Micros> given, Micros now,
+                               std::function<void(Result<void>)> waiter) {
   Place place = place_of(*check.limit, check.key);
   Shard& shard = shards_[place.shard];
   std::optional<Leftover> leftover;
@@ -55,8 +56,9 @@ void LeaseStore::acquire(const KeyedLimit& check, std::int64_t need, std::option
             });
 }
 
-void LeaseStore::send_acquire(Shard* shard, Entry* entry, std::int64_t size, std::int64_t need,
-                              std::optional<Micros> given, Micros max_age, bool retried) {
+void LeaseStore::Impl::send_acquire(Shard* shard, Entry* entry, std::int64_t size,
+                                    std::int64_t need, std::optional<Micros> given, Micros max_age,
+                                    bool retried) {
   std::string id = new_reservation_id();
   const ReservedLayer layers[] = {{.label = "lease", .metered = false}};
   const auto ttl = std::chrono::milliseconds((max_age + 999) / 1000) + options_.return_grace;
@@ -118,8 +120,8 @@ void LeaseStore::send_acquire(Shard* shard, Entry* entry, std::int64_t size, std
   });
 }
 
-void LeaseStore::give_back(std::string id, std::int64_t used, std::int64_t unused,
-                           std::optional<Micros> now, std::function<void()> then) {
+void LeaseStore::Impl::give_back(std::string id, std::int64_t used, std::int64_t unused,
+                                 std::optional<Micros> now, std::function<void()> then) {
   return_calls_.fetch_add(1, std::memory_order_relaxed);
   returns_in_flight_.fetch_add(1, std::memory_order_relaxed);
   Settlement settlement{.id = id, .cancel = used == 0, .cost = used, .now = now};

@@ -9,10 +9,11 @@
 
 #include "spillway/lease_store.h"
 #include "src/core/metrics_text.h"
+#include "src/open_store/lease_store_impl.h"
 
 namespace spillway {
 
-LeaseStore::Counts LeaseStore::counts() const {
+LeaseStore::Counts LeaseStore::Impl::counts() const {
   return {.held = held_.load(std::memory_order_relaxed),
           .used = used_.load(std::memory_order_relaxed),
           .returned = returned_.load(std::memory_order_relaxed),
@@ -24,7 +25,7 @@ LeaseStore::Counts LeaseStore::counts() const {
 
 void LeaseStore::append_metrics(std::string& out) const {
   inner().append_metrics(out);
-  const Counts c = counts();
+  const Counts c = impl_->counts();
   append_metric_family(out, "spillway_lease_units", MetricType::kGauge,
                        "Units of quota leases: held now (charged to the shared store, not yet "
                        "admitted), and since start used (admitted), returned (given back) and "

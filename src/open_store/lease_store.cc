@@ -11,41 +11,64 @@
 //                   tries it is decided exactly by the shared store instead: a request is never
 //                   refused for want of a lease.
 // The rest: the table (lease_table.h), ending leases by time and at exit (lease_sweep.cc), the
-// counts and metrics (lease_metrics.cc).
+// counts and metrics (lease_metrics.cc). The state is LeaseStore::Impl's
+// (src/open_store/lease_store_impl.h); LeaseStore's methods pass each call on to it.
 // Thread safety: every method from any thread; an entry only under its shard's lock.
 #include "spillway/lease_store.h"
 
 #include <algorithm>
 
-#include "src/open_store/lease_table.h"
+#include "src/open_store/lease_store_impl.h"
 
 namespace spillway {
 
-using lease_table::kShards;
 using lease_table::leased;
 using lease_table::Place;
 using lease_table::place_of;
 
 LeaseStore::LeaseStore(std::unique_ptr<Store> inner, LeaseStoreOptions options)
-    : ForwardingStore(std::move(inner)),
+    : ForwardingStore(std::move(inner)), impl_(std::make_unique<Impl>(this->inner(), options)) {}
+
+LeaseStore::~LeaseStore() {
+  impl_->stop_sweeper();
+  impl_->release_all(std::chrono::seconds(1));
+  destroy_inner();  // its last callbacks run while this object (and impl_) is whole
+}
+
+void LeaseStore::decide(const StoreRequest& request, AllCallback done) {
+  impl_->decide(request, done);
+}
+
+void LeaseStore::clear_caches() {
+  impl_->clear_caches();
+  inner().clear_caches();
+}
+
+void LeaseStore::sweep(std::optional<Micros> now) { impl_->sweep(now); }
+
+void LeaseStore::release_all(std::chrono::milliseconds timeout) { impl_->release_all(timeout); }
+
+LeaseStore::Counts LeaseStore::counts() const { return impl_->counts(); }
+
+LeaseStore::Impl::Impl(Store& inner, LeaseStoreOptions options)
+    : inner_(inner),
       options_(options),
-      clock_(options.clock ? options.clock : std::make_shared<SystemClock>()),
-      shards_(std::make_unique<Shard[]>(kShards)) {
+      clock_(options.clock ? options.clock : std::make_shared<SystemClock>()) {
   if (options_.sweep_interval.count() > 0) sweeper_ = std::thread([this] { sweeper(); });
 }
 
-LeaseStore::~LeaseStore() {
+LeaseStore::Impl::~Impl() { stop_sweeper(); }
+
+void LeaseStore::Impl::stop_sweeper() {
   {
     std::lock_guard lock(stop_mutex_);
     stopping_ = true;
   }
   stop_cv_.notify_all();
   if (sweeper_.joinable()) sweeper_.join();
-  release_all();
-  destroy_inner();  // its last callbacks run while this object is whole
 }
 
-void LeaseStore::decide(const StoreRequest& request, AllCallback done) {
+void LeaseStore::Impl::decide(const StoreRequest& request, AllCallback& done) {
   const std::span<const KeyedLimit> checks = request.checks();
   if (request.operation() != Operation::kCheck) {
     if (request.operation() == Operation::kReset) {
@@ -75,16 +98,14 @@ void LeaseStore::decide(const StoreRequest& request, AllCallback done) {
   attempt(request, done, nullptr);
 }
 
-void LeaseStore::clear_caches() {
-  for (std::size_t s = 0; s < kShards; ++s) {
-    Shard& shard = shards_[s];
+void LeaseStore::Impl::clear_caches() {
+  for (Shard& shard : shards_) {
     std::lock_guard lock(shard.mutex);
     for (auto& [key, entry] : shard.entries) {
       entry.denied_until = 0;
       entry.denied_forever = false;
     }
   }
-  inner().clear_caches();
 }
 
 }  // namespace spillway

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "spillway/lease_store.h"
-#include "src/open_store/lease_table.h"
+#include "src/open_store/lease_store_impl.h"
 
 namespace spillway {
 
@@ -19,7 +19,7 @@ using lease_table::kIdleLeaseAges;
 using lease_table::kShards;
 using lease_table::Leftover;
 
-void LeaseStore::sweeper() {
+void LeaseStore::Impl::sweeper() {
   std::unique_lock lock(stop_mutex_);
   while (!stopping_) {
     stop_cv_.wait_for(lock, options_.sweep_interval);
@@ -30,7 +30,7 @@ void LeaseStore::sweeper() {
   }
 }
 
-void LeaseStore::sweep(std::optional<Micros> at) {
+void LeaseStore::Impl::sweep(std::optional<Micros> at) {
   const Micros now = time(at);
   std::vector<Leftover> leftovers;
   for (std::size_t s = 0; s < kShards; ++s) {
@@ -56,7 +56,7 @@ void LeaseStore::sweep(std::optional<Micros> at) {
   for (Leftover& l : leftovers) give_back(std::move(l.id), l.used, l.unused, l.at);
 }
 
-void LeaseStore::release_all(std::chrono::milliseconds timeout) {
+void LeaseStore::Impl::release_all(std::chrono::milliseconds timeout) {
   std::vector<Leftover> leftovers;
   const Micros now = clock_->now();
   for (std::size_t s = 0; s < kShards; ++s) {

@@ -1,7 +1,8 @@
 // LeaseStore's table (spillway/lease_store.h), shared by the files that implement it: the entry
 // of one (limit, key) and its lease, the 64 shards that hold the entries, the units a request
 // took and has not finished deciding, a request waiting for leases, and the leftover of an ended
-// lease. Private to src/open_store.
+// lease. Private to src/open_store; LeaseStore::Impl (src/open_store/lease_store_impl.h) holds
+// the shards.
 //
 // Units are the limit's units (a check's cost); times are Micros on the store's time base (a
 // request's own `now` when given, else the clock).
@@ -21,7 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "spillway/lease_store.h"
+#include "spillway/lease.h"
+#include "spillway/store.h"
 #include "src/open_store/owned_request.h"
 
 namespace spillway {
@@ -74,9 +76,7 @@ struct Leftover {
   std::optional<Micros> at;  // the settlement's `now`: the lease's own time base
 };
 
-}  // namespace lease_table
-
-struct LeaseStore::Entry {
+struct Entry {
   Entry(const Limit& l, std::string_view k) : limit(l), key(k) {}
   const Limit limit;
   const std::string key;  // the shared store's key
@@ -118,13 +118,13 @@ struct LeaseStore::Entry {
   std::int64_t left() const { return granted - used; }
 };
 
-struct LeaseStore::Shard {
+struct Shard {
   std::mutex mutex;
   std::unordered_map<std::string, Entry> entries;
 };
 
 // Units taken from a lease by a request that has not finished deciding.
-struct LeaseStore::Taken {
+struct Taken {
   Shard* shard;
   Entry* entry;
   std::uint64_t generation;
@@ -135,7 +135,7 @@ struct LeaseStore::Taken {
 // A request's taken units: up to four layers without an allocation.
 class TakenUnits {
  public:
-  void push_back(const LeaseStore::Taken& taken) {
+  void push_back(const Taken& taken) {
     if (count_ < first_.size()) {
       first_[count_++] = taken;
     } else {
@@ -145,33 +145,30 @@ class TakenUnits {
   template <class F>
   void for_each(F f) const {
     for (std::size_t i = 0; i < count_; ++i) f(first_[i]);
-    for (const LeaseStore::Taken& taken : more_) f(taken);
+    for (const Taken& taken : more_) f(taken);
   }
 
  private:
-  std::array<LeaseStore::Taken, 4> first_{};
+  std::array<Taken, 4> first_{};
   std::size_t count_ = 0;
-  std::vector<LeaseStore::Taken> more_;
+  std::vector<Taken> more_;
 };
 
 // A request that waits for leases: its own copy, its callback, how often it was tried.
-struct LeaseStore::Pending {
-  Pending(const StoreRequest& request, AllCallback callback)
+struct Pending {
+  Pending(const StoreRequest& request, Store::AllCallback callback)
       : owned(request), done(std::move(callback)) {}
   OwnedRequest owned;
-  AllCallback done;
+  Store::AllCallback done;
   int rounds = 0;
   std::mutex mutex;
   int waiting = 0;
   std::optional<Error> error;
 };
 
-namespace lease_table {
-
 // Ends `entry`'s lease at `now` (under its shard's lock): its demand is remembered, and what it
-// still holds is returned for the caller to give back (outside the lock). A template only because
-// LeaseStore::Entry is private to LeaseStore: it takes nothing but an Entry.
-inline std::optional<Leftover> end_lease(auto& entry, Micros now) {
+// still holds is returned for the caller to give back (outside the lock).
+inline std::optional<Leftover> end_lease(Entry& entry, Micros now) {
   if (entry.id.empty()) return std::nullopt;
   entry.last_used = entry.used;
   entry.last_span = std::max<Micros>(0, std::min(now, entry.expires) - entry.acquired);

@@ -11,7 +11,7 @@
 
 #include "spillway/lease_store.h"
 #include "src/core/inline_completion.h"
-#include "src/open_store/lease_table.h"
+#include "src/open_store/lease_store_impl.h"
 
 namespace spillway {
 
@@ -21,8 +21,8 @@ using lease_table::not_consulted;
 using lease_table::Place;
 using lease_table::place_of;
 
-void LeaseStore::attempt(const StoreRequest& request, AllCallback& done,
-                         std::shared_ptr<Pending> pending) {
+void LeaseStore::Impl::attempt(const StoreRequest& request, AllCallback& done,
+                               std::shared_ptr<Pending> pending) {
   const std::span<const KeyedLimit> checks = request.checks();
   const Micros now = time(request.now());
   const std::size_t n = checks.size();

@@ -1,5 +1,8 @@
+// LocalFallbackStore (spillway/local_fallback.h): its local store and state are Impl's; the
+// header keeps only a pointer to it.
 #include "spillway/local_fallback.h"
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -9,47 +12,61 @@
 
 namespace spillway {
 
+struct LocalFallbackStore::Impl {
+  explicit Impl(std::unique_ptr<Store> store) : local(std::move(store)) {}
+  // Whether `error` from the primary means: decide locally (and notes it).
+  bool falls_back(const Error& error);
+  void answered_by_primary() { on_local.store(false, std::memory_order_relaxed); }
+
+  const std::unique_ptr<Store> local;
+  RateLimitedLog log;
+  std::atomic<bool> on_local{false};
+  std::atomic<std::uint64_t> local_decisions{0};
+};
+
 LocalFallbackStore::LocalFallbackStore(std::unique_ptr<Store> primary, std::unique_ptr<Store> local)
-    : ForwardingStore(std::move(primary)),
-      local_(std::move(local)),
-      log_(std::make_unique<RateLimitedLog>()) {}
+    : ForwardingStore(std::move(primary)), impl_(std::make_unique<Impl>(std::move(local))) {}
 
 // The primary first: its last callbacks (failed in-flight checks) use the local store and the log.
 LocalFallbackStore::~LocalFallbackStore() { destroy_inner(); }
 
-bool LocalFallbackStore::falls_back(const Error& error) {
+bool LocalFallbackStore::Impl::falls_back(const Error& error) {
   if (!is_backend_failure(error)) return false;
-  on_local_.store(true, std::memory_order_relaxed);
-  local_decisions_.fetch_add(1, std::memory_order_relaxed);
-  log_->write("spillway: backend error (" + std::string(errc_name(error.code)) +
-              "): " + error.message + "; on_error local: decided by the in-process limiter");
+  on_local.store(true, std::memory_order_relaxed);
+  local_decisions.fetch_add(1, std::memory_order_relaxed);
+  log.write("spillway: backend error (" + std::string(errc_name(error.code)) +
+            "): " + error.message + "; on_error local: decided by the in-process limiter");
   return true;
 }
 
 void LocalFallbackStore::decide(const StoreRequest& request, AllCallback done) {
   // Copies of the keys and limits: the caller's may be gone when the primary answers.
   auto owned = std::make_shared<const OwnedRequest>(request);
-  inner().decide(
-      request, [this, owned, done = std::move(done)](Result<Decisions> decisions) mutable {
-        if (decisions) {
-          answered_by_primary();
-          // A reset forgets what an outage left in the local store too.
-          if (owned->request.operation() == Operation::kReset) {
-            local_->decide(owned->request, [](Result<Decisions>) {});
-          }
-          return done(std::move(decisions));
-        }
-        // No reservation is made in the process: one made during an outage could
-        // not be settled through the primary once it is back.
-        if (owned->request.operation() == Operation::kReserve || !falls_back(decisions.error())) {
-          return done(std::move(decisions));
-        }
-        local_->decide(owned->request, std::move(done));
-      });
+  inner().decide(request, [impl = impl_.get(), owned,
+                           done = std::move(done)](Result<Decisions> decisions) mutable {
+    if (decisions) {
+      impl->answered_by_primary();
+      // A reset forgets what an outage left in the local store too.
+      if (owned->request.operation() == Operation::kReset) {
+        impl->local->decide(owned->request, [](Result<Decisions>) {});
+      }
+      return done(std::move(decisions));
+    }
+    // No reservation is made in the process: one made during an outage could
+    // not be settled through the primary once it is back.
+    if (owned->request.operation() == Operation::kReserve || !impl->falls_back(decisions.error())) {
+      return done(std::move(decisions));
+    }
+    impl->local->decide(owned->request, std::move(done));
+  });
 }
 
+bool LocalFallbackStore::ready() const { return impl_->local->ready(); }
+
+std::uint64_t LocalFallbackStore::local_decisions() const { return impl_->local_decisions.load(); }
+
 std::string_view LocalFallbackStore::status() const {
-  return on_local_.load(std::memory_order_relaxed) ? "local_fallback" : inner().status();
+  return impl_->on_local.load(std::memory_order_relaxed) ? "local_fallback" : inner().status();
 }
 
 void LocalFallbackStore::append_metrics(std::string& out) const {

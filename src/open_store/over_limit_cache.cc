@@ -1,6 +1,9 @@
+// OverLimitCache (spillway/over_limit_cache.h): the table of denials and the counters are
+// Impl's; the header keeps only a pointer to it.
 #include "spillway/over_limit_cache.h"
 
 #include <algorithm>
+#include <atomic>
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -11,10 +14,11 @@
 #include "src/open_store/owned_request.h"
 
 namespace spillway {
+namespace {
 
 // The remembered denials: an LRU list of entries and an index by key + limit. Guarded by one
 // mutex (lookups are a hash probe; the cache sits in front of a network round trip).
-class OverLimitCache::Table {
+class DenialTable {
  public:
   struct Denial {
     std::int64_t min_cost = 0;  // denied for this cost; so for any cost at least this
@@ -22,7 +26,7 @@ class OverLimitCache::Table {
     Micros until = 0;           // otherwise: denied while time < until
   };
 
-  explicit Table(std::size_t max_entries) : max_entries_(max_entries) {}
+  explicit DenialTable(std::size_t max_entries) : max_entries_(max_entries) {}
 
   std::optional<Denial> find(const std::string& id, std::int64_t cost, Micros at) {
     std::lock_guard lock(mutex_);
@@ -76,8 +80,6 @@ class OverLimitCache::Table {
   std::atomic<std::size_t> size_{0};  // lru_.size(), kept for size()
 };
 
-namespace {
-
 // The key and the limit's parameters: one entry per (key, limit), as the stores keep state.
 std::string entry_id(std::string_view key, const Limit& limit) {
   std::string id(key);
@@ -96,19 +98,40 @@ Decision not_consulted(const Limit& limit) {
 
 }  // namespace
 
+struct OverLimitCache::Impl {
+  Impl(std::size_t max_entries, std::shared_ptr<const Clock> given)
+      : table(max_entries), clock(given ? std::move(given) : std::make_shared<SystemClock>()) {}
+
+  Micros time(std::optional<Micros> now) const { return now ? *now : clock->now(); }
+  // The cached denial of `key` under `limit` for `cost` at `at`, if there is one.
+  std::optional<Decision> lookup(std::string_view key, const Limit& limit, std::int64_t cost,
+                                 Micros at);
+  // Every check's cached answer when at least one is a cached denial; nullopt otherwise.
+  std::optional<Decisions> cached_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                      Micros at);
+  void remember(std::string_view key, const Limit& limit, std::int64_t cost, Micros sent,
+                const Decision& denial);
+  // remember() for each key of an all-or-nothing check and its decision.
+  void remember_all(std::span<const KeyedLimit> checks, std::int64_t cost, Micros sent,
+                    const Decisions& decisions);
+
+  DenialTable table;
+  const std::shared_ptr<const Clock> clock;
+  std::atomic<std::uint64_t> hits{0};
+};
+
 OverLimitCache::OverLimitCache(std::unique_ptr<Store> inner, std::size_t max_entries,
                                std::shared_ptr<const Clock> clock)
     : ForwardingStore(std::move(inner)),
-      table_(std::make_unique<Table>(max_entries)),
-      clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()) {}
+      impl_(std::make_unique<Impl>(max_entries, std::move(clock))) {}
 
 // The wrapped store first: its last callbacks (in-flight checks it fails) write to the table.
 OverLimitCache::~OverLimitCache() { destroy_inner(); }
 
-std::optional<Decision> OverLimitCache::lookup(std::string_view key, const Limit& limit,
-                                               std::int64_t cost, Micros at) {
-  if (cost <= 0 || table_->size() == 0) return std::nullopt;
-  std::optional<Table::Denial> denial = table_->find(entry_id(key, limit), cost, at);
+std::optional<Decision> OverLimitCache::Impl::lookup(std::string_view key, const Limit& limit,
+                                                     std::int64_t cost, Micros at) {
+  if (cost <= 0 || table.size() == 0) return std::nullopt;
+  std::optional<DenialTable::Denial> denial = table.find(entry_id(key, limit), cost, at);
   if (!denial) return std::nullopt;
   // A cost above the limit never passes; any other cost above the cached one waits at least as
   // long as the cached denial (its retry_after is then a lower bound).
@@ -122,10 +145,10 @@ std::optional<Decision> OverLimitCache::lookup(std::string_view key, const Limit
                   .local = true};
 }
 
-void OverLimitCache::remember(std::string_view key, const Limit& limit, std::int64_t cost,
-                              Micros sent, const Decision& denial) {
+void OverLimitCache::Impl::remember(std::string_view key, const Limit& limit, std::int64_t cost,
+                                    Micros sent, const Decision& denial) {
   if (denial.allowed || cost <= 0 || denial.local) return;
-  Table::Denial entry{.min_cost = cost};
+  DenialTable::Denial entry{.min_cost = cost};
   if (denial.retry_after == kNever) {
     entry.never = true;
   } else if (denial.retry_after > 0) {
@@ -133,19 +156,19 @@ void OverLimitCache::remember(std::string_view key, const Limit& limit, std::int
   } else {
     return;
   }
-  table_->put(entry_id(key, limit), entry);
+  table.put(entry_id(key, limit), entry);
 }
 
-void OverLimitCache::remember_all(std::span<const KeyedLimit> checks, std::int64_t cost,
-                                  Micros sent, const Decisions& decisions) {
+void OverLimitCache::Impl::remember_all(std::span<const KeyedLimit> checks, std::int64_t cost,
+                                        Micros sent, const Decisions& decisions) {
   if (decisions.size() != checks.size()) return;
   for (std::size_t i = 0; i < checks.size(); ++i) {
     remember(checks[i].key, *checks[i].limit, cost_of(checks[i], cost), sent, decisions[i]);
   }
 }
 
-std::optional<Decisions> OverLimitCache::cached_all(std::span<const KeyedLimit> checks,
-                                                    std::int64_t cost, Micros at) {
+std::optional<Decisions> OverLimitCache::Impl::cached_all(std::span<const KeyedLimit> checks,
+                                                          std::int64_t cost, Micros at) {
   std::vector<std::optional<Decision>> cached(checks.size());
   bool any = false;
   for (std::size_t i = 0; i < checks.size(); ++i) {
@@ -153,7 +176,7 @@ std::optional<Decisions> OverLimitCache::cached_all(std::span<const KeyedLimit> 
     any = any || cached[i].has_value();
   }
   if (!any) return std::nullopt;
-  hits_.fetch_add(1, std::memory_order_relaxed);
+  hits.fetch_add(1, std::memory_order_relaxed);
   Decisions decisions;
   decisions.reserve(checks.size());
   for (std::size_t i = 0; i < checks.size(); ++i) {
@@ -166,19 +189,20 @@ void OverLimitCache::decide(const StoreRequest& request, AllCallback done) {
   if (request.operation() == Operation::kReset) {
     // Counters forgotten: no denial remembered may answer for them. All are dropped (an exact
     // cache only costs backend calls when empty; a reset is an operator's rare act).
-    table_->clear();
+    impl_->table.clear();
     return inner().decide(request, std::move(done));
   }
   // Usage charged after the work: never answered here, and its decisions deny nothing.
   if (request.operation() == Operation::kCharge) return inner().decide(request, std::move(done));
-  const Micros sent = time(request.now());
-  if (std::optional<Decisions> cached = cached_all(request.checks(), request.cost(), sent)) {
+  const Micros sent = impl_->time(request.now());
+  if (std::optional<Decisions> cached = impl_->cached_all(request.checks(), request.cost(), sent)) {
     return complete_inline(done, Result<Decisions>(std::move(*cached)));
   }
   // Copies of the keys and limits: the caller's may be gone when the backend answers.
   auto owned = std::make_shared<const OwnedRequest>(request);
-  inner().decide(request, [this, owned, sent, done = std::move(done)](Result<Decisions> decisions) {
-    if (decisions) remember_all(owned->checks, owned->request.cost(), sent, *decisions);
+  inner().decide(request, [impl = impl_.get(), owned, sent,
+                           done = std::move(done)](Result<Decisions> decisions) {
+    if (decisions) impl->remember_all(owned->checks, owned->request.cost(), sent, *decisions);
     done(std::move(decisions));
   });
 }
@@ -194,10 +218,12 @@ void OverLimitCache::append_metrics(std::string& out) const {
 }
 
 void OverLimitCache::clear_caches() {
-  table_->clear();
+  impl_->table.clear();
   inner().clear_caches();
 }
 
-std::size_t OverLimitCache::entries() const { return table_->size(); }
+std::uint64_t OverLimitCache::hits() const { return impl_->hits.load(std::memory_order_relaxed); }
+
+std::size_t OverLimitCache::entries() const { return impl_->table.size(); }
 
 }  // namespace spillway
