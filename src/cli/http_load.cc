@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -16,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/cli/http_client.h"
 #include "src/core/text.h"
 
 namespace spillway::cli {
@@ -141,14 +141,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void start() { connect(); }
 
  private:
+  // Through the CLI's one HTTP client (src/cli/http_client.h): its connect timeout and its words.
+  // Sending and reading stay here: this loop reuses its buffers and parses only what it needs.
   void connect() {
-    auto self = shared_from_this();
-    asio::async_connect(socket_, run_.endpoints,
-                        [self](const boost::system::error_code& error, const tcp::endpoint&) {
-                          if (error) return self->fail("connect: " + error.message());
-                          self->socket_.set_option(tcp::no_delay(true));
-                          self->next();
-                        });
+    connect_within(socket_, run_.endpoints, HttpTimeouts{}.connect,
+                   [self = shared_from_this()](std::string failure) {
+                     if (!failure.empty()) return self->fail("connect: " + failure);
+                     self->socket_.set_option(tcp::no_delay(true));
+                     self->next();
+                   });
   }
 
   void next() {
@@ -312,18 +313,11 @@ Result<HttpTarget> parse_http_target(std::string_view url) {
 
 Result<LoadTotals> run_http_load(const HttpLoad& load) {
   Run run{.load = load};
-  {
-    asio::io_context io;
-    tcp::resolver resolver(io);
-    boost::system::error_code error;
-    const auto found = resolver.resolve(load.target.host, load.target.port, error);
-    if (error) {
-      return std::unexpected(
-          Error{Errc::kUnavailable,
-                "--http: cannot resolve \"" + load.target.host + "\": " + error.message()});
-    }
-    for (const auto& entry : found) run.endpoints.push_back(entry.endpoint());
+  auto addresses = resolve_endpoint({load.target.host, load.target.port});
+  if (!addresses) {
+    return std::unexpected(Error{Errc::kUnavailable, "--http: " + addresses.error().message});
   }
+  run.endpoints = std::move(*addresses);
   const int threads = std::clamp(load.threads, 1, load.connections);
   std::vector<std::unique_ptr<asio::io_context>> loops;
   std::vector<LoadTotals> totals(static_cast<std::size_t>(load.connections));
