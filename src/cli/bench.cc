@@ -21,7 +21,8 @@
 #include "src/cli/latency_histogram.h"
 #include "src/cli/load_totals.h"
 #include "src/cli/schedule_wait.h"
-#include "src/server/json_text.h"
+#include "src/core/json_writer.h"
+#include "src/core/text.h"
 
 namespace spillway::cli {
 namespace {
@@ -355,40 +356,32 @@ void text_report(const BenchSetup& setup, std::string_view target, const LoadTot
 // --json: one object, the same numbers as the text (latencies in microseconds, exact counts).
 std::string json_report(const BenchSetup& setup, std::string_view target, const LoadTotals& all,
                         double seconds) {
-  const auto number = [](double value, int decimals) {
-    std::ostringstream text;
-    text << std::fixed << std::setprecision(decimals) << value;
-    return text.str();
-  };
   const auto checks = static_cast<double>(all.admitted + all.denied);
-  std::string json = "{";
-  json += setup.http ? "\"http\":" : "\"backend\":";
-  server::append_json_string(json, target);
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object();
   if (setup.http) {
-    json += ",\"connections\":" + std::to_string(setup.concurrency) +
-            ",\"threads\":" + std::to_string(setup.threads);
+    json.member("http", target).member("connections", setup.concurrency);
+    json.member("threads", setup.threads);
   } else {
-    json += ",\"algorithm\":";
-    server::append_json_string(json, algorithm_name(setup.limit.algorithm()));
-    json += ",\"concurrency\":" + std::to_string(setup.concurrency) +
-            ",\"keys\":" + std::to_string(setup.keys);
+    json.member("backend", target)
+        .member("algorithm", algorithm_name(setup.limit.algorithm()))
+        .member("concurrency", setup.concurrency)
+        .member("keys", setup.keys);
   }
-  json += std::string(",\"loop\":") + (setup.rate > 0 ? "\"open\"" : "\"closed\"");
-  if (setup.rate > 0) json += ",\"offered_per_second\":" + std::to_string(setup.rate);
-  json += ",\"seconds\":" + number(seconds, 3) +
-          ",\"checks_per_second\":" + number(checks / seconds, 0) +
-          ",\"errors_per_second\":" + number(static_cast<double>(all.errors) / seconds, 0) +
-          ",\"p50_us\":" + number(micros(all.latencies.at(0.50)), 1) +
-          ",\"p99_us\":" + number(micros(all.latencies.at(0.99)), 1) +
-          ",\"p999_us\":" + number(micros(all.latencies.at(0.999)), 1) +
-          ",\"max_us\":" + number(micros(all.latencies.max()), 1) +
-          ",\"admitted\":" + std::to_string(all.admitted) +
-          ",\"denied\":" + std::to_string(all.denied) + ",\"errors\":" + std::to_string(all.errors);
-  if (all.errors > 0) {
-    json += ",\"first_error\":";
-    server::append_json_string(json, server::utf8_or_escaped(all.first_error));
-  }
-  return json + "}";
+  json.member("loop", setup.rate > 0 ? "open" : "closed");
+  if (setup.rate > 0) json.member("offered_per_second", setup.rate);
+  json.key("seconds").fixed(seconds, 3);
+  json.key("checks_per_second").fixed(checks / seconds, 0);
+  json.key("errors_per_second").fixed(static_cast<double>(all.errors) / seconds, 0);
+  json.key("p50_us").fixed(micros(all.latencies.at(0.50)), 1);
+  json.key("p99_us").fixed(micros(all.latencies.at(0.99)), 1);
+  json.key("p999_us").fixed(micros(all.latencies.at(0.999)), 1);
+  json.key("max_us").fixed(micros(all.latencies.max()), 1);
+  json.member("admitted", all.admitted).member("denied", all.denied).member("errors", all.errors);
+  if (all.errors > 0) json.member("first_error", utf8_or_escaped(all.first_error));
+  json.end_object();
+  return out;
 }
 
 // The report both modes print (text or --json), then exit 1 when anything failed.

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -16,8 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "src/cli/http_client.h"
 #include "src/core/text.h"
-#include "src/server/json_text.h"
 
 namespace spillway::cli {
 namespace {
@@ -142,14 +141,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void start() { connect(); }
 
  private:
+  // Through the CLI's one HTTP client (src/cli/http_client.h): its connect timeout and its words.
+  // Sending and reading stay here: this loop reuses its buffers and parses only what it needs.
   void connect() {
-    auto self = shared_from_this();
-    asio::async_connect(socket_, run_.endpoints,
-                        [self](const boost::system::error_code& error, const tcp::endpoint&) {
-                          if (error) return self->fail("connect: " + error.message());
-                          self->socket_.set_option(tcp::no_delay(true));
-                          self->next();
-                        });
+    connect_within(socket_, run_.endpoints, HttpTimeouts{}.connect,
+                   [self = shared_from_this()](std::string failure) {
+                     if (!failure.empty()) return self->fail("connect: " + failure);
+                     self->socket_.set_option(tcp::no_delay(true));
+                     self->next();
+                   });
   }
 
   void next() {
@@ -174,6 +174,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (run_.load.body) {
       body = *run_.load.body;
     } else {
+      // Written here, not by JsonWriter (src/core/json_writer.h): the hot loop of a load
+      // generator, into a stack buffer, and nothing in it needs escaping (digits only).
       const int length = std::snprintf(
           stream_body, sizeof stream_body,
           R"({"ip":"10.%d.%d.%d","api_key":"k%d","endpoint":"/search"})", static_cast<int>(n % 7),
@@ -220,7 +222,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (totals_.errors == 0) {  // the first: with the start of its body, one line
         std::string_view body(in_.data() + answer.body_at, answer.length - answer.body_at);
         if (!body.empty()) {
-          std::string shown = server::utf8_or_escaped(body.substr(0, kShownBody));
+          std::string shown = utf8_or_escaped(body.substr(0, kShownBody));
           std::replace_if(
               shown.begin(), shown.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
           what += ": " + shown + (body.size() > kShownBody ? "..." : "");
@@ -311,18 +313,11 @@ Result<HttpTarget> parse_http_target(std::string_view url) {
 
 Result<LoadTotals> run_http_load(const HttpLoad& load) {
   Run run{.load = load};
-  {
-    asio::io_context io;
-    tcp::resolver resolver(io);
-    boost::system::error_code error;
-    const auto found = resolver.resolve(load.target.host, load.target.port, error);
-    if (error) {
-      return std::unexpected(
-          Error{Errc::kUnavailable,
-                "--http: cannot resolve \"" + load.target.host + "\": " + error.message()});
-    }
-    for (const auto& entry : found) run.endpoints.push_back(entry.endpoint());
+  auto addresses = resolve_endpoint({load.target.host, load.target.port});
+  if (!addresses) {
+    return std::unexpected(Error{Errc::kUnavailable, "--http: " + addresses.error().message});
   }
+  run.endpoints = std::move(*addresses);
   const int threads = std::clamp(load.threads, 1, load.connections);
   std::vector<std::unique_ptr<asio::io_context>> loops;
   std::vector<LoadTotals> totals(static_cast<std::size_t>(load.connections));

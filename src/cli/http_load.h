@@ -11,6 +11,10 @@
 // can be loaded. The first error is kept with the answer's status and the start of its body
 // ("status 400: {\"error\":...}"), so that a refused stream says why.
 //
+// It resolves and connects through the CLI's one HTTP client (src/cli/http_client.h: the same
+// 10 s connect timeout and words); its requests and answers are its own, written and read in
+// buffers each connection reuses, so that the load generator costs little per request.
+//
 // Thread safety: run_http_load() runs its own threads and returns when they are done.
 #pragma once
 

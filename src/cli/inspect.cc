@@ -18,7 +18,6 @@
 #include "src/policy/caller_value.h"
 #include "src/server/admin_service.h"
 #include "src/server/inspection.h"
-#include "src/server/json_text.h"
 
 namespace spillway::cli {
 namespace {
@@ -68,9 +67,9 @@ void print_text(const server::Inspection& inspection, std::ostream& text) {
     if (layer.blocked) {
       text << "  blocked:     by a tenant record: every request is denied, nothing charged\n";
     }
-    text << "  key:         " << server::utf8_or_escaped(layer.key) << "\n";
+    text << "  key:         " << utf8_or_escaped(layer.key) << "\n";
     if (layer.redis_key) {
-      text << "  redis key:   " << server::utf8_or_escaped(*layer.redis_key) << "\n";
+      text << "  redis key:   " << utf8_or_escaped(*layer.redis_key) << "\n";
     }
     if (layer.now) {
       text << "  now:         " << state_line(*layer.now) << "\n";

@@ -10,7 +10,7 @@
 #include <ctime>
 #include <iostream>
 
-#include "src/server/json_text.h"
+#include "src/core/json_writer.h"
 
 namespace spillway::cli {
 namespace {
@@ -48,18 +48,17 @@ bool says_trouble(std::string_view line) {
 }  // namespace
 
 std::string JsonStderr::to_json_line(std::string_view line) {
-  std::string out = "{\"ts\":\"" + now_rfc3339() + "\",\"level\":\"";
-  out.append(says_trouble(line) ? "warn" : "info").append("\"");
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object()
+      .member("ts", now_rfc3339())
+      .member("level", says_trouble(line) ? "warn" : "info");
   if (line.starts_with("spillway")) {
     const std::size_t colon = line.find(": ");
-    if (colon != std::string_view::npos && colon < 40) {
-      out.append(",\"logger\":");
-      server::append_json_string(out, line.substr(0, colon));
-    }
+    if (colon != std::string_view::npos && colon < 40) json.member("logger", line.substr(0, colon));
   }
-  out.append(",\"msg\":");
-  server::append_json_string(out, line);
-  out.append("}\n");
+  json.member("msg", line).end_object();
+  out.push_back('\n');
   return out;
 }
 

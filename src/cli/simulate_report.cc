@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "spillway/duration.h"
+#include "src/core/json_writer.h"
 #include "src/pages/html.h"
 #include "src/pages/report_page.h"
 #include "src/pages/series_style.h"
@@ -19,14 +20,12 @@ std::string fixed(double value, int digits) {
 
 double seconds(Micros micros) { return static_cast<double>(micros) / 1e6; }
 
-// Requests per second in each bucket.
-std::string rate_array(const std::vector<std::int64_t>& counts, Micros bucket) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (i > 0) out += ',';
-    out += fixed(static_cast<double>(counts[i]) / seconds(bucket), 3);
-  }
-  return out + "]";
+// Requests per second in each bucket, the next value of `json`: an array.
+void write_rates(JsonWriter& json, const std::vector<std::int64_t>& counts, Micros bucket) {
+  json.begin_array();
+  for (const std::int64_t count : counts)
+    json.fixed(static_cast<double>(count) / seconds(bucket), 3);
+  json.end_array();
 }
 
 std::string limit_text(const Limit& limit) {
@@ -144,35 +143,37 @@ std::string report_html(const Simulation& simulation, const SimulationSettings& 
           ". Made by <code>spillway simulate</code>; this file needs no network.</p>\n";
 
   // The data the page's script draws.
-  std::string json = "{\"bucket_s\":" + fixed(seconds(simulation.bucket), 6) + ",\"t\":[";
+  std::string data;
+  JsonWriter json(data);
+  json.begin_object().key("bucket_s").fixed(seconds(simulation.bucket), 6).key("t").begin_array();
   for (std::size_t i = 0; i < simulation.offered_series.size(); ++i) {
-    if (i > 0) json += ',';
-    json += fixed(seconds(static_cast<Micros>(i) * simulation.bucket), 3);
+    json.fixed(seconds(static_cast<Micros>(i) * simulation.bucket), 3);
   }
-  json += "],\"offered\":" + rate_array(simulation.offered_series, simulation.bucket);
-  json += ",\"offered_style\":{\"color\":" + pages::json_string(pages::kOfferedColor) +
-          ",\"width\":" + fixed(pages::kOfferedWidth, 1) + "}";
-  json += ",\"retry_buckets\":[";
-  for (std::size_t i = 0; i < kRetryBuckets.size(); ++i) {
-    json += (i > 0 ? ",\"" : "\"") + std::string(kRetryBuckets[i]) + "\"";
-  }
-  json += "],\"algorithms\":[";
+  json.end_array().key("offered");
+  write_rates(json, simulation.offered_series, simulation.bucket);
+  json.key("offered_style")
+      .begin_object()
+      .member("color", pages::kOfferedColor)
+      .key("width")
+      .fixed(pages::kOfferedWidth, 1)
+      .end_object()
+      .key("retry_buckets")
+      .begin_array();
+  for (const char* retry_bucket : kRetryBuckets) json.value(retry_bucket);
+  json.end_array().key("algorithms").begin_array();
   for (std::size_t a = 0; a < simulation.outcomes.size(); ++a) {
     const AlgorithmOutcome& o = simulation.outcomes[a];
-    if (a > 0) json += ',';
-    json += "{\"name\":\"";
-    json.append(algorithm_name(o.algorithm)).append("\",\"admitted_rate\":");
-    json += rate_array(o.admitted_series, simulation.bucket) +
-            ",\"denied_rate\":" + rate_array(o.denied_series, simulation.bucket) +
-            ",\"style\":" + pages::series_style_json(pages::series_style(a)) +
-            ",\"retry_histogram\":[";
-    for (std::size_t i = 0; i < o.retry_histogram.size(); ++i) {
-      json += (i > 0 ? "," : "") + std::to_string(o.retry_histogram[i]);
-    }
-    json += "]}";
+    json.begin_object().member("name", algorithm_name(o.algorithm)).key("admitted_rate");
+    write_rates(json, o.admitted_series, simulation.bucket);
+    json.key("denied_rate");
+    write_rates(json, o.denied_series, simulation.bucket);
+    json.key("style").raw(pages::series_style_json(pages::series_style(a)));
+    json.key("retry_histogram").begin_array();
+    for (const std::int64_t count : o.retry_histogram) json.value(count);
+    json.end_array().end_object();
   }
-  json += "]}";
-  return pages::report_html("spillway simulate: " + std::string(source), body, json);
+  json.end_array().end_object();
+  return pages::report_html("spillway simulate: " + std::string(source), body, data);
 }
 
 std::string overview_svg(const Simulation& simulation, std::string_view source) {

@@ -12,8 +12,9 @@
 #include "src/cli/args.h"
 #include "src/cli/preflight.h"
 #include "src/config/config.h"
+#include "src/core/json_writer.h"
+#include "src/core/text.h"
 #include "src/rls/rls_config.h"
-#include "src/server/json_text.h"
 #include "src/server/service.h"
 
 namespace spillway::cli {
@@ -84,27 +85,20 @@ std::string json_result(std::string_view what, const std::string& path, bool ok,
                         const std::vector<std::pair<std::string, std::vector<std::string>>>& lists,
                         const std::vector<std::string>& errors,
                         const std::vector<std::string>& warnings, int layers = -1) {
-  const auto array = [](std::string& json, const std::vector<std::string>& items) {
-    json += "[";
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (i > 0) json += ",";
-      server::append_json_string(json, server::utf8_or_escaped(items[i]));
-    }
-    json += "]";
+  std::string out;
+  JsonWriter json(out);
+  const auto array = [&json](std::string_view name, const std::vector<std::string>& items) {
+    json.runtime_key(name).begin_array();
+    for (const std::string& item : items) json.value(utf8_or_escaped(item));
+    json.end_array();
   };
-  std::string json = "{\"" + std::string(what) + "\":";
-  server::append_json_string(json, server::utf8_or_escaped(path));
-  json += std::string(",\"ok\":") + (ok ? "true" : "false");
-  if (layers >= 0) json += ",\"layers\":" + std::to_string(layers);
-  for (const auto& [name, items] : lists) {
-    json += ",\"" + name + "\":";
-    array(json, items);
-  }
-  json += ",\"errors\":";
-  array(json, errors);
-  json += ",\"warnings\":";
-  array(json, warnings);
-  return json + "}";
+  json.begin_object().runtime_key(what).value(utf8_or_escaped(path)).member("ok", ok);
+  if (layers >= 0) json.member("layers", layers);
+  for (const auto& [name, items] : lists) array(name, items);
+  array("errors", errors);
+  array("warnings", warnings);
+  json.end_object();
+  return out;
 }
 
 }  // namespace

@@ -89,6 +89,25 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t at) {
   return length;
 }
 
+std::string utf8_or_escaped(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {
+      const auto b = static_cast<unsigned char>(text[i]);
+      out.append("\\x").append(1, kHex[b >> 4]).append(1, kHex[b & 0xf]);
+      ++i;
+    } else {
+      out.append(text.substr(i, length));
+      i += length;
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> percent_decoded(std::string_view text) {
   std::string out;
   out.reserve(text.size());

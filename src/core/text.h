@@ -2,7 +2,7 @@
 // folding, quoting a value inside a one-line error message, and UTF-8 validation (for the JSON and
 // SVG writers, which replace what is not UTF-8 each in their own way). Pure functions; thread-safe.
 //
-// Not for JSON: src/server/json_text.h escapes for JSON string literals (\u00NN), which is a
+// Not for JSON: src/core/json_writer.h escapes for JSON string literals (\u00NN), which is a
 // different format from the \xNN used in error messages here.
 #pragma once
 
@@ -52,6 +52,10 @@ std::optional<std::string> percent_decoded(std::string_view text);
 // the byte there starts none: a stray continuation byte, an overlong form, a surrogate, a code
 // point past U+10FFFF, or a sequence cut short by the end of `text`. `at` < text.size().
 std::size_t utf8_sequence_length(std::string_view text, std::size_t at);
+
+// `text` with every byte that is not part of valid UTF-8 written as the text \xNN (lower-case
+// hex), the rest as it is: what JSON output and one-line messages show of bytes from clients.
+std::string utf8_or_escaped(std::string_view text);
 
 // Appends the 22 base64url characters ('A'-'Z', 'a'-'z', '0'-'9', '-', '_'; no padding) of 16
 // bytes: digested key names, reservation ids.

@@ -17,12 +17,12 @@
 #include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "src/config/error_answer.h"
+#include "src/core/json_writer.h"
 #include "src/core/text.h"
 #include "src/grpc/quota_grpc_service.h"
 #include "src/grpc/rls_convert.h"
 #include "src/server/access_log.h"
 #include "src/server/decision_log_fields.h"
-#include "src/server/json_text.h"
 #include "src/server/trace_context.h"
 
 namespace spillway::grpc_server {
@@ -185,32 +185,32 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
   void write_log(const CallLog& log, const ::grpc::Status& status,
                  const Result<rls::RlsResponse>& result, std::size_t descriptors,
                  std::int64_t us) const {
-    std::string line =
-        "\"msg\":\"request\",\"protocol\":\"grpc\",\"method\":\"POST\",\"path\":\"/"
-        "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit\",\"grpc_status\":";
-    server::append_json_string(line, status_name(status.error_code()));
-    line.append(",\"latency_us\":").append(std::to_string(us)).append(",\"peer\":");
-    server::append_json_string(line, server::utf8_or_escaped(log.peer));
-    line.append(",\"domain\":");
-    server::append_json_string(line, server::utf8_or_escaped(log.domain));
-    line.append(",\"descriptors\":").append(std::to_string(descriptors));
+    std::string line;
+    JsonWriter json = JsonWriter::in_object(line, false);
+    json.member("msg", "request")
+        .member("protocol", "grpc")
+        .member("method", "POST")
+        .member("path", "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
+        .member("grpc_status", status_name(status.error_code()))
+        .member("latency_us", us)
+        .member("peer", utf8_or_escaped(log.peer))
+        .member("domain", utf8_or_escaped(log.domain))
+        .member("descriptors", descriptors);
     if (result) {
       std::size_t over = 0;
       for (const rls::DescriptorStatus& d : result->statuses) {
         over += d.code == rls::Code::kOverLimit ? 1 : 0;
       }
-      line.append(result->overall_code == rls::Code::kOverLimit ? ",\"allowed\":false"
-                                                                : ",\"allowed\":true");
-      line.append(",\"over_limit\":").append(std::to_string(over));
+      json.member("allowed", result->overall_code != rls::Code::kOverLimit)
+          .member("over_limit", over);
     } else if (const policy::ErrorAnswer answer = policy::answer_error(result.error(), on_error_);
                answer == policy::ErrorAnswer::kFail) {
-      line.append(",\"backend_error\":");
-      server::append_json_string(line, errc_name(result.error().code));
+      json.member("backend_error", errc_name(result.error().code));
     } else if (answer != policy::ErrorAnswer::kInvalid) {
-      line.append(",").append(
+      json.members(
           server::backend_error_log_fields(result.error(), answer == policy::ErrorAnswer::kAllow));
     }
-    if (!log.trace_id.empty()) line.append(",\"trace_id\":\"").append(log.trace_id).append("\"");
+    if (!log.trace_id.empty()) json.member("trace_id", log.trace_id);
     log_->write(line);
   }
 

@@ -1,7 +1,5 @@
 #include "src/pages/html.h"
 
-#include <cstdio>
-
 #include "src/core/text.h"
 
 namespace spillway::pages {
@@ -59,24 +57,6 @@ std::string script_safe_json(std::string_view json) {
     out += json[i];
     if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') out += '\\';
   }
-  return out;
-}
-
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned char>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
   return out;
 }
 

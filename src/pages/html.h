@@ -15,10 +15,7 @@ std::string html_escape(std::string_view text);
 std::string xml_text(std::string_view text);
 
 // JSON text made safe inside <script>…</script>: every "</" becomes "<\/" (the same JSON value),
-// so no string inside can close the element.
+// so no string inside can close the element. (JSON itself is written by src/core/json_writer.h.)
 std::string script_safe_json(std::string_view json);
-
-// `text` as a JSON string literal, quotes included (control characters as \u00XX).
-std::string json_string(std::string_view text);
 
 }  // namespace spillway::pages

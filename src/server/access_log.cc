@@ -8,6 +8,8 @@
 #include <ctime>
 #include <utility>
 
+#include "src/core/json_writer.h"
+
 namespace spillway::server {
 
 AccessLog::AccessLog(std::function<void(std::string_view)> sink, bool json)
@@ -15,7 +17,7 @@ AccessLog::AccessLog(std::function<void(std::string_view)> sink, bool json)
 
 AccessLog::~AccessLog() { flush(); }
 
-void AccessLog::append_timestamp_locked(std::string& out) {
+std::string_view AccessLog::timestamp_locked() {
   const auto now = std::chrono::system_clock::now();
   const auto millis =
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
@@ -29,20 +31,26 @@ void AccessLog::append_timestamp_locked(std::string& out) {
     const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
     stamp_.assign(text, length);
     stamped_second_ = seconds;
+    second_length_ = length;
   }
-  char tail[8];  // ".456Z " and the terminator
-  std::snprintf(tail, sizeof tail, json_ ? ".%03dZ" : ".%03dZ ", fraction);
-  if (!json_) {
-    out.append(stamp_).append(tail);
-    return;
-  }
-  out.append("{\"ts\":\"").append(stamp_).append(tail).append("\",\"level\":\"info\",");
+  char tail[8];  // ".456Z" and the terminator
+  std::snprintf(tail, sizeof tail, ".%03dZ", fraction);
+  stamp_.resize(second_length_);
+  stamp_.append(tail);
+  return stamp_;
 }
 
 void AccessLog::append_line_locked(std::string& out, std::string_view line, bool newline) {
-  append_timestamp_locked(out);
-  out.append(line);
-  if (json_) out.push_back('}');
+  if (json_) {
+    out.push_back('{');
+    JsonWriter::in_object(out, false)
+        .member("ts", timestamp_locked())
+        .member("level", "info")
+        .members(line)
+        .end_object();
+  } else {
+    out.append(timestamp_locked()).append(" ").append(line);
+  }
   if (newline) out.push_back('\n');
 }
 

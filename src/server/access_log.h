@@ -51,9 +51,9 @@ class AccessLog {
  private:
   static constexpr std::size_t kFlushBytes = 32 * 1024;
   void write_buffer_locked();  // buffer_ to stderr; the caller holds mutex_
-  // Appends "2026-12-02T01:02:03.456Z " (now), or for json `{"ts":"…Z","level":"info",`; the
-  // caller holds mutex_.
-  void append_timestamp_locked(std::string& out);
+  // "2026-12-02T01:02:03.456Z", now: a view of stamp_, valid until the next call; the caller
+  // holds mutex_.
+  std::string_view timestamp_locked();
   // `line` with its time, as text or JSON, and '\n' when `newline`; the caller holds mutex_.
   void append_line_locked(std::string& out, std::string_view line, bool newline);
 
@@ -63,7 +63,8 @@ class AccessLog {
   std::string buffer_;
   std::string stamped_line_;          // the line handed to sink_, reused
   std::int64_t stamped_second_ = -1;  // the Unix second that stamp_ spells
-  std::string stamp_;                 // "2026-12-02T01:02:03"
+  std::string stamp_;                 // "2026-12-02T01:02:03.456Z"
+  std::size_t second_length_ = 0;     // how much of stamp_ spells the second ("…T01:02:03")
 };
 
 }  // namespace spillway::server

@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "src/core/json_writer.h"
 #include "src/core/text.h"
 #include "src/server/admin_records.h"
 #include "src/server/admin_service.h"
 #include "src/server/decision_response.h"
-#include "src/server/json_text.h"
 
 namespace spillway::server {
 
@@ -36,17 +36,17 @@ HttpResponse AdminService::reset(const std::string& who, const std::string& key,
   audit_("token=" + who + " reset tenant=" + masked(key) + " layer=" + name +
          " keys=" + std::to_string(keys.size()) + " held_state=" + std::to_string(forgotten) +
          (announced ? "" : " not_announced=" + quote_for_error(announced.error().message, 120)));
-  std::string out = "{\"layer\":\"" + name + "\",\"keys\":" + std::to_string(keys.size()) +
-                    ",\"held_state\":" + std::to_string(forgotten) + ",\"announced\":";
-  if (announced) {
-    out += "true}";
-  } else {
-    // The reset is done here and in the shared store; instances that remember a denial of this
-    // caller keep it until its retry_after runs out.
-    out += "false,\"announce_error\":";
-    append_json_string(out, announced.error().message);
-    out += "}";
-  }
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object()
+      .member("layer", name)
+      .member("keys", keys.size())
+      .member("held_state", forgotten)
+      .member("announced", announced.has_value());
+  // The reset is done here and in the shared store; when it was not announced, instances that
+  // remember a denial of this caller keep it until its retry_after runs out.
+  if (!announced) json.member("announce_error", announced.error().message);
+  json.end_object();
   return json_response(200, std::move(out));
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/core/json_writer.h"
 #include "src/core/text.h"
 #include "src/server/admin_records.h"
 #include "src/server/admin_service.h"
@@ -90,7 +91,9 @@ HttpResponse AdminService::import(const std::string& who, const HttpRequest& req
   auto written = tenants_->put_many(records);
   if (!written) return from_error(written.error());
   audit_("token=" + who + " import records=" + std::to_string(*written));
-  return json_response(200, "{\"imported\":" + std::to_string(*written) + "}");
+  std::string out;
+  JsonWriter(out).begin_object().member("imported", *written).end_object();
+  return json_response(200, std::move(out));
 }
 
 }  // namespace spillway::server

@@ -8,7 +8,6 @@
 
 #include "src/core/text.h"
 #include "src/server/decision_response.h"
-#include "src/server/json_text.h"
 
 namespace spillway::server {
 namespace json = boost::json;
@@ -24,32 +23,23 @@ std::string rate_text(const TenantRate& rate) {
 
 }  // namespace
 
-void append_record(std::string& out, const TenantRecord& record) {
-  out += "{\"plan\":";
+void write_record(JsonWriter& json, const TenantRecord& record) {
+  json.begin_object();
   if (record.plan.empty()) {
-    out += "null";
+    json.null_member("plan");
   } else {
-    append_json_string(out, record.plan);
+    json.member("plan", record.plan);
   }
-  out += ",\"limits\":{";
-  bool first = true;
-  for (const auto& [layer, rate] : record.limits) {
-    if (!first) out += ',';
-    first = false;
-    append_json_string(out, layer);
-    out += ':';
-    append_json_string(out, rate_text(rate));
-  }
-  out += "},\"blocked\":";
-  out += record.blocked ? "true" : "false";
-  out += '}';
+  json.key("limits").begin_object();
+  for (const auto& [layer, rate] : record.limits) json.runtime_key(layer).value(rate_text(rate));
+  json.end_object().member("blocked", record.blocked).end_object();
 }
 
-void append_optional_record(std::string& out, const std::optional<TenantRecord>& record) {
+void write_optional_record(JsonWriter& json, const std::optional<TenantRecord>& record) {
   if (record) {
-    append_record(out, *record);
+    write_record(json, *record);
   } else {
-    out += "null";
+    json.null();
   }
 }
 

@@ -1,6 +1,6 @@
 // Tenant records as the admin API (src/server/admin_service.h) reads and writes them, shared by
 // its handlers: a record from a JSON object (record_of), checked against the policy in force
-// (check_against), written as JSON (append_record), and the API's JSON answers (json_response,
+// (check_against), written as JSON (write_record), and the API's JSON answers (json_response,
 // from_error). Private to src/server. Pure functions; thread-safe.
 #pragma once
 
@@ -13,6 +13,7 @@
 #include "spillway/error.h"
 #include "spillway/policy_engine.h"
 #include "spillway/tenant_directory.h"
+#include "src/core/json_writer.h"
 #include "src/server/http_server.h"
 
 namespace spillway::server {
@@ -24,10 +25,10 @@ HttpResponse json_response(int status, std::string body);
 // anything else a 503 (the tenant store did not answer).
 HttpResponse from_error(const Error& error);
 
-// {"plan":…|null,"limits":{layer:"<limit>/<period>"…},"blocked":…}
-void append_record(std::string& out, const TenantRecord& record);
+// {"plan":…|null,"limits":{layer:"<limit>/<period>"…},"blocked":…}, the next value of `json`.
+void write_record(JsonWriter& json, const TenantRecord& record);
 // The record, or null.
-void append_optional_record(std::string& out, const std::optional<TenantRecord>& record);
+void write_optional_record(JsonWriter& json, const std::optional<TenantRecord>& record);
 
 // A record as JSON sends it: plan, limits, blocked; any other field is refused by name, except
 // those of `also_allowed`. `where` prefixes messages ("line 3: "). Errors are kInvalidArgument,

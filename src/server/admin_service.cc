@@ -83,6 +83,27 @@ std::optional<HttpResponse> AdminService::check_headers(const HttpRequest& reque
   return too_large(path, bytes);
 }
 
+// Exact paths before the templates that would match them too (/v1/tenants/import).
+const AdminService::Route AdminService::kRoutes[] = {
+    {kTenantsPath, "GET",
+     [](AdminService& admin, const Call& call) { return admin.list(call.query); },
+     "use GET on /v1/tenants (PUT a record at /v1/tenants/{key})"},
+    {"/v1/tenants/import", "POST",
+     [](AdminService& admin, const Call& call) { return admin.import(call.who, call.request); },
+     "use POST on /v1/tenants/import (the tenant whose key is import is /v1/tenants/%69mport)"},
+    {kInspectPath, "GET",
+     [](AdminService& admin, const Call& call) { return admin.inspect(call.query); },
+     "use GET on /v1/inspect"},
+    {"/v1/tenants/{key}/counters/*", "DELETE",
+     [](AdminService& admin, const Call& call) {
+       return admin.reset(call.who, *call.key, call.layer);
+     },
+     "use DELETE to reset a caller's counters"},
+    {"/v1/tenants/{key}", "GET, PUT, DELETE",
+     [](AdminService& admin, const Call& call) { return admin.record(call); },
+     "method {method} is not allowed on a tenant (allow: {allow})"},
+};
+
 void AdminService::handle(HttpRequest request, Responder respond) {
   const std::optional<std::string> who = authenticate(request);
   if (!who) return respond(refused(request));
@@ -91,80 +112,43 @@ void AdminService::handle(HttpRequest request, Responder respond) {
   if (auto refused_body = too_large(path, request.body.size())) {
     return respond(std::move(*refused_body));
   }
-  if (path == kTenantsPath) {
-    if (request.method != "GET") {
-      HttpResponse response = error_response(405,
-                                             "use GET on /v1/tenants (PUT a record at "
-                                             "/v1/tenants/{key})");
-      response.headers.emplace_back("Allow", "GET");
-      return respond(std::move(response));
-    }
-    return respond(list(query));
-  }
-  if (path == "/v1/tenants/import") {
-    if (request.method != "POST") {
-      HttpResponse response = error_response(405,
-                                             "use POST on /v1/tenants/import (the tenant whose key "
-                                             "is import is /v1/tenants/%69mport)");
-      response.headers.emplace_back("Allow", "POST");
-      return respond(std::move(response));
-    }
-    return respond(import(*who, request));
-  }
-  if (path == kInspectPath) {
-    if (request.method != "GET") {
-      HttpResponse response = error_response(405, "use GET on /v1/inspect");
-      response.headers.emplace_back("Allow", "GET");
-      return respond(std::move(response));
-    }
-    return respond(inspect(query));
-  }
-  if (!path.starts_with("/v1/tenants/")) {
-    return respond(error_response(404, "no such admin endpoint: " + std::string(path) +
-                                           " (the admin API serves /v1/tenants and /v1/inspect)"));
-  }
-  std::string_view segment = path.substr(std::string_view("/v1/tenants/").size());
-  std::optional<std::string_view> counters;  // /v1/tenants/{key}/counters/{layer}
-  if (const std::size_t slash = segment.find('/'); slash != std::string_view::npos) {
-    constexpr std::string_view kCounters = "/counters/";
-    if (segment.substr(slash, kCounters.size()) != kCounters) {
+  RouteCaptures captures;
+  const Route* route = find_route(kRoutes, path, captures);
+  if (route == nullptr) {
+    if (path.starts_with("/v1/tenants/")) {
       return respond(error_response(404, "no such admin endpoint: " + logged_path(path) +
                                              " (a key holding '/' is sent as %2F)"));
     }
-    counters = segment.substr(slash + kCounters.size());
-    segment = segment.substr(0, slash);
+    return respond(error_response(404, "no such admin endpoint: " + std::string(path) +
+                                           " (the admin API serves /v1/tenants and /v1/inspect)"));
   }
-  const auto key = percent_decoded(segment);
-  if (!key) return respond(error_response(400, "the key in the path has a malformed %-escape"));
-  if (key->empty()) return respond(error_response(400, "the key in the path is empty"));
-  if (key->size() > kMaxTenantKeyBytes) {
-    return respond(error_response(400, "the key is " + std::to_string(key->size()) +
-                                           " bytes, over the " +
-                                           std::to_string(kMaxTenantKeyBytes) + "-byte bound"));
-  }
-  if (counters) {
-    if (request.method != "DELETE") {
-      HttpResponse response = error_response(405, "use DELETE to reset a caller's counters");
-      response.headers.emplace_back("Allow", "DELETE");
-      return respond(std::move(response));
+  Call call{.who = *who, .request = request, .query = query};
+  std::optional<std::string> key;
+  if (captures.count > 0) {  // /v1/tenants/{key}…: the key is checked before the method
+    key = percent_decoded(captures.values[0]);
+    if (!key) return respond(error_response(400, "the key in the path has a malformed %-escape"));
+    if (key->empty()) return respond(error_response(400, "the key in the path is empty"));
+    if (key->size() > kMaxTenantKeyBytes) {
+      return respond(error_response(400, "the key is " + std::to_string(key->size()) +
+                                             " bytes, over the " +
+                                             std::to_string(kMaxTenantKeyBytes) + "-byte bound"));
     }
-    return respond(reset(*who, *key, *counters));
+    call.key = &*key;
+    if (captures.count > 1) call.layer = captures.values[1];
   }
-  const bool record_method =
-      request.method == "PUT" || request.method == "GET" || request.method == "DELETE";
-  if (record_method) {
-    // The key its requests are looked up by, whatever spelling was sent.
-    auto spelt = policy_()->tenant_key(*key, ipv6_prefix_());
-    if (!spelt) return respond(error_response(400, spelt.error().message));
-    if (request.method == "PUT") return respond(put(*who, *spelt, request.body));
-    if (request.method == "GET") return respond(get(*spelt));
-    return respond(erase(*who, *spelt));
+  if (auto refused_method = refuse_method(*route, request.method, path)) {
+    return respond(std::move(*refused_method));
   }
-  HttpResponse response = error_response(405, "method " + request.method +
-                                                  " is not allowed on a tenant (allow: GET, PUT, "
-                                                  "DELETE)");
-  response.headers.emplace_back("Allow", "GET, PUT, DELETE");
-  return respond(std::move(response));
+  return respond(route->handler(*this, call));
+}
+
+HttpResponse AdminService::record(const Call& call) {
+  // The key its requests are looked up by, whatever spelling was sent.
+  auto spelt = policy_()->tenant_key(*call.key, ipv6_prefix_());
+  if (!spelt) return error_response(400, spelt.error().message);
+  if (call.request.method == "PUT") return put(call.who, *spelt, call.request.body);
+  if (call.request.method == "GET") return get(*spelt);
+  return erase(call.who, *spelt);
 }
 
 }  // namespace spillway::server

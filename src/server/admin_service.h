@@ -57,6 +57,7 @@
 #include "src/core/rate_limited_log.h"
 #include "src/server/http_server.h"
 #include "src/server/inspection.h"
+#include "src/server/router.h"
 
 namespace spillway::server {
 
@@ -121,6 +122,21 @@ class AdminService {
     std::string name;
     std::string digest;
   };
+  // What a handler of the route table gets: the token's name, the request, its query, and for the
+  // /v1/tenants/{key}… routes the key (decoded and checked) and the layer of a reset.
+  struct Call {
+    const std::string& who;
+    const HttpRequest& request;
+    std::string_view query;
+    const std::string* key = nullptr;
+    std::string_view layer;
+  };
+  // The admin endpoints (src/server/router.h), in the order they are tried.
+  using Route = server::Route<HttpResponse (*)(AdminService& admin, const Call& call)>;
+  static const Route kRoutes[];
+  // PUT, GET or DELETE /v1/tenants/{key}: the key spelt as requests key it, then put, get, erase.
+  HttpResponse record(const Call& call);
+
   // The name of the token the request carries, or nullopt.
   std::optional<std::string> authenticate(const HttpRequest& request) const;
   // The 401 for a request without a valid token, logged (at most a line a second).

@@ -8,11 +8,11 @@
 #include <string>
 #include <utility>
 
+#include "src/core/json_writer.h"
 #include "src/core/text.h"
 #include "src/server/admin_records.h"
 #include "src/server/admin_service.h"
 #include "src/server/decision_response.h"
-#include "src/server/json_text.h"
 #include "src/server/json_unique.h"
 
 namespace spillway::server {
@@ -59,13 +59,13 @@ HttpResponse AdminService::put(const std::string& who, const std::string& key,
   audit_("token=" + who + " put tenant=" + masked(key) +
          " before=" + (*before ? describe_tenant_record(**before) : std::string("none")) +
          " after=" + describe_tenant_record(*record));
-  std::string out = "{\"id\":";
-  append_json_string(out, utf8_or_escaped(tenants_->id_of(key)));
-  out += ",\"before\":";
-  append_optional_record(out, *before);
-  out += ",\"after\":";
-  append_record(out, *record);
-  out += "}";
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object().member("id", utf8_or_escaped(tenants_->id_of(key))).key("before");
+  write_optional_record(json, *before);
+  json.key("after");
+  write_record(json, *record);
+  json.end_object();
   return json_response(200, std::move(out));
 }
 
@@ -76,11 +76,11 @@ HttpResponse AdminService::get(const std::string& key) const {
                           "no tenant record for this key (the file's plan or the default "
                           "applies)");
   }
-  std::string out = "{\"id\":";
-  append_json_string(out, utf8_or_escaped(tenants_->id_of(key)));
-  out += ",\"record\":";
-  append_record(out, *record);
-  out += "}";
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object().member("id", utf8_or_escaped(tenants_->id_of(key))).key("record");
+  write_record(json, *record);
+  json.end_object();
   return json_response(200, std::move(out));
 }
 
@@ -90,9 +90,11 @@ HttpResponse AdminService::erase(const std::string& who, const std::string& key)
   if (!*before) return error_response(404, "no tenant record for this key: nothing deleted");
   audit_("token=" + who + " delete tenant=" + masked(key) +
          " before=" + describe_tenant_record(**before) + " after=none");
-  std::string out = "{\"deleted\":true,\"before\":";
-  append_record(out, **before);
-  out += "}";
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object().member("deleted", true).key("before");
+  write_record(json, **before);
+  json.end_object();
   return json_response(200, std::move(out));
 }
 
@@ -118,22 +120,21 @@ HttpResponse AdminService::list(std::string_view query) const {
     limit = parsed;
   }
   const TenantPage page = tenants_->list(plan, cursor, limit);
-  std::string out = "{\"tenants\":[";
-  for (std::size_t i = 0; i < page.entries.size(); ++i) {
-    if (i > 0) out += ',';
-    out += "{\"id\":";
-    append_json_string(out, utf8_or_escaped(page.entries[i].id));
-    out += ",\"record\":";
-    append_record(out, page.entries[i].record);
-    out += '}';
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object().key("tenants").begin_array();
+  for (const auto& entry : page.entries) {
+    json.begin_object().member("id", utf8_or_escaped(entry.id)).key("record");
+    write_record(json, entry.record);
+    json.end_object();
   }
-  out += "],\"next_cursor\":";
+  json.end_array();
   if (page.next_cursor.empty()) {
-    out += "null";
+    json.null_member("next_cursor");
   } else {
-    append_json_string(out, utf8_or_escaped(page.next_cursor));
+    json.member("next_cursor", utf8_or_escaped(page.next_cursor));
   }
-  out += ",\"total\":" + std::to_string(tenants_->size()) + "}";
+  json.member("total", tenants_->size()).end_object();
   return json_response(200, std::move(out));
 }
 

@@ -12,8 +12,9 @@
 #include <utility>
 
 #include "src/core/decimal.h"
+#include "src/core/json_writer.h"
 #include "src/server/http_server_impl.h"
-#include "src/server/json_text.h"
+#include "src/server/response_text.h"
 #include "src/server/trace_context.h"
 
 namespace spillway::server {
@@ -337,18 +338,19 @@ void Connection::log_request() {
       std::chrono::duration_cast<std::chrono::microseconds>(Monotonic::now() - started_);
   std::string& line = log_line_;
   if (options().log_json) {
-    line.assign("\"msg\":\"request\",\"method\":");
-    append_json_string(line, logged_method(method_));
-    line.append(",\"path\":");
-    append_json_string(line, options().logged_path ? options().logged_path(path_) : path_);
-    line.append(",\"status\":");
-    append_decimal(line, status_);
-    line.append(",\"latency_us\":");
-    append_decimal(line, us.count());
-    line.append(",\"peer\":");
-    append_json_string(line, peer_);
-    if (!log_fields_.empty()) line.append(",").append(log_fields_);
-    if (!trace_id_.empty()) line.append(",\"trace_id\":\"").append(trace_id_).append("\"");
+    line.clear();
+    JsonWriter json = JsonWriter::in_object(line, false);
+    json.member("msg", "request").member("method", logged_method(method_)).key("path");
+    if (options().logged_path) {
+      json.value(options().logged_path(path_));
+    } else {
+      json.value(path_);
+    }
+    json.member("status", status_)
+        .member("latency_us", us.count())
+        .member("peer", peer_)
+        .members(log_fields_);
+    if (!trace_id_.empty()) json.member("trace_id", trace_id_);
     trace_id_.clear();  // a later protocol error on this connection is not this request's
     return server_.log(line);
   }

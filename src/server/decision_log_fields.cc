@@ -1,12 +1,11 @@
 // decision_log_fields, backend_error_log_fields (see decision_log_fields.h).
 #include "src/server/decision_log_fields.h"
 
-#include "src/server/json_text.h"
+#include "src/core/json_writer.h"
 
 namespace spillway::server {
 
 std::string decision_log_fields(const policy::PolicyDecision& decision) {
-  std::string out = decision.allowed ? "\"allowed\":true" : "\"allowed\":false";
   const policy::LayerDecision* shown = nullptr;
   for (const policy::LayerDecision& layer : decision.layers) {
     if (layer.shadow) continue;
@@ -16,38 +15,31 @@ std::string decision_log_fields(const policy::PolicyDecision& decision) {
       shown = &layer;
     }
   }
-  if (decision.denied_by) {
-    out.append(",\"denied_by\":");
-    append_json_string(out, *decision.denied_by);
-  }
+  std::string out;
+  JsonWriter json = JsonWriter::in_object(out, false);
+  json.member("allowed", decision.allowed);
+  if (decision.denied_by) json.member("denied_by", *decision.denied_by);
   if (shown != nullptr) {
-    out.append(",\"layer\":");
-    append_json_string(out, shown->name);
-    if (!shown->plan.empty()) {
-      out.append(",\"plan\":");
-      append_json_string(out, shown->plan);
-    }
+    json.member("layer", shown->name);
+    if (!shown->plan.empty()) json.member("plan", shown->plan);
   }
   if (!decision.shadow_denied.empty()) {
-    out.append(",\"shadow_denied\":[");
-    for (std::size_t i = 0; i < decision.shadow_denied.size(); ++i) {
-      if (i > 0) out.push_back(',');
-      append_json_string(out, decision.shadow_denied[i]);
-    }
-    out.push_back(']');
+    json.key("shadow_denied").begin_array();
+    for (const std::string& name : decision.shadow_denied) json.value(name);
+    json.end_array();
   }
   if (decision.shadow_error) {
-    out.append(",\"shadow_backend_error\":");
-    append_json_string(out, errc_name(decision.shadow_error->code));
+    json.member("shadow_backend_error", errc_name(decision.shadow_error->code));
   }
   return out;
 }
 
 std::string backend_error_log_fields(const Error& error, bool allowed) {
-  std::string out = allowed ? "\"allowed\":true" : "\"allowed\":false";
-  out.append(",\"backend_error\":");
-  append_json_string(out, errc_name(error.code));
-  out.append(allowed ? ",\"on_error\":\"allow\"" : ",\"on_error\":\"deny\"");
+  std::string out;
+  JsonWriter::in_object(out, false)
+      .member("allowed", allowed)
+      .member("backend_error", errc_name(error.code))
+      .member("on_error", allowed ? "allow" : "deny");
   return out;
 }
 

@@ -1,8 +1,9 @@
 #include "src/server/decision_response.h"
 
 #include "src/core/decimal.h"
+#include "src/core/json_writer.h"
 #include "src/policy/rate_headers.h"
-#include "src/server/json_text.h"
+#include "src/server/response_text.h"
 
 namespace spillway::server {
 namespace {
@@ -11,22 +12,22 @@ using policy::LayerDecision;
 
 std::int64_t millis_up(Micros d) { return d < 0 ? d : ceil_to_unit(d, kMicrosPerMilli); }
 
-// `"allowed":true,"limit":10,"remaining":9,"retry_after_ms":0,"reset_after_ms":6000`
-void append_decision_fields(std::string& out, const Decision& d) {
-  out.append(d.allowed ? "\"allowed\":true,\"limit\":" : "\"allowed\":false,\"limit\":");
-  append_decimal(out, d.limit);
-  out.append(",\"remaining\":");
-  append_decimal(out, d.remaining);
-  out.append(",\"retry_after_ms\":");
-  append_decimal(out, millis_up(d.retry_after));
-  out.append(",\"reset_after_ms\":");
-  append_decimal(out, millis_up(d.reset_after));
+// `"allowed":true,"limit":10,"remaining":9,"retry_after_ms":0,"reset_after_ms":6000`, members of
+// the object `json` has open.
+void decision_members(JsonWriter& json, const Decision& d) {
+  json.member("allowed", d.allowed)
+      .member("limit", d.limit)
+      .member("remaining", d.remaining)
+      .member("retry_after_ms", millis_up(d.retry_after))
+      .member("reset_after_ms", millis_up(d.reset_after));
 }
 
 std::string decision_json(const Decision& d) {
-  std::string out = "{";
-  append_decision_fields(out, d);
-  out.push_back('}');
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object();
+  decision_members(json, d);
+  json.end_object();
   return out;
 }
 
@@ -34,7 +35,7 @@ std::string decision_json(const Decision& d) {
 // enforced layers, the X-RateLimit-* trio of the top-level decision, and Retry-After when denied.
 // X-RateLimit-Limit is `top_capacity`, its limit's Limit::capacity(): what X-RateLimit-Remaining
 // counts down from (a bucket's burst); q stays the rate's L per w.
-void add_rate_headers(HttpResponse& response, const std::vector<LayerDecision>& layers,
+void add_decision_headers(HttpResponse& response, const std::vector<LayerDecision>& layers,
                       const Decision& top, std::int64_t top_capacity) {
   response.headers.reserve(6);
   if (!layers.empty() && !layers.front().shadow) {
@@ -76,10 +77,9 @@ void add_backend_error_headers(HttpResponse& response, bool allow, const Error& 
 
 // Denied because of the backend, not because of the limit: 503 (429 would tell the client it is
 // over its limit), with "error" as every 5xx body has.
-void append_backend_error_fields(std::string& body, bool allow, const Error& error) {
-  body.append(",\"backend_error\":");
-  append_json_string(body, error.message);
-  if (!allow) body.append(",\"error\":\"the rate limiter's backend failed\"");
+void backend_error_members(JsonWriter& json, bool allow, const Error& error) {
+  json.member("backend_error", error.message);
+  if (!allow) json.member("error", "the rate limiter's backend failed");
 }
 
 }  // namespace
@@ -90,15 +90,17 @@ HttpResponse error_response(int status, std::string_view message) {
 
 HttpResponse limit_decision_response(const Decision& decision, const Limit& limit) {
   HttpResponse response{.status = decision.allowed ? 200 : 429, .body = decision_json(decision)};
-  add_rate_headers(response, {{"limit", decision, limit.period()}}, decision, limit.capacity());
+  add_decision_headers(response, {{"limit", decision, limit.period()}}, decision, limit.capacity());
   return response;
 }
 
 HttpResponse limit_backend_error_response(const Limit& limit, bool allow, const Error& error) {
-  std::string body = "{";
-  append_decision_fields(body, Decision{.allowed = allow, .limit = limit.limit()});
-  append_backend_error_fields(body, allow, error);
-  body.push_back('}');
+  std::string body;
+  JsonWriter json(body);
+  json.begin_object();
+  decision_members(json, Decision{.allowed = allow, .limit = limit.limit()});
+  backend_error_members(json, allow, error);
+  json.end_object();
   HttpResponse response{.status = allow ? 200 : 503, .body = std::move(body)};
   add_backend_error_headers(response, allow, error);
   return response;
@@ -111,39 +113,30 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
   response.status = d.allowed ? (for_nginx ? 204 : 200) : (for_nginx ? 403 : 429);
   if (!for_nginx) {
     // {<top>,"denied_by":null|"name","layers":[{<layer>,"name":"edge"},...]}
-    std::string& body = response.body;
-    body.reserve(128 + 112 * d.layers.size());
-    body.push_back('{');
-    append_decision_fields(body, top);
-    body.append(",\"denied_by\":");
+    response.body.reserve(128 + 112 * d.layers.size());
+    JsonWriter json(response.body);
+    json.begin_object();
+    decision_members(json, top);
     if (d.denied_by) {
-      append_json_string(body, *d.denied_by);
+      json.member("denied_by", *d.denied_by);
     } else {
-      body.append("null");
+      json.null_member("denied_by");
     }
     if (d.shadow_checked) {
-      body.append(",\"shadow_denied\":[");
-      for (std::size_t i = 0; i < d.shadow_denied.size(); ++i) {
-        if (i > 0) body.push_back(',');
-        append_json_string(body, d.shadow_denied[i]);
-      }
-      body.push_back(']');
+      json.key("shadow_denied").begin_array();
+      for (const std::string& name : d.shadow_denied) json.value(name);
+      json.end_array();
     }
-    body.append(",\"layers\":[");
-    for (std::size_t i = 0; i < d.layers.size(); ++i) {
-      if (i > 0) body.push_back(',');
-      body.push_back('{');
-      append_decision_fields(body, d.layers[i].decision);
-      body.append(",\"name\":");
-      append_json_string(body, d.layers[i].name);
-      if (d.layers[i].shadow) body.append(",\"mode\":\"shadow\"");
-      if (!d.layers[i].plan.empty()) {
-        body.append(",\"plan\":");
-        append_json_string(body, d.layers[i].plan);
-      }
-      body.push_back('}');
+    json.key("layers").begin_array();
+    for (const LayerDecision& layer : d.layers) {
+      json.begin_object();
+      decision_members(json, layer.decision);
+      json.member("name", layer.name);
+      if (layer.shadow) json.member("mode", "shadow");
+      if (!layer.plan.empty()) json.member("plan", layer.plan);
+      json.end_object();
     }
-    body.append("]}");
+    json.end_array().end_object();
   } else {
     response.content_type = {};  // nginx's answers carry no body, so no type either
   }
@@ -161,14 +154,16 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
     for (const std::string& name : d.shadow_denied) names.append(names.empty() ? "" : ",") += name;
     response.headers.emplace_back("X-Spillway-Shadow-Denied", std::move(names));
   }
-  add_rate_headers(response, d.layers, top, d.top_capacity);
+  add_decision_headers(response, d.layers, top, d.top_capacity);
   return response;
 }
 
 HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Error& error) {
-  std::string body = allow ? "{\"allowed\":true" : "{\"allowed\":false";
-  append_backend_error_fields(body, allow, error);
-  body.push_back('}');
+  std::string body;
+  JsonWriter json(body);
+  json.begin_object().member("allowed", allow);
+  backend_error_members(json, allow, error);
+  json.end_object();
   // nginx's auth_request understands 2xx and 401/403 only: a denial stays 403 there.
   HttpResponse response{.status = allow ? (for_nginx ? 204 : 200) : (for_nginx ? 403 : 503),
                         .body = std::move(body)};
@@ -177,9 +172,13 @@ HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Err
 }
 
 HttpResponse reservation_refused_response(const Error& error) {
-  std::string body = "{\"allowed\":false,\"backend_error\":";
-  append_json_string(body, error.message);
-  body.append(",\"error\":\"the store is full: no reservation was made, nothing was charged\"}");
+  std::string body;
+  JsonWriter(body)
+      .begin_object()
+      .member("allowed", false)
+      .member("backend_error", error.message)
+      .member("error", "the store is full: no reservation was made, nothing was charged")
+      .end_object();
   HttpResponse response{.status = 503, .body = std::move(body)};
   add_backend_error_headers(response, false, error);
   return response;
@@ -189,36 +188,31 @@ void add_reservation(HttpResponse& response, std::string_view id, std::chrono::m
   std::string& body = response.body;
   if (body.empty() || body.back() != '}') return;  // not a JSON object (nginx's answers)
   body.pop_back();
-  body.append(",\"reservation\":");
-  append_json_string(body, id);
-  body.append(",\"reservation_expires_ms\":");
-  append_decimal(body, ttl.count());
-  body.push_back('}');
+  JsonWriter::in_object(body, body.size() > 1)
+      .member("reservation", id)
+      .member("reservation_expires_ms", ttl.count())
+      .end_object();
 }
 
 HttpResponse settled_response(std::string_view id, bool cancel, const Settled& settled) {
   HttpResponse response;
-  std::string& body = response.body;
-  body.append("{\"reservation\":");
-  append_json_string(body, id);
-  body.append(cancel ? ",\"settled\":\"cancel\",\"layers\":["
-                     : ",\"settled\":\"commit\",\"layers\":[");
-  for (std::size_t i = 0; i < settled.size(); ++i) {
-    const SettledLayer& l = settled[i];
-    if (i > 0) body.push_back(',');
-    body.append("{\"name\":");
-    append_json_string(body, l.label);
-    for (const auto& [name, value] :
-         {std::pair{",\"estimate\":", l.estimate}, std::pair{",\"actual\":", l.actual},
-          std::pair{",\"refunded\":", l.refunded}, std::pair{",\"charged\":", l.charged}}) {
-      body.append(name);
-      append_decimal(body, value);
-    }
-    body.push_back(',');
-    append_decision_fields(body, l.after);
-    body.push_back('}');
+  JsonWriter json(response.body);
+  json.begin_object()
+      .member("reservation", id)
+      .member("settled", cancel ? "cancel" : "commit")
+      .key("layers")
+      .begin_array();
+  for (const SettledLayer& l : settled) {
+    json.begin_object()
+        .member("name", l.label)
+        .member("estimate", l.estimate)
+        .member("actual", l.actual)
+        .member("refunded", l.refunded)
+        .member("charged", l.charged);
+    decision_members(json, l.after);
+    json.end_object();
   }
-  body.append("]}");
+  json.end_array().end_object();
   return response;
 }
 

@@ -3,7 +3,8 @@
 #include <boost/json.hpp>
 
 #include "spillway/limit.h"
-#include "src/server/json_text.h"
+#include "src/core/json_writer.h"
+#include "src/core/text.h"
 
 namespace spillway::server {
 namespace json = boost::json;
@@ -132,52 +133,36 @@ std::vector<InspectedLayer> inspect_layers(const policy::Policy& policy,
 }
 
 std::string inspection_json(const Inspection& inspection) {
-  std::string out = "{\"backend\":";
-  append_json_string(out, utf8_or_escaped(inspection.backend));
-  if (inspection.key_names) {
-    out += ",\"key_names\":";
-    append_json_string(out, utf8_or_escaped(*inspection.key_names));
-  }
-  out += ",\"plans_from_config\":";
-  out += inspection.plans_from_config ? "true" : "false";
-  out += ",\"layers\":[";
-  bool first = true;
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object().member("backend", utf8_or_escaped(inspection.backend));
+  if (inspection.key_names) json.member("key_names", utf8_or_escaped(*inspection.key_names));
+  json.member("plans_from_config", inspection.plans_from_config).key("layers").begin_array();
   for (const InspectedLayer& layer : inspection.layers) {
-    out += first ? "{\"name\":" : ",{\"name\":";
-    first = false;
-    append_json_string(out, utf8_or_escaped(layer.name));
-    out += ",\"shadow\":";
-    out += layer.shadow ? "true" : "false";
-    out += ",\"plan\":";
+    json.begin_object().member("name", utf8_or_escaped(layer.name)).member("shadow", layer.shadow);
     if (layer.plan) {
-      append_json_string(out, utf8_or_escaped(*layer.plan));
+      json.member("plan", utf8_or_escaped(*layer.plan));
     } else {
-      out += "null";
+      json.null_member("plan");
     }
-    out += ",\"limit\":";
-    append_json_string(out, utf8_or_escaped(layer.limit));
-    out += ",\"blocked\":";
-    out += layer.blocked ? "true" : "false";
-    out += ",\"key\":";
-    append_json_string(out, utf8_or_escaped(layer.key));
-    if (layer.redis_key) {
-      out += ",\"redis_key\":";
-      append_json_string(out, utf8_or_escaped(*layer.redis_key));
-    }
+    json.member("limit", utf8_or_escaped(layer.limit))
+        .member("blocked", layer.blocked)
+        .member("key", utf8_or_escaped(layer.key));
+    if (layer.redis_key) json.member("redis_key", utf8_or_escaped(*layer.redis_key));
     if (layer.now) {
-      out += ",\"now\":{\"remaining\":" + std::to_string(layer.now->remaining) +
-             ",\"limit\":" + std::to_string(layer.now->limit) +
-             ",\"reset_after_us\":" + std::to_string(layer.now->reset_after) + "}";
+      json.key("now")
+          .begin_object()
+          .member("remaining", layer.now->remaining)
+          .member("limit", layer.now->limit)
+          .member("reset_after_us", layer.now->reset_after)
+          .end_object();
     } else {
-      out += ",\"now\":null";
+      json.null_member("now");
     }
-    if (layer.error) {
-      out += ",\"error\":";
-      append_json_string(out, utf8_or_escaped(*layer.error));
-    }
-    out += '}';
+    if (layer.error) json.member("error", utf8_or_escaped(*layer.error));
+    json.end_object();
   }
-  out += "]}";
+  json.end_array().end_object();
   return out;
 }
 

@@ -62,7 +62,7 @@ std::vector<InspectedLayer> inspect_layers(const policy::Policy& policy,
 // The JSON object: {"backend", "key_names" (when set), "plans_from_config", "layers": [{"name",
 // "shadow", "plan" (or null), "limit", "blocked", "key", "redis_key" (when set), "now":
 // {"remaining", "limit", "reset_after_us"} or null, "error" (when set)}]}. Text that is not
-// UTF-8 is written as \xNN (utf8_or_escaped).
+// UTF-8 is written as \xNN (utf8_or_escaped, src/core/text.h).
 std::string inspection_json(const Inspection& inspection);
 
 // Reads inspection_json's object back. Errors (kInvalidArgument) name the first member that is

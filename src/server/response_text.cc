@@ -1,4 +1,4 @@
-// append_response (see response_text.h) and the header checks it needs.
+// append_response (see response_text.h) and the header checks it needs; error_body.
 #include "src/server/response_text.h"
 
 #include <array>
@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "src/core/decimal.h"
+#include "src/core/json_writer.h"
 #include "src/core/text.h"
 
 namespace spillway::server {
@@ -95,6 +96,12 @@ int append_response(std::string& out, const HttpResponse& response, ResponseFram
   out.append("\r\n");
   if (!no_body && !framing.head) out.append(response.body);
   return status;
+}
+
+std::string error_body(std::string_view message) {
+  std::string out;
+  JsonWriter(out).begin_object().member("error", utf8_or_escaped(message)).end_object();
+  return out;
 }
 
 }  // namespace spillway::server

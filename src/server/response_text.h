@@ -1,9 +1,11 @@
 // The HTTP/1.1 text of a response, as a connection writes it: status line, headers, body. Only
 // well-formed headers of the handler go out, so a handler cannot break the framing (no CR/LF in
-// values, no Content-Length or Transfer-Encoding of its own). Pure function; thread-safe.
+// values, no Content-Length or Transfer-Encoding of its own). And the {"error": …} body that
+// every 4xx/5xx of the server and the service carries. Pure functions; thread-safe.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "src/server/http_server.h"
 
@@ -23,5 +25,9 @@ struct ResponseFraming {
 // a blank line and the body (none for HEAD). A handler's "Connection: close" clears
 // framing.keep_alive. Returns the status written.
 int append_response(std::string& out, const HttpResponse& response, ResponseFraming& framing);
+
+// {"error":"<message>"}; bytes of the message that are not valid UTF-8 (a message may quote
+// the client's path or headers) are written as the text \xNN, so the body is always valid JSON.
+std::string error_body(std::string_view message);
 
 }  // namespace spillway::server

@@ -17,17 +17,6 @@ namespace {
 
 using Monotonic = std::chrono::steady_clock;  // not spillway::Clock: deadlines, not decisions
 
-// Whether `method` is one of `allow` ("GET, HEAD").
-bool allows(std::string_view allow, std::string_view method) {
-  while (!allow.empty()) {
-    const std::size_t comma = allow.find(", ");
-    if (allow.substr(0, comma) == method) return true;
-    if (comma == std::string_view::npos) break;
-    allow.remove_prefix(comma + 2);
-  }
-  return false;
-}
-
 }  // namespace
 
 Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& config) const {
@@ -123,10 +112,8 @@ const Service::Route Service::kRoutes[] = {
 };
 
 const Service::Route* Service::route_of(std::string_view path) {
-  for (const Route& r : kRoutes) {
-    if (path == r.path) return &r;
-  }
-  return nullptr;
+  RouteCaptures none;  // every route is an exact path
+  return find_route(kRoutes, path, none);
 }
 
 std::string_view Service::label_of(std::string_view path, const Route* route) {
@@ -148,14 +135,10 @@ void Service::handle(HttpRequest request, Responder respond) {
   if (route == nullptr) {
     return reply(error_response(404, "no such endpoint: " + std::string(path)));
   }
-  if (!allows(route->allow, request.method)) {
-    HttpResponse response =
-        error_response(405, "method " + request.method + " is not allowed on " + std::string(path) +
-                                " (allow: " + std::string(route->allow) + ")");
-    response.headers.emplace_back("Allow", route->allow);
-    return reply(std::move(response));
+  if (auto refused = refuse_method(*route, request.method, path)) {
+    return reply(std::move(*refused));
   }
-  (this->*route->serve)(request, reply);
+  (this->*route->handler)(request, reply);
 }
 
 }  // namespace spillway::server

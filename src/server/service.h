@@ -27,6 +27,7 @@
 #include "src/core/rate_limited_log.h"
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
+#include "src/server/router.h"
 #include "src/server/top_keys.h"
 #include "src/server/untrusted_forwarders.h"
 
@@ -103,12 +104,8 @@ class Service {
   const std::shared_ptr<const Settings>& settings() const;
 
   // An endpoint: its path (also its metrics label), the methods it allows (as in `Allow`), and
-  // what answers it.
-  struct Route {
-    std::string_view path;
-    std::string_view allow;
-    void (Service::*serve)(const HttpRequest& request, const Reply& reply);
-  };
+  // what answers it (src/server/router.h).
+  using Route = server::Route<void (Service::*)(const HttpRequest& request, const Reply& reply)>;
   static const Route kRoutes[];
   // The endpoint at `path` (the target without its query), or null.
   static const Route* route_of(std::string_view path);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "src/core/json_writer.h"
 #include "src/core/metrics_text.h"
 #include "src/pages/dashboard_page.h"
 #include "src/server/decision_response.h"
@@ -65,7 +66,9 @@ void Service::index(const HttpRequest&, const Reply& reply) {
 }
 
 void Service::healthz(const HttpRequest&, const Reply& reply) {
-  reply({.body = R"({"status":"ok"})"});
+  std::string body;
+  JsonWriter(body).begin_object().member("status", "ok").end_object();
+  reply({.body = std::move(body)});
 }
 
 void Service::readyz(const HttpRequest&, const Reply& reply) {
@@ -77,11 +80,13 @@ void Service::readyz(const HttpRequest&, const Reply& reply) {
   const bool ready = backend_ready && tenants_ready;
   // on_error says what requests get meanwhile: with allow they are admitted unchecked.
   const std::string_view on_error = policy::on_error_name(settings()->on_error);
-  std::string body =
-      ready           ? R"({"status":"ready","backend":")"
-      : backend_ready ? R"({"status":"not ready","error":"tenant records not loaded","backend":")"
-                      : R"({"status":"not ready","error":"backend unreachable","backend":")";
-  body.append(store_->status()).append(R"(","on_error":")").append(on_error).append("\"}");
+  std::string body;
+  JsonWriter json(body);
+  json.begin_object().member("status", ready ? "ready" : "not ready");
+  if (!ready) {
+    json.member("error", backend_ready ? "tenant records not loaded" : "backend unreachable");
+  }
+  json.member("backend", store_->status()).member("on_error", on_error).end_object();
   reply({.status = ready ? 200 : 503, .body = std::move(body)});
 }
 

@@ -1,17 +1,14 @@
 #include "src/server/stats.h"
 
-#include <boost/json.hpp>
-#include <charconv>
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
-#include "src/core/decimal.h"
+#include "src/core/json_writer.h"
+#include "src/core/text.h"
 #include "src/policy/keys.h"
-#include "src/server/json_text.h"
 
 namespace spillway::server {
-namespace json = boost::json;
 namespace {
 
 std::string masked(std::string_view value, std::uint64_t salt) {
@@ -32,68 +29,6 @@ std::string masked(std::string_view value, std::uint64_t salt) {
   std::snprintf(tail, sizeof tail, "***#%04x",
                 static_cast<unsigned>((hash ^ (hash >> 16)) & 0xffff));
   return out + tail;
-}
-
-// A JSON number as people write it: integers as they are, other numbers in plain decimals, the
-// shortest that reads back the same ("12.2", "0.0005"), never an exponent ("1.22E1", which
-// boost::json::serialize writes); a number that is not finite is null.
-void append_plain_number(std::string& out, double number) {
-  if (!std::isfinite(number)) {
-    out.append("null");
-    return;
-  }
-  char text[400];  // the longest shortest fixed spelling of a double is 327 characters
-  const auto [end, error] =
-      std::to_chars(text, text + sizeof text, number, std::chars_format::fixed);
-  out.append(error == std::errc{} ? std::string_view(text, end) : std::string_view("null"));
-}
-
-// json::serialize, but with append_plain_number for doubles.
-void append_json(std::string& out, const json::value& value) {
-  switch (value.kind()) {
-    case json::kind::null:
-      out.append("null");
-      return;
-    case json::kind::bool_:
-      out.append(value.get_bool() ? "true" : "false");
-      return;
-    case json::kind::int64:
-      append_decimal(out, value.get_int64());
-      return;
-    case json::kind::uint64:
-      append_decimal(out, value.get_uint64());
-      return;
-    case json::kind::double_:
-      append_plain_number(out, value.get_double());
-      return;
-    case json::kind::string:
-      append_json_string(out, value.get_string());
-      return;
-    case json::kind::array: {
-      out.push_back('[');
-      const char* separator = "";
-      for (const json::value& item : value.get_array()) {
-        out.append(separator);
-        append_json(out, item);
-        separator = ",";
-      }
-      out.push_back(']');
-      return;
-    }
-    case json::kind::object: {
-      out.push_back('{');
-      const char* separator = "";
-      for (const json::key_value_pair& member : value.get_object()) {
-        out.append(separator);
-        append_json_string(out, member.key());
-        out.push_back(':');
-        append_json(out, member.value());
-        separator = ",";
-      }
-      out.push_back('}');
-      return;
-    }
-  }
 }
 
 }  // namespace
@@ -126,58 +61,74 @@ std::string iso8601_utc(std::int64_t unix_seconds) {
   return text;
 }
 
+// Doubles are written as people write them (JsonWriter::plain: "12.2", "0.0005", never the
+// exponent boost::json::serialize would write).
 std::string stats_json(const StatsView& view) {
   const Metrics::Snapshot& m = *view.metrics;
-  json::object out;
-  out["version"] = view.version;
-  out["uptime_s"] = view.uptime_s;
-  out["now_unix_ms"] = view.now_unix_ms;
-  out["total_decisions"] = m.outcomes[0] + m.outcomes[1];
-  out["allowed_decisions"] = m.outcomes[1];
-  out["denied_decisions"] = m.outcomes[0];
-  json::array decisions;
-  for (const auto& [layer, counts] : m.decisions) {
-    decisions.push_back(json::object{{"layer", layer},
-                                     {"allowed", counts[1]},
-                                     {"denied", counts[0]},
-                                     {"shadow_denied", counts[2]}});
-  }
-  out["decisions"] = std::move(decisions);
-  json::array top;
-  for (const TopKeys::Entry& entry : view.top_denied) {
-    auto [layer, key] = display_key(entry.key, view.mask_keys, view.mask_salt);
-    top.push_back(
-        json::object{{"layer", layer},
-                     {"key", key},
-                     {"plan", entry.plan.empty() ? json::value(nullptr) : json::value(entry.plan)},
-                     {"count", entry.count},
-                     {"error", entry.error}});
-  }
-  out["top_denied"] = std::move(top);
-  out["top_denied_masked"] = view.mask_keys;
-  std::uint64_t errors = 0;
-  for (const auto& [kind, count] : m.backend_errors) errors += count;
-  const auto millis = [](Micros micros) {
-    return micros < 0 ? json::value(nullptr) : json::value(static_cast<double>(micros) / 1000);
-  };
-  out["backend"] = json::object{
-      {"kind", view.backend_kind},
-      {"status", view.backend_status},
-      {"up", view.backend_up},
-      {"errors", errors},
-      {"latency_ms", json::object{{"p50", millis(m.decision_latency.quantile(0.5))},
-                                  {"p99", millis(m.decision_latency.quantile(0.99))}}},
-  };
-  json::array layers;
-  for (const auto& [name, mode] : view.layers) {
-    layers.push_back(json::object{{"name", name}, {"mode", mode}});
-  }
-  out["config"] = json::object{{"version", view.config_version},
-                               {"loaded_at", view.config_loaded_at},
-                               {"layers", std::move(layers)}};
   std::string text;
   text.reserve(1024);
-  append_json(text, out);
+  JsonWriter json(text);
+  json.begin_object()
+      .member("version", view.version)
+      .key("uptime_s")
+      .plain(view.uptime_s)
+      .member("now_unix_ms", view.now_unix_ms)
+      .member("total_decisions", m.outcomes[0] + m.outcomes[1])
+      .member("allowed_decisions", m.outcomes[1])
+      .member("denied_decisions", m.outcomes[0])
+      .key("decisions")
+      .begin_array();
+  for (const auto& [layer, counts] : m.decisions) {
+    json.begin_object()
+        .member("layer", layer)
+        .member("allowed", counts[1])
+        .member("denied", counts[0])
+        .member("shadow_denied", counts[2])
+        .end_object();
+  }
+  json.end_array().key("top_denied").begin_array();
+  for (const TopKeys::Entry& entry : view.top_denied) {
+    auto [layer, key] = display_key(entry.key, view.mask_keys, view.mask_salt);
+    json.begin_object().member("layer", layer).member("key", key);
+    if (entry.plan.empty()) {
+      json.null_member("plan");
+    } else {
+      json.member("plan", entry.plan);
+    }
+    json.member("count", entry.count).member("error", entry.error).end_object();
+  }
+  json.end_array().member("top_denied_masked", view.mask_keys);
+  std::uint64_t errors = 0;
+  for (const auto& [kind, count] : m.backend_errors) errors += count;
+  const auto millis = [&json](JsonKey name, Micros micros) {
+    json.key(name);
+    if (micros < 0) {
+      json.null();
+    } else {
+      json.plain(static_cast<double>(micros) / 1000);
+    }
+  };
+  json.key("backend")
+      .begin_object()
+      .member("kind", view.backend_kind)
+      .member("status", view.backend_status)
+      .member("up", view.backend_up)
+      .member("errors", errors)
+      .key("latency_ms")
+      .begin_object();
+  millis("p50", m.decision_latency.quantile(0.5));
+  millis("p99", m.decision_latency.quantile(0.99));
+  json.end_object().end_object();
+  json.key("config")
+      .begin_object()
+      .member("version", view.config_version)
+      .member("loaded_at", view.config_loaded_at)
+      .key("layers")
+      .begin_array();
+  for (const auto& [name, mode] : view.layers) {
+    json.begin_object().member("name", name).member("mode", mode).end_object();
+  }
+  json.end_array().end_object().end_object();
   return text;
 }
 
