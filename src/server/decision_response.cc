@@ -36,7 +36,7 @@ std::string decision_json(const Decision& d) {
 // X-RateLimit-Limit is `top_capacity`, its limit's Limit::capacity(): what X-RateLimit-Remaining
 // counts down from (a bucket's burst); q stays the rate's L per w.
 void add_decision_headers(HttpResponse& response, const std::vector<LayerDecision>& layers,
-                      const Decision& top, std::int64_t top_capacity) {
+                          const Decision& top, std::int64_t top_capacity) {
   response.headers.reserve(6);
   if (!layers.empty() && !layers.front().shadow) {
     std::string policy, state;  // sized once: "\"<name>\";q=<limit>;w=<seconds>" per layer

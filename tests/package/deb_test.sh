@@ -176,7 +176,9 @@ done
 for lib in spillway spillway_core spillway_memory spillway_redis spillway_policy; do
   expect "$libdir/lib$lib.a" 644
 done
-expect "$libdir/pkgconfig/spillway.pc" 644
+for pc in spillway.pc spillway-memory.pc; do
+  expect "$libdir/pkgconfig/$pc" 644
+done
 for file in spillwayConfig.cmake spillwayConfigVersion.cmake spillwayTargets.cmake; do
   expect "$libdir/cmake/spillway/$file" 644
 done
