@@ -52,9 +52,13 @@ void LocalFallbackStore::decide(const StoreRequest& request, AllCallback done) {
       }
       return done(std::move(decisions));
     }
-    // No reservation is made in the process: one made during an outage could
-    // not be settled through the primary once it is back.
-    if (owned->request.operation() == Operation::kReserve || !impl->falls_back(decisions.error())) {
+    // The local store answers checks, charges and resets only. No reservation is made in the
+    // process: one made during an outage could not be settled through the primary once it is
+    // back; an operation this wrapper does not know gets the primary's error as it is.
+    const Operation operation = owned->request.operation();
+    const bool local_answers = operation == Operation::kCheck || operation == Operation::kCharge ||
+                               operation == Operation::kReset;
+    if (!local_answers || !impl->falls_back(decisions.error())) {
       return done(std::move(decisions));
     }
     impl->local->decide(owned->request, std::move(done));

@@ -192,8 +192,12 @@ void OverLimitCache::decide(const StoreRequest& request, AllCallback done) {
     impl_->table.clear();
     return inner().decide(request, std::move(done));
   }
-  // Usage charged after the work: never answered here, and its decisions deny nothing.
-  if (request.operation() == Operation::kCharge) return inner().decide(request, std::move(done));
+  // Only checks (and reserves, checks that keep their charges) are answered here or remembered:
+  // usage charged after the work denies nothing, and an operation this cache does not know goes
+  // to the backend untouched.
+  if (request.operation() != Operation::kCheck && request.operation() != Operation::kReserve) {
+    return inner().decide(request, std::move(done));
+  }
   const Micros sent = impl_->time(request.now());
   if (std::optional<Decisions> cached = impl_->cached_all(request.checks(), request.cost(), sent)) {
     return complete_inline(done, Result<Decisions>(std::move(*cached)));

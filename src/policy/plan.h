@@ -37,7 +37,8 @@ enum class Role : std::uint8_t {
   // work ran. Never denies; an error fails the request.
   kCharge,
   // Denied by the front end before any store call (a caller an operator blocked): never sent;
-  // its decision is `preset`. The request is denied, unless Plan::charge_each.
+  // its decision is `preset`, and the request is denied. With Plan::charge_each the other items
+  // are still charged (each on its own); without, none is.
   kBlocked,
 };
 
@@ -67,8 +68,13 @@ struct Plan {
 };
 
 struct ItemOutcome {
-  std::optional<Decision> decision;  // none: not run, or a report-only peek that failed
-  bool report_only = false;          // peeked (or left unconsulted): nothing was charged
+  // None: not run, a report-only peek that failed, or a shadow check that failed (its error is
+  // Outcome::shadow_error).
+  std::optional<Decision> decision;
+  // Nothing was charged for it although it decides: an enforced item that admitted in a denied
+  // all-or-nothing request (its state as it stands), a peek of a denied request, or an item a
+  // local denial left unconsulted (no decision). Never the top item.
+  bool report_only = false;
 };
 
 struct Outcome {
@@ -76,13 +82,14 @@ struct Outcome {
   bool denied_locally = false;        // a denial answered without the backend (Decision::local)
   std::vector<ItemOutcome> items;     // one per plan item, in order
   std::optional<std::size_t> top;     // the item whose decision the request reports (top_item)
-  std::optional<Error> shadow_error;  // the first error of a shadow item's check
+  std::optional<Error> shadow_error;  // the error of the first shadow item (in order) that failed
 };
 
 // The decision a request reports, among the items that decide (every role but kShadow) and were
-// decided: when one denies, the denying one with the longest wait (kNever the longest of all);
-// else the one with the fewest remaining. The first wins a tie. nullopt when none was decided.
-// The one top-decision rule of every front end; execute() sets Outcome::top with it.
+// decided and charged (not report_only): when one denies, the denying one with the longest wait
+// (kNever the longest of all); else the one with the fewest remaining. The first wins a tie.
+// nullopt when none was decided. The one top-decision rule of every front end; execute() sets
+// Outcome::top with it.
 std::optional<std::size_t> top_item(const Plan& plan, std::span<const ItemOutcome> items);
 
 using OutcomeDone = std::function<void(Result<Outcome>)>;

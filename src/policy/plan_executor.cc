@@ -5,6 +5,7 @@
 // threads; a Run's shared state is under its mutex.
 #include <limits>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "src/core/inline_completion.h"
@@ -21,7 +22,8 @@ struct Run {
   std::vector<KeyedLimit> enforced;  // the all-or-nothing request's keys (its view's storage)
   std::mutex mutex;
   std::size_t left = 0;
-  std::optional<Error> error;  // the first error that fails the request
+  std::optional<Error> error;         // the first error that fails the request
+  std::size_t shadow_error_item = 0;  // the item whose error is Outcome::shadow_error
 };
 
 // What an item is charged.
@@ -58,13 +60,14 @@ void finish(const std::shared_ptr<Run>& run, bool at_once = false) {
   run->done(std::move(out));
 }
 
-// One call of the fan-out answered: the last one finishes the request.
-void one_answered(const std::shared_ptr<Run>& run) {
+// One call of the fan-out answered: the last one finishes the request (`at_once`: the fan-out's
+// own count, inside execute()).
+void one_answered(const std::shared_ptr<Run>& run, bool at_once = false) {
   {
     std::lock_guard lock(run->mutex);
     if (--run->left > 0) return;
   }
-  finish(run);
+  finish(run, at_once);
 }
 
 enum class Single : std::uint8_t { kCharge, kPeek, kChargeWithoutCheck };
@@ -84,11 +87,14 @@ void send_single(Store& store, const std::shared_ptr<Run>& run, std::size_t i, S
       ItemOutcome& answer = run->out.items[i];
       if (decisions) {
         answer.decision = decisions->front();
-      } else if (what != Single::kPeek) {
-        // A peek's error changes nothing; a shadow item's only shadow_error.
-        std::optional<Error>& slot =
-            run->plan->items[i].role == Role::kShadow ? run->out.shadow_error : run->error;
-        if (!slot) slot = decisions.error();
+      } else if (what == Single::kPeek) {
+        // A peek's error changes nothing.
+      } else if (run->plan->items[i].role != Role::kShadow) {
+        if (!run->error) run->error = decisions.error();
+      } else if (!run->out.shadow_error || i < run->shadow_error_item) {
+        // A shadow item's error is only reported: the first in the plan's order.
+        run->out.shadow_error = decisions.error();
+        run->shadow_error_item = i;
       }
     }
     one_answered(run);
@@ -130,7 +136,7 @@ void fan_out(Store& store, const std::shared_ptr<Run>& run, bool denied, bool at
   if (sends.empty()) return finish(run, at_once);
   run->left = sends.size() + 1;  // + this loop: no answer finishes the request before it ends
   for (const auto& [i, what] : sends) send_single(store, run, i, what);
-  one_answered(run);
+  one_answered(run, at_once);
 }
 
 }  // namespace
@@ -143,7 +149,7 @@ std::optional<std::size_t> top_item(const Plan& plan, std::span<const ItemOutcom
     return d.retry_after == kNever ? std::numeric_limits<Micros>::max() : d.retry_after;
   };
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if (!decides(plan.items[i].role) || !items[i].decision) continue;
+    if (!decides(plan.items[i].role) || !items[i].decision || items[i].report_only) continue;
     const Decision& d = *items[i].decision;
     if (!d.allowed) {
       if (!denied || wait(d) > wait(*items[*top].decision)) top = i;
@@ -182,6 +188,12 @@ void execute(Store& store, std::shared_ptr<const Plan> plan, OutcomeDone done) {
   }
   store.decide(*request, [&store, run](Result<Decisions> decisions) {
     if (!decisions) return run->done(std::unexpected(decisions.error()));
+    if (decisions->size() != run->enforced.size()) {
+      return run->done(std::unexpected(
+          Error{Errc::kInternal, "the store answered " + std::to_string(decisions->size()) +
+                                     " decisions for " + std::to_string(run->enforced.size()) +
+                                     " keys"}));
+    }
     const std::vector<PlanItem>& items = run->plan->items;
     bool any_denied = false;
     std::size_t k = 0;

@@ -69,13 +69,16 @@ void Policy::run_async(Store& store, const Attributes& attributes, std::int64_t 
   if (ttl) {
     // A reservation: each enforced key labelled with its layer's name, metered when the layer
     // has a cost attribute (a settlement's single `cost` is the actual value of that attribute).
-    owned->id = new_reservation_id();
     for (const Check& c : owned->checks) {
       if (spec_.layers[c.layer].mode == LayerMode::kShadow || c.blocked) continue;
       owned->layers.push_back({layer_name(c.layer), !spec_.layers[c.layer].cost.empty()});
     }
-    owned->reserve = ReserveSpec{.id = owned->id, .ttl = *ttl, .layers = owned->layers};
-    owned->plan.reserve = &owned->reserve;
+    // None: no enforced layer applies, nothing is reserved and no id is given.
+    if (!owned->layers.empty()) {
+      owned->id = new_reservation_id();
+      owned->reserve = ReserveSpec{.id = owned->id, .ttl = *ttl, .layers = owned->layers};
+      owned->plan.reserve = &owned->reserve;
+    }
   }
   // The caller keeps this Policy and the store alive until `done` runs (the server holds them).
   std::shared_ptr<const Plan> plan(owned, &owned->plan);

@@ -2,6 +2,7 @@
 #include "src/policy/policy_plan.h"
 
 #include <string>
+#include <utility>
 
 namespace spillway::policy {
 namespace {
@@ -26,6 +27,7 @@ Plan policy_plan(const Policy& policy, const std::vector<Policy::Check>& checks,
     PlanItem item{.key = c.key, .limit = c.limit, .cost = c.cost, .lease = c.lease};
     if (is_shadow(policy, c)) {
       item.role = Role::kShadow;
+      item.lease = nullptr;  // a shadow layer is always exact (docs/SPEC.md)
     } else if (c.blocked) {
       // Denied by this layer, nothing charged: the caller can never pass.
       item.role = Role::kBlocked;
@@ -45,8 +47,10 @@ PolicyDecision policy_decision(const Policy& policy, const std::vector<Policy::C
   PolicyDecision out;
   out.allowed = outcome.admitted;
   out.layers.reserve(checks.size());
+  bool blocked = false;  // a blocked caller's answer names the first blocking layer only
   for (std::size_t i = 0; i < checks.size(); ++i) {
     if (is_shadow(policy, checks[i]) || !outcome.items[i].decision) continue;
+    if (checks[i].blocked && std::exchange(blocked, true)) continue;
     out.layers.push_back(layer_answer(policy, checks[i], *outcome.items[i].decision, false));
   }
   if (outcome.top) {

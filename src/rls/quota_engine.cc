@@ -316,10 +316,12 @@ void QuotaStream::limited(std::shared_ptr<Report> report, const Limit& limit, st
     Bucket& held = buckets_[key];
     if (!ok) {
       // The backend failed: rls.on_error says what Envoy is told, for the shortest time.
-      answer.strategy =
-          policy::answer_error(decided.error(), service_.on_error()) == policy::ErrorAnswer::kAllow
-              ? QuotaStrategy::kAllowAll
-              : QuotaStrategy::kDenyAll;
+      // A request the store refused is answered as a failure too: Envoy sent nothing wrong.
+      const policy::ErrorAnswer said = policy::answer_error(decided.error(), service_.on_error());
+      const bool allow = said == policy::ErrorAnswer::kAllow ||
+                         (said == policy::ErrorAnswer::kInvalid &&
+                          service_.on_error() == policy::RlsOnError::kAllow);
+      answer.strategy = allow ? QuotaStrategy::kAllowAll : QuotaStrategy::kDenyAll;
       answer.ttl = kMinQuotaTtl;
       close(held);
       held.tokens = 0;

@@ -16,8 +16,8 @@
 //     (not at all when the over-limit cache denied it, to make no backend call), and an error
 //     of such a peek does not fail the call;
 //   - shadow_mode descriptors are charged when the request is admitted (peeked otherwise), and
-//     report OK even over their limit. They are checked after the enforced ones: a request with
-//     shadow rules makes one more store call;
+//     report OK even over their limit. They are checked after the enforced ones, each with its
+//     own store call;
 //   - an unknown domain, or a descriptor no rule matches, is OK without a limit.
 // A backend error fails the whole call with that error (the gRPC layer maps it to a status), a
 // shadow rule's included (its count would be missing). The calls to the store are made by the
@@ -45,8 +45,8 @@
 
 namespace spillway::rls {
 
-// Which rate limit headers to add to response_headers_to_add (from the descriptor with the least
-// remaining): none, "RateLimit-Limit/-Remaining/-Reset", or "X-RateLimit-…". The config's
+// Which rate limit headers to add to response_headers_to_add (from the descriptor that decided:
+// policy::top_item): none, "RateLimit-Limit/-Remaining/-Reset", or "X-RateLimit-…". The config's
 // rls.response_headers enum itself (src/config/config.h), under the engine's name.
 using ResponseHeaders = policy::RlsHeaders;
 

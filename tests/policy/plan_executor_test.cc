@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "spillway/memory_store.h"
+#include "spillway/policy_engine.h"
 #include "src/policy/plan.h"
+#include "src/policy/policy_plan.h"
 
 namespace spillway::policy {
 namespace {
@@ -177,6 +179,48 @@ TEST(PlanExecutor, ABadRequestIsAnInvalidArgument) {
       f.run(Plan{.items = {{.key = "same", .limit = &f.one}, {.key = "same", .limit = &f.one}}});
   ASSERT_FALSE(out.has_value());
   EXPECT_EQ(out.error().code, Errc::kInvalidArgument);
+}
+
+// A policy whose one layer is a shadow one: a reservation asked of it reserves nothing, so it
+// gets no id (one would name no reservation: settling it could only answer "not found").
+TEST(PolicyPlan, AReservationWithoutAnEnforcedLayerHasNoId) {
+  PolicySpec spec;
+  spec.layers.push_back(LayerSpec{.name = "trial",
+                                  .key = {"api_key"},
+                                  .mode = LayerMode::kShadow,
+                                  .limit = RateSpec{.limit = 5, .period = 60 * kMicrosPerSecond}});
+  auto policy = Policy::make(spec);
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  MemoryStore store;
+  Result<PolicyDecision> d =
+      (*policy)->reserve(store, {{"api_key", "k"}}, 1, std::chrono::milliseconds(60'000));
+  ASSERT_TRUE(d.has_value()) << d.error().message;
+  EXPECT_TRUE(d->allowed);
+  EXPECT_TRUE(d->reservation.empty());
+  EXPECT_EQ(d->layers.size(), 1u) << "the shadow layer is still checked";
+}
+
+// A shadow layer is always exact: its `sync: lease` is not passed to the store; the enforced
+// layer's is.
+TEST(PolicyPlan, AShadowLayerIsNeverDecidedFromALease) {
+  PolicySpec spec;
+  const RateSpec rate{.limit = 100, .period = 60 * kMicrosPerSecond};
+  spec.layers.push_back(
+      LayerSpec{.name = "paid", .key = {"api_key"}, .lease = LeaseSpec{}, .limit = rate});
+  spec.layers.push_back(LayerSpec{.name = "trial",
+                                  .key = {"api_key"},
+                                  .mode = LayerMode::kShadow,
+                                  .lease = LeaseSpec{},
+                                  .limit = rate});
+  auto policy = Policy::make(spec);
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  auto checks = (*policy)->resolve({{"api_key", "k"}});
+  ASSERT_TRUE(checks.has_value()) << checks.error().message;
+  const Plan plan = policy_plan(**policy, *checks, 1, std::nullopt);
+  ASSERT_EQ(plan.items.size(), 2u);
+  EXPECT_NE(plan.items[0].lease, nullptr);
+  EXPECT_EQ(plan.items[1].role, Role::kShadow);
+  EXPECT_EQ(plan.items[1].lease, nullptr);
 }
 
 // The one top-decision rule, on hand-made outcomes.
