@@ -24,6 +24,7 @@
 
 #include "spillway/lease.h"
 #include "spillway/store.h"
+#include "src/core/limit_key.h"
 #include "src/open_store/owned_request.h"
 
 namespace spillway {
@@ -36,22 +37,9 @@ inline constexpr int kMaxRounds = 8;
 // A key without a lease is forgotten after this many of its lease's max_age.
 inline constexpr std::int64_t kIdleLeaseAges = 10;
 
-// The limit's numbers in front of the key, so one key under two limits is two entries.
-inline void append_entry_key(std::string& out, const Limit& limit, std::string_view key) {
-  const std::int64_t numbers[] = {static_cast<std::int64_t>(limit.algorithm()), limit.limit(),
-                                  limit.period(), limit.burst()};
-  out.append(reinterpret_cast<const char*>(numbers), sizeof numbers);
-  out.append(key);
-}
-
 // Whether the check is decided from a lease: it has a LeaseSpec and costs something.
 inline bool leased(const KeyedLimit& check, std::int64_t cost) {
   return check.lease != nullptr && cost > 0;
-}
-
-// The answer for a layer the request never asked about because another layer denied first.
-inline Decision not_consulted(const Limit& limit) {
-  return {.allowed = true, .limit = limit.limit(), .remaining = limit.limit(), .local = true};
 }
 
 // Where (limit, key) lives: its shard, and its entry's name in a buffer of this thread's (valid
@@ -64,7 +52,7 @@ struct Place {
 inline Place place_of(const Limit& limit, std::string_view key) {
   thread_local std::string buffer;
   buffer.clear();
-  append_entry_key(buffer, limit, key);
+  append_limit_key(buffer, limit, key);
   return {std::hash<std::string>{}(buffer) % kShards, buffer};
 }
 

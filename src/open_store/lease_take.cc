@@ -17,7 +17,6 @@ namespace spillway {
 
 using lease_table::kMaxRounds;
 using lease_table::leased;
-using lease_table::not_consulted;
 using lease_table::Place;
 using lease_table::place_of;
 

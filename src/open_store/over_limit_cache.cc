@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/core/inline_completion.h"
+#include "src/core/limit_key.h"
 #include "src/core/metrics_text.h"
 #include "src/open_store/owned_request.h"
 
@@ -80,22 +81,6 @@ class DenialTable {
   std::atomic<std::size_t> size_{0};  // lru_.size(), kept for size()
 };
 
-// The key and the limit's parameters: one entry per (key, limit), as the stores keep state.
-std::string entry_id(std::string_view key, const Limit& limit) {
-  std::string id(key);
-  id += '\0';
-  id += std::to_string(algorithm_index(limit.algorithm()));
-  id += ':' + std::to_string(limit.limit()) + ':' + std::to_string(limit.period()) + ':' +
-        std::to_string(limit.burst());
-  return id;
-}
-
-// What a check not consulted reports next to a cached denial (see the header).
-Decision not_consulted(const Limit& limit) {
-  return Decision{
-      .allowed = true, .limit = limit.limit(), .remaining = limit.limit(), .local = true};
-}
-
 }  // namespace
 
 struct OverLimitCache::Impl {
@@ -131,7 +116,7 @@ OverLimitCache::~OverLimitCache() { destroy_inner(); }
 std::optional<Decision> OverLimitCache::Impl::lookup(std::string_view key, const Limit& limit,
                                                      std::int64_t cost, Micros at) {
   if (cost <= 0 || table.size() == 0) return std::nullopt;
-  std::optional<DenialTable::Denial> denial = table.find(entry_id(key, limit), cost, at);
+  std::optional<DenialTable::Denial> denial = table.find(limit_key(limit, key), cost, at);
   if (!denial) return std::nullopt;
   // A cost above the limit never passes; any other cost above the cached one waits at least as
   // long as the cached denial (its retry_after is then a lower bound).
@@ -156,7 +141,7 @@ void OverLimitCache::Impl::remember(std::string_view key, const Limit& limit, st
   } else {
     return;
   }
-  table.put(entry_id(key, limit), entry);
+  table.put(limit_key(limit, key), entry);
 }
 
 void OverLimitCache::Impl::remember_all(std::span<const KeyedLimit> checks, std::int64_t cost,
