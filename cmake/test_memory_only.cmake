@@ -41,6 +41,23 @@ function(needed_of binary out)
   set(${out} "${names}" PARENT_SCOPE)
 endfunction()
 
+# Configures the CMake project in `source` into `build` with the extra arguments after the two,
+# then builds `target` there; fails naming the step.
+function(configure_and_build source build target)
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${source} -B ${build} -G ${GENERATOR}
+                          -DCMAKE_CXX_COMPILER=${CXX} "-DCMAKE_EXE_LINKER_FLAGS=${link_flags}"
+                          ${ARGN}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE error)
+  if(rc)
+    message(FATAL_ERROR "configuring ${source} failed:\n${out}\n${error}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} --build ${build} --target ${target} --parallel 2
+                  RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "building ${target} from ${source} failed: ${rc}")
+  endif()
+endfunction()
+
 # Runs the program built `how`, then fails if it needs hiredis or libssl.
 function(check_memory_only binary how)
   execute_process(COMMAND ${binary} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE error)
@@ -65,18 +82,8 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${pref
 if(rc)
   message(FATAL_ERROR "install failed: ${rc}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/embed_memory
-                        -B ${work}/find_package -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix}
-                        -DCMAKE_CXX_COMPILER=${CXX} "-DCMAKE_CXX_FLAGS=${flags}"
-                        "-DCMAKE_EXE_LINKER_FLAGS=${link_flags}"
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE error)
-if(rc)
-  message(FATAL_ERROR "configuring examples/embed_memory failed:\n${out}\n${error}")
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${work}/find_package RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "building examples/embed_memory failed: ${rc}")
-endif()
+configure_and_build(${SOURCE_DIR}/examples/embed_memory ${work}/find_package embed_memory_example
+                    -DCMAKE_PREFIX_PATH=${prefix} "-DCMAKE_CXX_FLAGS=${flags}")
 check_memory_only(${work}/find_package/embed_memory_example "with find_package")
 
 # 2. Installed, pkg-config: spillway-memory.pc; then spillway.pc, which must show what is checked.
@@ -114,19 +121,8 @@ endif()
 # 3. add_subdirectory, the one target.
 if(NOT SANITIZE)
   set(build ${work}/subdirectory)
-  execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/memory_only -B ${build}
-                          -G ${GENERATOR} -DSPILLWAY_SOURCE=${SOURCE_DIR}
-                          -DCMAKE_CXX_COMPILER=${CXX} "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}"
-                          "-DCMAKE_EXE_LINKER_FLAGS=${link_flags}"
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE error)
-  if(rc)
-    message(FATAL_ERROR "configuring tests/install/memory_only failed:\n${out}\n${error}")
-  endif()
-  execute_process(COMMAND ${CMAKE_COMMAND} --build ${build} --target memory_only_consumer
-                          --parallel 2 RESULT_VARIABLE rc)
-  if(rc)
-    message(FATAL_ERROR "building memory_only_consumer failed: ${rc}")
-  endif()
+  configure_and_build(${SOURCE_DIR}/tests/install/memory_only ${build} memory_only_consumer
+                      -DSPILLWAY_SOURCE=${SOURCE_DIR} "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}")
   if(NOT EXISTS ${build}/spillway/src/libspillway_memory.a)
     message(FATAL_ERROR "no ${build}/spillway/src/libspillway_memory.a: the libraries moved?")
   endif()

@@ -26,11 +26,6 @@ struct Run {
   std::size_t shadow_error_item = 0;  // the item whose error is Outcome::shadow_error
 };
 
-// What an item is charged.
-std::int64_t cost_of_item(const Plan& plan, const PlanItem& item) {
-  return item.cost == kRequestCost ? plan.cost : item.cost;
-}
-
 bool decides(Role role) { return role != Role::kShadow; }
 
 // `at_once`: answered before execute() returned, through complete_inline (a caller that chains
@@ -76,8 +71,10 @@ enum class Single : std::uint8_t { kCharge, kPeek, kChargeWithoutCheck };
 void send_single(Store& store, const std::shared_ptr<Run>& run, std::size_t i, Single what) {
   const Plan& plan = *run->plan;
   const PlanItem& item = plan.items[i];
+  // Sent with the request's cost alone, so that a peek is a request of cost 0.
   const KeyedLimit one[] = {{item.key, item.limit, kRequestCost, item.lease}};
-  const std::int64_t cost = what == Single::kPeek ? 0 : cost_of_item(plan, item);
+  const std::int64_t cost =
+      what == Single::kPeek ? 0 : cost_of(KeyedLimit{.cost = item.cost}, plan.cost);
   Result<StoreRequest> request = StoreRequest::make(
       one, cost, plan.now,
       what == Single::kChargeWithoutCheck ? Operation::kCharge : Operation::kCheck);
