@@ -35,9 +35,9 @@
 // Times: a request's `now` when given (replay, tests; the shared store gets it too), else the
 // clock. Metrics: spillway_lease_units{state="held|used|returned|lost"}, spillway_lease_calls_total
 // {call="acquire|return"}, spillway_lease_local_decisions_total.
-// Thread safety: every method from any thread. Ownership: owns the wrapped store; shares `clock`;
-// owns its sweeper thread (started by the constructor when sweep_interval > 0, joined by the
-// destructor).
+// Thread safety: every method from any thread. Ownership: owns the wrapped store; shares `clock`
+// and `runtime`; owns its sweep task (scheduled by the constructor when sweep_interval > 0,
+// cancelled by the destructor).
 #pragma once
 
 #include <chrono>
@@ -49,13 +49,16 @@
 #include "spillway/clock.h"
 #include "spillway/forwarding_store.h"
 #include "spillway/lease.h"
+#include "spillway/runtime.h"
 
 namespace spillway {
 
 struct LeaseStoreOptions {
-  std::shared_ptr<const Clock> clock;  // nullptr: the system clock
-  // How often a background thread ends the leases whose time is over (gives back their units)
-  // and forgets idle keys. 0: no thread; the owner calls sweep().
+  std::shared_ptr<const Clock> clock;  // nullptr: the runtime's wall clock, else the system's
+  // Runs the sweeps; nullptr: system_runtime().
+  std::shared_ptr<Runtime> runtime;
+  // How often a task on the runtime ends the leases whose time is over (gives back their units)
+  // and forgets idle keys. 0: no task; the owner calls sweep().
   std::chrono::milliseconds sweep_interval{50};
   // How long a lease's reservation outlives the lease's own time in the shared store, for its
   // leftover to be given back. A return later than that finds nothing: its units stay charged.
@@ -76,7 +79,7 @@ class LeaseStore final : public ForwardingStore {
   void clear_caches() override;
 
   // Ends every lease whose time is over at `now` (default: the clock) and gives its leftover
-  // back; forgets keys idle for 10 max_age. The background thread calls it.
+  // back; forgets keys idle for 10 max_age. The sweep task calls it.
   void sweep(std::optional<Micros> now = std::nullopt);
   // Ends every lease and gives every leftover back; waits up to `timeout` for the answers.
   void release_all(std::chrono::milliseconds timeout = std::chrono::seconds(1));

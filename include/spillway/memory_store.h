@@ -2,12 +2,12 @@
 //
 // Thread safety: all methods may be called concurrently. Keys are spread over independently
 // locked shards (no global lock); a check holds exactly one shard lock for the time of the math.
-// Ownership: shares options.clock; owns the background sweeper thread, which the destructor stops
-// and joins.
+// Ownership: shares options.clock and options.runtime; owns its sweep task, which the destructor
+// cancels (waiting for a sweep under way).
 //
 // Memory: a key is tracked only while its limiter is not idle. Idle keys are dropped by sweep(),
-// which runs on its own as shards grow and, with options.sweep_interval > 0, from a background
-// thread, so memory returns to its baseline once traffic stops.
+// which runs on its own as shards grow and, with options.sweep_interval > 0, as a task on the
+// runtime, so memory returns to its baseline once traffic stops.
 //
 // Capacity: at most options.max_keys keys are tracked. When a shard is full, a check on a new key
 // first sweeps that shard; if it is still full the check returns Errc::kStoreFull (the caller
@@ -30,6 +30,7 @@
 #include <memory>
 
 #include "spillway/clock.h"
+#include "spillway/runtime.h"
 #include "spillway/store.h"
 
 namespace spillway {
@@ -39,8 +40,9 @@ struct MemoryStoreOptions {
   std::size_t max_keys = 10'000'000;         // across all algorithms and shards
   std::size_t max_reservations = 1'000'000;  // open at once (made, neither settled nor expired)
   std::size_t max_settled_reservations = 1'000'000;  // settled ids remembered until their ttl
-  std::shared_ptr<const Clock> clock;                // default: SystemClock
-  std::chrono::milliseconds sweep_interval{0};       // background sweep period; 0 = no thread
+  std::shared_ptr<const Clock> clock;  // default: the runtime's wall clock, else SystemClock
+  std::chrono::milliseconds sweep_interval{0};  // background sweep period; 0 = none
+  std::shared_ptr<Runtime> runtime;             // runs the sweeps; default: system_runtime()
 };
 
 class MemoryStore final : public Store {

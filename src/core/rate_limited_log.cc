@@ -5,12 +5,10 @@
 namespace spillway {
 
 bool RateLimitedLog::write(std::string line) {
-  const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count();
-  std::int64_t last = last_ms_.load(std::memory_order_relaxed);
-  if (now - last < interval_ms_ ||
-      !last_ms_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+  const Micros now = clock_->now();
+  Micros last = last_us_.load(std::memory_order_relaxed);
+  if (now - last < interval_us_ ||
+      !last_us_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

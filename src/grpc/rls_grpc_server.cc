@@ -18,6 +18,7 @@
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "src/config/error_answer.h"
 #include "src/core/json_writer.h"
+#include "src/core/stopwatch.h"
 #include "src/core/text.h"
 #include "src/grpc/quota_grpc_service.h"
 #include "src/grpc/rls_convert.h"
@@ -27,8 +28,6 @@
 
 namespace spillway::grpc_server {
 namespace {
-
-using Monotonic = std::chrono::steady_clock;  // not spillway::Clock: deadlines, not decisions
 
 // gRPC core's own log lines (gpr_log), routed through spillway's: one line each on stderr,
 // "spillway: gRPC <severity>: <message>" with the message on one line. While a server starts,
@@ -149,15 +148,14 @@ class RateLimitService final : public pb::RateLimitService::CallbackService {
                                               const pb::RateLimitRequest* request,
                                               pb::RateLimitResponse* response) override {
     ::grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    const Monotonic::time_point started = Monotonic::now();
+    const Stopwatch started;
     const std::size_t descriptors = static_cast<std::size_t>(request->descriptors_size());
     std::shared_ptr<const CallLog> log;
     if (log_ != nullptr) log = call_log(*context, request->domain());
     engine_.should_rate_limit(from_proto(*request), [this, reactor, response, started, descriptors,
                                                      log](Result<rls::RlsResponse> result) {
       ::grpc::Status status = answer(result, descriptors, *response);
-      const std::int64_t us =
-          std::chrono::duration_cast<std::chrono::microseconds>(Monotonic::now() - started).count();
+      const std::int64_t us = started.elapsed().count();
       metrics_.call(static_cast<int>(status.error_code()), us);
       if (log) write_log(*log, status, result, descriptors, us);
       reactor->Finish(status);

@@ -56,13 +56,16 @@ struct IdHash {
 class MemoryStore::Impl {
  public:
   explicit Impl(const MemoryStoreOptions& options)
-      : clock_(options.clock ? options.clock : std::make_shared<SystemClock>()),
+      : runtime_(options.runtime ? options.runtime : system_runtime()),
+        clock_(options.clock     ? options.clock
+               : options.runtime ? options.runtime->wall_clock()
+                                 : std::make_shared<SystemClock>()),
         max_reservations_(options.max_reservations),
         budget_(options.max_keys),
         tables_(make_tables(shards(options), random_seed(),
                             std::make_index_sequence<kAlgorithmCount>{})),
         settled_ids_(options.max_settled_reservations) {
-    if (options.sweep_interval.count() > 0) start_sweeper(options.sweep_interval);
+    if (options.sweep_interval.count() > 0) start_sweeper(*runtime_, options.sweep_interval);
   }
 
   Micros now() const { return clock_->now(); }
@@ -380,24 +383,17 @@ class MemoryStore::Impl {
     return reservation_shards_[IdHash{}(id) % kReservationShards];
   }
 
-  // Sweeps every `interval` (keys idle, then reservations expired, at the clock's now) until the
-  // destructor stops it.
-  void start_sweeper(std::chrono::milliseconds interval) {
-    sweeper_ = std::jthread([this, interval](std::stop_token stop) {
-      std::mutex mutex;
-      std::condition_variable_any wake;
-      std::unique_lock lock(mutex);
-      // wait_for returns early when a stop is requested; the destructor requests it.
-      while (!stop.stop_requested()) {
-        wake.wait_for(lock, stop, interval, [] { return false; });
-        if (stop.stop_requested()) break;
-        const Micros at = now();
-        sweep_reservations(at);
-        sweep(at);
-      }
+  // Sweeps every `interval` (reservations expired, then keys idle, at the clock's now) on the
+  // runtime until the destructor cancels it.
+  void start_sweeper(Runtime& runtime, std::chrono::milliseconds interval) {
+    sweeper_ = runtime.every(std::chrono::microseconds(interval).count(), [this] {
+      const Micros at = now();
+      sweep_reservations(at);
+      sweep(at);
     });
   }
 
+  const std::shared_ptr<Runtime> runtime_;
   const std::shared_ptr<const Clock> clock_;
   const std::size_t max_reservations_;
   const std::uint64_t settled_seed_ = random_seed();
@@ -408,7 +404,7 @@ class MemoryStore::Impl {
   // Open reservations, and the places taken by reserves under way: never above the maximum.
   std::atomic<std::size_t> open_reservations_{0};
   std::atomic<std::uint64_t> expired_reservations_{0};
-  std::jthread sweeper_;  // declared last: stopped and joined before the members above go away
+  ScheduledTask sweeper_;  // declared last: cancelled before the members above go away
 };
 
 MemoryStore::MemoryStore(MemoryStoreOptions options) : impl_(std::make_unique<Impl>(options)) {}

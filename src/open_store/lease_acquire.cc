@@ -134,10 +134,10 @@ void LeaseStore::Impl::give_back(std::string id, std::int64_t used, std::int64_t
     returned_.fetch_add(refunded, std::memory_order_relaxed);
     lost_.fetch_add(unused - refunded, std::memory_order_relaxed);
     {
-      std::lock_guard lock(stop_mutex_);
+      std::lock_guard lock(returns_mutex_);
       returns_in_flight_.fetch_sub(1, std::memory_order_relaxed);
     }
-    stop_cv_.notify_all();
+    returns_done_.notify_all();
     if (then) then();
   });
 }

@@ -53,20 +53,19 @@ LeaseStore::Counts LeaseStore::counts() const { return impl_->counts(); }
 LeaseStore::Impl::Impl(Store& inner, LeaseStoreOptions options)
     : inner_(inner),
       options_(options),
-      clock_(options.clock ? options.clock : std::make_shared<SystemClock>()) {
-  if (options_.sweep_interval.count() > 0) sweeper_ = std::thread([this] { sweeper(); });
+      runtime_(options.runtime ? options.runtime : system_runtime()),
+      clock_(options.clock     ? options.clock
+             : options.runtime ? options.runtime->wall_clock()
+                               : std::make_shared<SystemClock>()) {
+  if (options_.sweep_interval.count() > 0) {
+    sweeper_ = runtime_->every(std::chrono::microseconds(options_.sweep_interval).count(),
+                               [this] { sweep(); });
+  }
 }
 
 LeaseStore::Impl::~Impl() { stop_sweeper(); }
 
-void LeaseStore::Impl::stop_sweeper() {
-  {
-    std::lock_guard lock(stop_mutex_);
-    stopping_ = true;
-  }
-  stop_cv_.notify_all();
-  if (sweeper_.joinable()) sweeper_.join();
-}
+void LeaseStore::Impl::stop_sweeper() { sweeper_.cancel(); }
 
 void LeaseStore::Impl::decide(const StoreRequest& request, AllCallback& done) {
   const std::span<const KeyedLimit> checks = request.checks();

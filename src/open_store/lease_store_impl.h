@@ -1,14 +1,14 @@
 // LeaseStore's state and its work (spillway/lease_store.h keeps only a pointer to it): the 64
-// shards of the lease table (src/open_store/lease_table.h), the counters, and the sweeper thread.
+// shards of the lease table (src/open_store/lease_table.h), the counters, and the sweep task.
 // One Impl per LeaseStore, made with it; its shards live inside it, so a check reaches its shard
 // through the one pointer. Its methods are defined in lease_store.cc (deciding, clear_caches),
 // lease_take.cc (attempt), lease_acquire.cc (acquire, send_acquire, give_back), lease_sweep.cc
-// (the sweeper, sweep, release_all) and lease_metrics.cc (counts). Private to src/open_store.
+// (sweep, release_all) and lease_metrics.cc (counts). Private to src/open_store.
 //
 // Units are the limit's (a check's cost); times are Micros on the store's time base (a request's
 // own `now` when given, else the clock).
 // Thread safety: every public method from any thread; an entry only under its shard's lock; the
-// counters are relaxed atomics; stopping_ and the wait for returns in flight under stop_mutex_.
+// counters are relaxed atomics; the wait for returns in flight under returns_mutex_.
 // Ownership: `inner` is the LeaseStore's wrapped store, which outlives every call this object
 // makes to it (LeaseStore's destructor stops the sweeper and gives leftovers back before it ends
 // the wrapped store); callbacks given to the wrapped store hold `this`.
@@ -24,7 +24,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "spillway/lease_store.h"
 #include "src/open_store/lease_table.h"
@@ -39,9 +38,9 @@ class LeaseStore::Impl {
   using TakenUnits = lease_table::TakenUnits;
   using Pending = lease_table::Pending;
 
-  // Starts the sweeper thread when options.sweep_interval > 0.
+  // Schedules the sweep task when options.sweep_interval > 0.
   Impl(Store& inner, LeaseStoreOptions options);
-  // Stops the sweeper (if still running).
+  // Ends the sweep task (if still scheduled).
   ~Impl();
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -55,7 +54,7 @@ class LeaseStore::Impl {
   void sweep(std::optional<Micros> now = std::nullopt);
   void release_all(std::chrono::milliseconds timeout);
   Counts counts() const;
-  // Stops the sweeper thread and waits for it; idempotent.
+  // Ends the sweep task, waiting for a sweep under way; idempotent.
   void stop_sweeper();
 
  private:
@@ -74,10 +73,10 @@ class LeaseStore::Impl {
   // allows), then runs `then` (if any) once the shared store answered.
   void give_back(std::string id, std::int64_t used, std::int64_t unused, std::optional<Micros> now,
                  std::function<void()> then = nullptr);
-  void sweeper();
 
   Store& inner_;
   const LeaseStoreOptions options_;
+  const std::shared_ptr<Runtime> runtime_;
   const std::shared_ptr<const Clock> clock_;
   std::array<Shard, lease_table::kShards> shards_;
 
@@ -85,10 +84,9 @@ class LeaseStore::Impl {
   std::atomic<std::uint64_t> acquire_calls_{0}, return_calls_{0}, local_{0};
   std::atomic<std::int64_t> returns_in_flight_{0};
 
-  std::mutex stop_mutex_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
-  std::thread sweeper_;  // declared last: started once everything above is whole
+  std::mutex returns_mutex_;
+  std::condition_variable returns_done_;  // notified as each return is answered
+  ScheduledTask sweeper_;                 // declared last: scheduled once everything above is whole
 };
 
 }  // namespace spillway

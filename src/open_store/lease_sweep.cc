@@ -1,5 +1,5 @@
-// LeaseStore (spillway/lease_store.h): ending leases by time and at exit. The sweeper thread
-// calls sweep() every sweep_interval: it ends the leases whose time is over, gives their
+// LeaseStore (spillway/lease_store.h): ending leases by time and at exit. The sweep task calls
+// sweep() every sweep_interval: it ends the leases whose time is over, gives their
 // leftovers back, and forgets keys idle for kIdleLeaseAges max_age. release_all() (the destructor
 // calls it) ends every lease and waits for the shared store's answers.
 // Times: Micros on the store's time base (a lease charged at a request's own `now` ends at its
@@ -18,17 +18,6 @@ using lease_table::end_lease;
 using lease_table::kIdleLeaseAges;
 using lease_table::kShards;
 using lease_table::Leftover;
-
-void LeaseStore::Impl::sweeper() {
-  std::unique_lock lock(stop_mutex_);
-  while (!stopping_) {
-    stop_cv_.wait_for(lock, options_.sweep_interval);
-    if (stopping_) break;
-    lock.unlock();
-    sweep();
-    lock.lock();
-  }
-}
 
 void LeaseStore::Impl::sweep(std::optional<Micros> at) {
   const Micros now = time(at);
@@ -73,9 +62,9 @@ void LeaseStore::Impl::release_all(std::chrono::milliseconds timeout) {
     }
   }
   for (Leftover& l : leftovers) give_back(std::move(l.id), l.used, l.unused, l.at);
-  std::unique_lock lock(stop_mutex_);
-  stop_cv_.wait_for(lock, timeout,
-                    [this] { return returns_in_flight_.load(std::memory_order_relaxed) == 0; });
+  std::unique_lock lock(returns_mutex_);
+  returns_done_.wait_for(
+      lock, timeout, [this] { return returns_in_flight_.load(std::memory_order_relaxed) == 0; });
 }
 
 }  // namespace spillway

@@ -91,7 +91,7 @@ std::vector<Batcher::Pending> Batcher::take_batch_locked(SlotQueue& slot,
                                                          std::vector<Pending>& expired) {
   std::vector<Pending> batch;
   const auto cap = static_cast<std::size_t>(std::max(1, options_.max_batch));
-  const ScriptTarget::Deadline now = std::chrono::steady_clock::now();
+  const ScriptTarget::Deadline now = socket_now();
   while (!slot.queue.empty() && batch.size() < cap &&
          (batch.empty() || slot.queue.front().now == batch.front().now)) {
     if (slot.queue.front().deadline <= now) {

@@ -20,7 +20,6 @@
 namespace spillway::redis {
 
 namespace asio = boost::asio;
-using Monotonic = std::chrono::steady_clock;  // not spillway::SteadyClock: deadlines, not decisions
 
 // ---- Impl: the pool ------------------------------------------------------------------------
 
@@ -32,7 +31,7 @@ class Client::Impl {
   Impl& operator=(const Impl&) = delete;
 
   // asking: ASKING goes first on the same connection (Redis Cluster's ASK redirection).
-  void submit(Result<std::string> command, Callback done, Monotonic::time_point deadline,
+  void submit(Result<std::string> command, Callback done, SocketClock::time_point deadline,
               bool asking = false) {
     asio::post(pool_.io, [this, command = std::move(command), done = std::move(done), deadline,
                           asking]() mutable {
@@ -47,7 +46,7 @@ class Client::Impl {
   bool on_io_thread() { return pool_.io.get_executor().running_in_this_thread(); }
 
  private:
-  void dispatch(Result<std::string> command, Callback done, Monotonic::time_point deadline,
+  void dispatch(Result<std::string> command, Callback done, SocketClock::time_point deadline,
                 bool asking);
 
   PoolContext pool_;
@@ -82,7 +81,7 @@ void Client::Impl::shutdown() {
 }
 
 void Client::Impl::dispatch(Result<std::string> command, Callback done,
-                            Monotonic::time_point deadline, bool asking) {
+                            SocketClock::time_point deadline, bool asking) {
   if (!command) {
     complete(done, std::unexpected(command.error()));
     return;
@@ -110,7 +109,7 @@ void Client::Impl::dispatch(Result<std::string> command, Callback done,
                                                  connections_[first]->last_cause())));
     return;
   }
-  const Monotonic::time_point now = Monotonic::now();
+  const SocketClock::time_point now = socket_now();
   deadline = std::min(deadline, now + pool_.options.timeout);
   if (deadline <= now) {
     complete(done,
@@ -147,7 +146,7 @@ Result<Reply> Client::call(const std::vector<std::string>& args) {
 }
 
 void Client::call_async(const std::vector<std::string>& args, Callback done) {
-  impl_->submit(format_command(args), std::move(done), Monotonic::time_point::max());
+  impl_->submit(format_command(args), std::move(done), SocketClock::time_point::max());
 }
 
 void Client::call_async(const std::vector<std::string>& args, Deadline deadline, Callback done) {

@@ -36,6 +36,16 @@
 
 namespace spillway::redis {
 
+// The Redis client's one clock: Asio's steady clock, the one its socket timers run on. Every
+// deadline, resend pause and refresh timer in src/redis reads it through socket_now(). It is not
+// the Runtime's (spillway/runtime.h): the timers these times are compared with are Asio's, on the
+// client's event loop, and a ManualRuntime cannot move them.
+using SocketClock = std::chrono::steady_clock;
+inline SocketClock::time_point socket_now() { return SocketClock::now(); }
+inline SocketClock::time_point deadline_in(std::chrono::milliseconds timeout) {
+  return socket_now() + timeout;
+}
+
 struct ClientOptions {
   // Where to connect: host + port, or a unix socket path (then host/port are ignored).
   std::string host = "127.0.0.1";
@@ -63,7 +73,7 @@ struct ClientOptions {
 class Client {
  public:
   using Callback = std::function<void(Result<Reply>)>;
-  using Deadline = std::chrono::steady_clock::time_point;
+  using Deadline = SocketClock::time_point;
 
   // Starts the I/O thread and connects the pool in the background; never blocks on the network.
   explicit Client(ClientOptions options);

@@ -8,7 +8,6 @@
 #include "src/redis/resend.h"
 
 namespace spillway::redis {
-using Monotonic = std::chrono::steady_clock;  // not spillway::SteadyClock: deadlines, not decisions
 
 namespace {
 
@@ -48,7 +47,7 @@ class ClusterRouter::Impl {
   }
 
   void run(std::uint16_t slot, const Script& script, std::shared_ptr<std::vector<std::string>> args,
-           Monotonic::time_point deadline, Callback done) {
+           SocketClock::time_point deadline, Callback done) {
     auto call = std::make_shared<Call>(Call{{.slot = slot,
                                              .script = script,
                                              .args = std::move(args),
@@ -209,7 +208,7 @@ class ClusterRouter::Impl {
   // Tries the call again after kResendPause, or gives up when that would reach its deadline.
   void later(const std::shared_ptr<Call>& call) {
     if (!can_wait(*call)) return give_up(call);
-    resends_.at(Monotonic::now() + kResendPause,
+    resends_.at(socket_now() + kResendPause,
                 [this, call](bool) { attempt(call); });  // closing: attempt() sees closing_
   }
 
@@ -219,7 +218,7 @@ class ClusterRouter::Impl {
     auto candidates = std::make_shared<std::vector<NodeAddress>>();
     {
       std::lock_guard lock(mutex_);
-      const auto now = Monotonic::now();
+      const auto now = socket_now();
       if (closing_ || refreshing_ || now - last_refresh_ < kRefreshInterval) return;
       refreshing_ = true;
       last_refresh_ = now;
@@ -248,7 +247,7 @@ class ClusterRouter::Impl {
           install(std::move(*map));
           std::lock_guard lock(mutex_);
           refreshing_ = false;
-          last_refresh_ = Monotonic::now();
+          last_refresh_ = socket_now();
           return;
         }
       }
@@ -263,7 +262,7 @@ class ClusterRouter::Impl {
   std::map<std::string, std::shared_ptr<Client>> clients_;  // by "host:port"
   bool closing_ = false;
   bool refreshing_ = false;
-  Monotonic::time_point last_refresh_{};
+  SocketClock::time_point last_refresh_{};
   std::atomic<std::uint64_t> moved_{0}, ask_{0}, retried_{0}, refreshes_{0};
   ResendTimer resends_;  // calls waiting to be sent again
 };

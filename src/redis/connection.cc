@@ -20,7 +20,6 @@ namespace {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
-using Monotonic = std::chrono::steady_clock;  // not spillway::SteadyClock: deadlines, not decisions
 using GenericEndpoint = asio::generic::stream_protocol::endpoint;
 
 std::unexpected<Error> error(Errc code, std::string message) {
@@ -83,8 +82,8 @@ PoolContext::PoolContext(ClientOptions options_in)
 }
 
 Client::Deadline PoolContext::next_connect_slot() {
-  const auto now = Monotonic::now();
-  const auto interval = std::chrono::duration_cast<Monotonic::duration>(std::chrono::seconds(1)) /
+  const auto now = socket_now();
+  const auto interval = std::chrono::duration_cast<SocketClock::duration>(std::chrono::seconds(1)) /
                         options.max_connects_per_second;
   connect_tat_ = std::max(connect_tat_, now) + interval;
   return std::max(now, connect_tat_ - interval * options.max_connects_per_second);
@@ -127,8 +126,8 @@ void Connection::send(std::string command, Client::Callback done, Client::Deadli
 
 void Connection::connect() {
   if (pool_.stopping) return;
-  const Monotonic::time_point start = pool_.next_connect_slot();
-  if (start > Monotonic::now()) {
+  const SocketClock::time_point start = pool_.next_connect_slot();
+  if (start > socket_now()) {
     backoff_timer_.expires_at(start);
     backoff_timer_.async_wait([this](const error_code& ec) {
       if (ec || pool_.stopping) return;
@@ -265,7 +264,7 @@ bool Connection::queue_handshake(const std::shared_ptr<Session>& session,
     return false;
   }
   session->output += *command;
-  session->pending.push_back(Pending{kind, nullptr, Monotonic::time_point::max()});
+  session->pending.push_back(Pending{kind, nullptr, SocketClock::time_point::max()});
   ++session->handshake_left;
   return true;
 }
@@ -403,11 +402,11 @@ void Connection::arm_call_timer(Client::Deadline deadline) {
 }
 
 void Connection::expire_calls() {
-  const Monotonic::time_point now = Monotonic::now();
+  const SocketClock::time_point now = socket_now();
   const std::string message = pool_.where + ": no reply in time (timeout " +
                               millis(options_.timeout) + ", including time queued)";
-  std::optional<Monotonic::time_point> next;
-  const auto consider = [&next](Monotonic::time_point deadline) {
+  std::optional<SocketClock::time_point> next;
+  const auto consider = [&next](SocketClock::time_point deadline) {
     next = next ? std::min(*next, deadline) : deadline;
   };
   if (session_) {

@@ -50,7 +50,7 @@ void RedisQuotaShares::call(std::string_view bucket, std::string_view member, st
       "", "", "1", std::move(key), std::string(member), std::to_string(demand),
       std::to_string(hold_ms), std::to_string(kMaxShareMembers)});
   const Script script{quota_share_script_source(), &quota_share_script_sha(), true};
-  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  const auto deadline = deadline_in(options_.timeout);
   target_->run(slot, script, std::move(args), deadline, [done = std::move(done)](Result<Reply> r) {
     if (!r) return done(std::unexpected(r.error()));
     if (r->is_error() || r->type != Reply::Type::kArray) {

@@ -190,7 +190,7 @@ void RedisStore::decide(const StoreRequest& request, AllCallback done) {
          .now = now ? std::to_string(*now) : std::string(),
          .numbers = {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
                      limit.period_units(), request.cost_of(0)},
-         .deadline = std::chrono::steady_clock::now() + options_.timeout,
+         .deadline = redis::deadline_in(options_.timeout),
          .done = std::move(done)});
   }
   std::vector<redis::SlotKey> keys = slot_keys(request);
@@ -199,9 +199,9 @@ void RedisStore::decide(const StoreRequest& request, AllCallback done) {
   });
   const std::string now_arg = now ? std::to_string(*now) : std::string();
   if (!one_slot) {
-    return redis::check_all_across_slots(
-        *target_, std::move(keys), now_arg, options_.ttl_floor, options_.cluster_dry_run_first,
-        std::chrono::steady_clock::now() + options_.timeout, std::move(done));
+    return redis::check_all_across_slots(*target_, std::move(keys), now_arg, options_.ttl_floor,
+                                         options_.cluster_dry_run_first,
+                                         redis::deadline_in(options_.timeout), std::move(done));
   }
   all_or_nothing_call(keys, now_arg, {}, {}, std::move(done));
 }
@@ -243,7 +243,7 @@ void RedisStore::all_or_nothing_call(const std::vector<redis::SlotKey>& keys,
   const std::size_t count = keys.size();
   target_->run(keys.front().slot,
                {redis::all_or_nothing_script_source(), &redis::all_or_nothing_script_sha()},
-               std::move(args), std::chrono::steady_clock::now() + options_.timeout,
+               std::move(args), redis::deadline_in(options_.timeout),
                [count, done = std::move(done)](Result<redis::Reply> reply) {
                  if (!reply) return done(std::unexpected(reply.error()));
                  Decisions decisions;
@@ -269,7 +269,7 @@ Result<void> RedisStore::probe() {
   auto args =
       std::make_shared<std::vector<std::string>>(std::vector<std::string>{"", "", "1", key});
   const redis::Script script{redis::probe_script_source(), &redis::probe_script_sha()};
-  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  const auto deadline = redis::deadline_in(options_.timeout);
   Result<redis::Reply> reply = wait_for_answer<Result<redis::Reply>>(
       [&](auto answer) { target_->run(slot_of(key), script, args, deadline, std::move(answer)); });
   Result<void> answer;
@@ -293,20 +293,19 @@ void RedisStore::append_metrics(std::string& out) const {
 }
 
 Result<void> RedisStore::wait_ready(std::chrono::milliseconds timeout) {
-  using Monotonic =
-      std::chrono::steady_clock;  // not spillway::SteadyClock: deadlines, not decisions
-  const auto deadline = Monotonic::now() + timeout;
+  const auto deadline = redis::socket_now() + timeout;
   // What the server itself said (an error reply: NOAUTH, READONLY …) tells more than a later
   // probe that got no reply in time on a loaded machine: it is the one reported.
   std::optional<Error> replied;
   while (true) {
     // Once connected, a probe; before, a probe only at the deadline (its error is the
     // connection's last cause).
-    if (target_->ready() || Monotonic::now() >= deadline) {
+    if (target_->ready() || redis::socket_now() >= deadline) {
       Result<void> answer = probe();
       if (answer) return answer;
       if (answer.error().message.starts_with(redis::kRedisReplied)) replied = answer.error();
-      if (Monotonic::now() >= deadline) return std::unexpected(replied ? *replied : answer.error());
+      if (redis::socket_now() >= deadline)
+        return std::unexpected(replied ? *replied : answer.error());
       // A failure that may pass (LOADING, a failover): again after a pause, until the deadline.
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;

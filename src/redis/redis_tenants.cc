@@ -92,7 +92,7 @@ Result<Reply> RedisTenantDirectory::run(int which, std::vector<std::string> argv
   for (std::string& value : argv) args->push_back(std::move(value));
   const Script script = script_of(which);
   if (which != kWrite) reads_.fetch_add(1);
-  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  const auto deadline = deadline_in(options_.timeout);
   Result<Reply> reply = wait_for_answer<Result<Reply>>(
       [&](auto answer) { target_->run(slot_, script, args, deadline, std::move(answer)); });
   if (reply && reply->is_error()) {
@@ -139,7 +139,7 @@ Result<std::vector<std::optional<TenantRecord>>> RedisTenantDirectory::write(
       if (pending->error) break;
       ++pending->running;
     }
-    target_->run(slot_, script, args, std::chrono::steady_clock::now() + options_.timeout,
+    target_->run(slot_, script, args, deadline_in(options_.timeout),
                  [pending, start](Result<Reply> reply) {
                    std::lock_guard lock(pending->mutex);
                    --pending->running;

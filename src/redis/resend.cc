@@ -6,8 +6,6 @@
 namespace spillway::redis {
 namespace {
 
-using Monotonic = std::chrono::steady_clock;  // not spillway::SteadyClock: deadlines, not decisions
-
 // Refusals after which the server ran nothing, and the same call succeeds once it has settled.
 bool refused_without_running(std::string_view text) {
   for (std::string_view prefix : {"TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "READONLY"}) {
@@ -40,10 +38,10 @@ ResendStep resend_step(ScriptCall& call, const Result<Reply>& reply) {
 }
 
 bool count_send(ScriptCall& call) {
-  return Monotonic::now() < call.deadline && ++call.sends <= kMaxSends;
+  return socket_now() < call.deadline && ++call.sends <= kMaxSends;
 }
 
-bool can_wait(const ScriptCall& call) { return Monotonic::now() + kResendPause < call.deadline; }
+bool can_wait(const ScriptCall& call) { return socket_now() + kResendPause < call.deadline; }
 
 Error out_of_time(const ScriptCall& call, std::string_view what) {
   std::string message = std::string(what) + " in time";

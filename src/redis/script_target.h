@@ -47,7 +47,7 @@ inline void set_script_call(std::vector<std::string>& args, const Script& script
 class ScriptTarget {
  public:
   using Callback = std::function<void(Result<Reply>)>;
-  using Deadline = std::chrono::steady_clock::time_point;
+  using Deadline = SocketClock::time_point;
   virtual ~ScriptTarget() = default;
 
   // Runs `script`. args = {"", "", numkeys, keys…, argv…}: the first two are filled in here

@@ -12,7 +12,6 @@
 namespace spillway::redis {
 namespace {
 
-using Monotonic = std::chrono::steady_clock;  // not spillway::SteadyClock: deadlines, not decisions
 using std::chrono::milliseconds;
 
 // How often the watcher looks at its subscription, its requests to resolve and the clock.
@@ -194,7 +193,7 @@ class SentinelTarget::Impl {
       return call.finish(
           std::unexpected(out_of_time(call, "redis sentinel: no answer from the primary")));
     }
-    resends_.at(Monotonic::now() + kResendPause,
+    resends_.at(socket_now() + kResendPause,
                 [this, call = std::move(call)](bool closing_now) mutable {
                   if (closing_now) return call.finish(std::unexpected(closing()));
                   send(std::move(call));
@@ -264,17 +263,17 @@ class SentinelTarget::Impl {
 
   // The watcher: +switch-master messages, re-resolving when asked and once a second.
   void watch() {
-    auto next_check = Monotonic::now() + kRecheckInterval;
-    auto last_resolve = Monotonic::time_point{};
+    auto next_check = socket_now() + kRecheckInterval;
+    auto last_resolve = SocketClock::time_point{};
     while (!stopping_) {
       if (subscription_ && !subscription_->connected()) {  // that sentinel went away
         subscription_.reset();
         subscribed_index_ = (subscribed_index_ + 1) % sentinels_.size();
         resolve_requested_ = true;
       }
-      if (!subscription_ && Monotonic::now() >= next_subscribe_) subscribe();
+      if (!subscription_ && socket_now() >= next_subscribe_) subscribe();
       std::this_thread::sleep_for(kWatchTick);
-      const auto now = Monotonic::now();
+      const auto now = socket_now();
       if ((resolve_requested_ || now >= next_check) && now - last_resolve >= milliseconds(100)) {
         resolve_requested_ = false;
         last_resolve = now;
@@ -301,7 +300,7 @@ class SentinelTarget::Impl {
       subscription_ = std::move(client);
       return;
     }
-    next_subscribe_ = Monotonic::now() + milliseconds(200);
+    next_subscribe_ = socket_now() + milliseconds(200);
   }
 
   // On the subscription's I/O thread.
@@ -332,7 +331,7 @@ class SentinelTarget::Impl {
   std::size_t subscribed_index_ = 0;
   std::vector<std::unique_ptr<Client>> sentinel_clients_;  // by sentinel index
   std::unique_ptr<Client> subscription_;
-  Monotonic::time_point next_subscribe_{};
+  SocketClock::time_point next_subscribe_{};
   std::vector<std::shared_ptr<SingleNode>> retired_;
   std::thread thread_;
 };

@@ -230,7 +230,7 @@ void RedisStore::reserve(const StoreRequest& request, AllCallback done) {
   records->layers = std::move(layers);
   redis::check_all_across_slots(
       *target_, std::move(keys), now_arg, options_.ttl_floor, options_.cluster_dry_run_first,
-      std::chrono::steady_clock::now() + options_.timeout, std::move(done), std::move(records));
+      redis::deadline_in(options_.timeout), std::move(done), std::move(records));
 }
 
 void RedisStore::settle(const Settlement& settlement, SettleCallback done) {
@@ -243,8 +243,7 @@ void RedisStore::settle(const Settlement& settlement, SettleCallback done) {
   }
   const std::string now_arg = settlement.now ? std::to_string(*settlement.now) : std::string();
   const std::string ttl_floor = std::to_string(options_.ttl_floor.count());
-  const redis::ScriptTarget::Deadline deadline =
-      std::chrono::steady_clock::now() + options_.timeout;
+  const redis::ScriptTarget::Deadline deadline = redis::deadline_in(options_.timeout);
   const std::string home_key = redis::reservation_home_key(options_.key_prefix, settlement.id);
   auto args = std::make_shared<std::vector<std::string>>();
   args->reserve(9 + 2 * settlement.costs.size());
@@ -336,9 +335,8 @@ void RedisStore::charge(const StoreRequest& request, AllCallback done) {
     return std::nullopt;
   };
   redis::run_per_slot(*target_, {redis::settle_script_source(), &redis::settle_script_sha()},
-                      redis::calls_by_slot(slots),
-                      std::chrono::steady_clock::now() + options_.timeout, args_of, read,
-                      Decisions(keys->size()), std::move(done));
+                      redis::calls_by_slot(slots), redis::deadline_in(options_.timeout), args_of,
+                      read, Decisions(keys->size()), std::move(done));
 }
 
 }  // namespace spillway

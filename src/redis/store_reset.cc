@@ -35,9 +35,8 @@ void RedisStore::reset(const StoreRequest& request, AllCallback done) {
     return std::nullopt;
   };
   redis::run_per_slot(*target_, {redis::reset_script_source(), &redis::reset_script_sha(), true},
-                      redis::calls_by_slot(slots),
-                      std::chrono::steady_clock::now() + options_.timeout, args_of, read,
-                      std::move(decisions), std::move(done));
+                      redis::calls_by_slot(slots), redis::deadline_in(options_.timeout), args_of,
+                      read, std::move(decisions), std::move(done));
 }
 
 }  // namespace spillway

@@ -6,24 +6,21 @@ namespace spillway::rls {
 
 RlsWatcher::RlsWatcher(RlsEngine& engine, std::string path, std::string loaded_fingerprint,
                        std::chrono::milliseconds interval,
-                       std::function<void(const std::string&)> log, std::function<void()> reloaded)
+                       std::function<void(const std::string&)> log, std::function<void()> reloaded,
+                       std::shared_ptr<Runtime> runtime)
     : engine_(engine),
       path_(std::move(path)),
       interval_(interval),
       log_(std::move(log)),
       reloaded_(std::move(reloaded)),
-      fingerprint_(std::move(loaded_fingerprint)) {
-  if (interval_.count() > 0) thread_ = std::thread([this] { watch(); });
+      fingerprint_(std::move(loaded_fingerprint)),
+      runtime_(runtime ? std::move(runtime) : system_runtime()) {
+  if (interval_.count() > 0) {
+    poller_ = runtime_->every(std::chrono::microseconds(interval_).count(), [this] { poll(); });
+  }
 }
 
-RlsWatcher::~RlsWatcher() {
-  {
-    std::lock_guard lock(stop_mutex_);
-    stopping_ = true;
-  }
-  stop_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+RlsWatcher::~RlsWatcher() { poller_.cancel(); }
 
 Result<void> RlsWatcher::reload() {
   std::lock_guard lock(reload_mutex_);
@@ -46,17 +43,10 @@ Result<void> RlsWatcher::reload_locked(const std::string& fingerprint) {
   return {};
 }
 
-void RlsWatcher::watch() {
-  std::unique_lock stop_lock(stop_mutex_);
-  while (!stop_cv_.wait_for(stop_lock, interval_, [this] { return stopping_; })) {
-    stop_lock.unlock();
-    const std::string now = rls_rules_fingerprint(path_);
-    {
-      std::lock_guard lock(reload_mutex_);
-      if (now != fingerprint_) (void)reload_locked(now);
-    }
-    stop_lock.lock();
-  }
+void RlsWatcher::poll() {
+  const std::string now = rls_rules_fingerprint(path_);
+  std::lock_guard lock(reload_mutex_);
+  if (now != fingerprint_) (void)reload_locked(now);
 }
 
 void RlsWatcher::render(std::string& out) const {

@@ -1,21 +1,22 @@
-// Keeps an RlsEngine's rules in step with their files: reload() now (SIGHUP), and a thread that
-// compares the files' paths and contents every `interval` and reloads on a change (an edit, a
-// new file, or a Kubernetes ConfigMap's symlink swap). A set of files that does not load keeps
-// the rules in force; it is logged once per change and counted:
+// Keeps an RlsEngine's rules in step with their files: reload() now (SIGHUP), and a task on the
+// runtime that compares the files' paths and contents every `interval` and reloads on a change (an
+// edit, a new file, or a Kubernetes ConfigMap's symlink swap). A set of files that does not load
+// keeps the rules in force; it is logged once per change and counted:
 //   spillway_rls_config_reloads_total{result="ok"|"error"}, spillway_rls_config_domains
 //
 // Thread safety: reload() from any thread (reloads are serialized). Ownership: uses `engine`,
-// which must outlive the watcher; the destructor stops the thread.
+// which must outlive the watcher; shares the runtime; the destructor ends the task (waiting for a
+// poll under way).
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
+#include "spillway/runtime.h"
 #include "src/rls/rls_engine.h"
 
 namespace spillway::rls {
@@ -23,12 +24,12 @@ namespace spillway::rls {
 class RlsWatcher {
  public:
   // `log` gets one line per reload or rejected change; `reloaded` runs after new rules are in
-  // force (to clear caches). interval 0: no thread.
+  // force (to clear caches). interval 0: no polling. runtime nullptr: system_runtime().
   // `loaded_fingerprint`: rls_rules_fingerprint(path) taken before the engine's rules were
   // loaded, so that a change made since is seen.
   RlsWatcher(RlsEngine& engine, std::string path, std::string loaded_fingerprint,
              std::chrono::milliseconds interval, std::function<void(const std::string&)> log,
-             std::function<void()> reloaded);
+             std::function<void()> reloaded, std::shared_ptr<Runtime> runtime = nullptr);
   ~RlsWatcher();
   RlsWatcher(const RlsWatcher&) = delete;
   RlsWatcher& operator=(const RlsWatcher&) = delete;
@@ -38,7 +39,7 @@ class RlsWatcher {
   void render(std::string& out) const;
 
  private:
-  void watch();
+  void poll();
   Result<void> reload_locked(const std::string& fingerprint);
 
   RlsEngine& engine_;
@@ -49,10 +50,8 @@ class RlsWatcher {
   std::mutex reload_mutex_;
   std::string fingerprint_;  // of the files last seen (loaded or rejected)
   std::atomic<std::uint64_t> ok_{0}, errors_{0};
-  std::mutex stop_mutex_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
-  std::thread thread_;
+  std::shared_ptr<Runtime> runtime_;
+  ScheduledTask poller_;  // last: scheduled once everything above is whole
 };
 
 }  // namespace spillway::rls

@@ -23,7 +23,6 @@ namespace {
 namespace asio = boost::asio;
 using boost::system::error_code;
 using tcp = asio::ip::tcp;
-using Monotonic = std::chrono::steady_clock;  // not spillway::SteadyClock: deadlines, not decisions
 using std::chrono::milliseconds;
 
 // How long a closing connection keeps reading (and discarding) what the client still sends.
@@ -211,7 +210,7 @@ void Connection::parse() {
         framing_.keep_alive = false;
         request_complete_ = false;
         framing_.head = false;
-        started_ = Monotonic::now();
+        started_.restart();
         return write(std::move(*refused));
       }
       // Accepted (a valid credential): the body may take body_timeout from now.
@@ -247,7 +246,7 @@ void Connection::on_request() {
 
   state_ = State::kHandling;
   deadline_ = std::chrono::nanoseconds::max();  // the handler always answers (or a 500 does)
-  if (server_.logging()) started_ = Monotonic::now();
+  if (server_.logging()) started_.restart();
   ++sequence_;
   call_handler(std::move(read.request));
 }
@@ -293,7 +292,7 @@ void Connection::respond_error(int status, const std::string& message) {
   framing_.keep_alive = false;
   request_complete_ = false;
   framing_.head = false;
-  started_ = Monotonic::now();
+  started_.restart();
   HttpResponse response;
   response.status = status;
   response.body = error_body(message);
@@ -334,8 +333,7 @@ std::string_view logged_method(std::string_view method) {
 // `method=POST path=/v1/check status=200 us=85 peer=127.0.0.1`, or with log_json the members of
 // its JSON object (AccessLog adds ts and level).
 void Connection::log_request() {
-  const auto us =
-      std::chrono::duration_cast<std::chrono::microseconds>(Monotonic::now() - started_);
+  const std::chrono::microseconds us = started_.elapsed();
   std::string& line = log_line_;
   if (options().log_json) {
     line.clear();

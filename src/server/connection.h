@@ -39,6 +39,7 @@
 #include <string>
 #include <thread>
 
+#include "src/core/stopwatch.h"
 #include "src/server/http_server.h"
 #include "src/server/request_reader.h"
 #include "src/server/response_text.h"
@@ -130,7 +131,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string method_ = "-";
   std::string path_ = "-";
   int status_ = 0;
-  std::chrono::steady_clock::time_point started_{};
+  Stopwatch started_;
   std::string log_line_;
   std::string log_fields_;  // the response's (HttpResponse::log_fields)
   std::string trace_id_;    // the request's valid traceparent's, or empty (log_json only)

@@ -9,15 +9,12 @@
 #include <random>
 
 #include "src/core/backend_schemes.h"
+#include "src/core/stopwatch.h"
 #include "src/server/decision_response.h"
 
 namespace spillway::server {
 using policy::Policy;
-namespace {
-
-using Monotonic = std::chrono::steady_clock;  // not spillway::Clock: deadlines, not decisions
-
-}  // namespace
+namespace {}  // namespace
 
 Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& config) const {
   auto built = Policy::make(config.policy, tenants_, config.tenants.until_loaded);
@@ -95,9 +92,7 @@ const std::shared_ptr<const Service::Settings>& Service::settings() const {
 }
 
 void Service::Reply::operator()(HttpResponse response) const {
-  const auto elapsed =
-      std::chrono::duration_cast<std::chrono::microseconds>(Monotonic::now() - started);
-  service->metrics_.request(endpoint, response.status, elapsed.count());
+  service->metrics_.request(endpoint, response.status, started.elapsed().count());
   respond(std::move(response));
 }
 
@@ -131,7 +126,7 @@ void Service::handle(HttpRequest request, Responder respond) {
   const std::string_view path = target_path(request.target);
   const Route* route = route_of(path);
   const std::string_view label = label_of(path, route);
-  const Reply reply{this, label, Monotonic::now(), std::move(respond)};
+  const Reply reply{this, label, Stopwatch(), std::move(respond)};
   if (route == nullptr) {
     return reply(error_response(404, "no such endpoint: " + std::string(path)));
   }

@@ -25,6 +25,7 @@
 #include "spillway/store.h"
 #include "src/config/config.h"
 #include "src/core/rate_limited_log.h"
+#include "src/core/stopwatch.h"
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
 #include "src/server/router.h"
@@ -94,7 +95,7 @@ class Service {
   struct Reply {
     Service* service;
     std::string_view endpoint;  // a fixed label, never the client's path
-    std::chrono::steady_clock::time_point started;
+    Stopwatch started;
     Responder respond;
     void operator()(HttpResponse response) const;
   };
@@ -158,7 +159,7 @@ class Service {
   Metrics metrics_;
   TopKeys top_denied_;             // the most denied keys, for /v1/stats
   const std::uint64_t mask_salt_;  // random: masked keys in /v1/stats hash with it
-  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const Stopwatch started_;        // uptime
   bool log_json_ = false;  // server.log_format: json: decisions carry their log fields (at start)
   RateLimitedLog error_log_;                           // backend errors, one line a second at most
   RateLimitedLog proxy_log_{std::chrono::minutes(1)};  // a proxy's unread client-address header

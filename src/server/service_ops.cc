@@ -16,8 +16,6 @@
 namespace spillway::server {
 namespace {
 
-using Monotonic = std::chrono::steady_clock;  // not spillway::Clock: deadlines, not decisions
-
 // The wall clock (CLOCK_REALTIME, as config.loaded_at) in ms since the Unix epoch.
 std::int64_t unix_now_ms() {
   using namespace std::chrono;
@@ -106,7 +104,7 @@ void Service::stats(const HttpRequest&, const Reply& reply) {
                  .config_version = current->version,
                  .config_loaded_at = iso8601_utc(current->loaded_at),
                  .layers = {},
-                 .uptime_s = std::chrono::duration<double>(Monotonic::now() - started_).count(),
+                 .uptime_s = std::chrono::duration<double>(started_.elapsed()).count(),
                  .now_unix_ms = unix_now_ms(),
                  .version = SPILLWAY_VERSION};
   for (const policy::LayerSpec& layer : current->policy->spec().layers) {

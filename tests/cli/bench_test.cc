@@ -141,6 +141,7 @@ TEST_F(BenchHttp, AnOpenLoopChargesAStalledServerForTheRequestsDueDuringTheStall
         },
         std::chrono::seconds(20));
     if (!started) return;  // bench's own output then fails the test
+    // Real time: the stall of another process, in the middle of bench's own run.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     ::kill(server_->pid(), SIGSTOP);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));

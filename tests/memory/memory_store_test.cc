@@ -248,12 +248,30 @@ TEST(MemoryStoreConcurrency, ManyKeysEachAdmitExactlyTheLimit) {
 }
 
 TEST(MemoryStore, DestructorStopsTheBackgroundSweeper) {
+  // On the process's runtime: the destructor cancels the sweep task and returns.
   MemoryStoreOptions o = manual_options(std::make_shared<ManualClock>(0));
   o.sweep_interval = std::chrono::milliseconds(1);
   auto store = std::make_unique<MemoryStore>(std::move(o));
   ASSERT_TRUE(store->check("k", make_limit(Algorithm::kGcra, 1, kStoreSecond)).value().allowed);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(destroyed_within(std::move(store), std::chrono::seconds(10)));
+}
+
+TEST(MemoryStore, SweepsRunOnTheInjectedRuntimeEveryIntervalAndEndWithTheStore) {
+  auto clock = std::make_shared<ManualClock>(0);
+  auto runtime = std::make_shared<ManualRuntime>();
+  MemoryStoreOptions o = manual_options(clock);
+  o.sweep_interval = std::chrono::milliseconds(1);
+  o.runtime = runtime;
+  auto store = std::make_unique<MemoryStore>(std::move(o));
+  ASSERT_TRUE(store->check("k", make_limit(Algorithm::kGcra, 1, kStoreSecond)).value().allowed);
+  EXPECT_EQ(runtime->advance(5'000), 5u) << "one sweep a millisecond";
+  EXPECT_EQ(store->size(), 1u) << "the key is not idle at the store's clock";
+  clock->advance(kHour);
+  EXPECT_EQ(runtime->advance(1'000), 1u);
+  EXPECT_EQ(store->size(), 0u) << "the sweep at the next millisecond dropped the idle key";
+  store.reset();
+  EXPECT_EQ(runtime->pending(), 0u) << "the destructor ended the sweep task";
+  EXPECT_EQ(runtime->advance(5'000), 0u);
 }
 
 TEST(MemoryStoreConcurrency, BackgroundSweeperKeepsBusyKeysAndDropsIdleOnes) {

@@ -581,7 +581,7 @@ class SlowStore final : public Store {
       auto [due, work] = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
-      std::this_thread::sleep_until(due);
+      std::this_thread::sleep_until(due);  // real time: the latency the other threads race
       work();
       lock.lock();
     }

@@ -11,6 +11,7 @@
 
 #include "spillway/open_store.h"
 #include "src/redis/storage_key.h"
+#include "tests/support/poll.h"
 #include "tests/support/redis_server.h"
 
 namespace spillway {
@@ -71,12 +72,15 @@ TEST(LocalFallback, EnforcesTheLimitLocallyWhileRedisIsDownAndReturnsToRedis) {
 
   redis.start();  // empty: data was lost with the process
   // Back: after the breaker's probe the decisions come from Redis, which writes its keys again.
-  bool back = false;
-  for (int i = 0; i < 100 && !back; ++i) {
-    std::this_thread::sleep_for(50ms);
-    ASSERT_TRUE(store->check("probe", limit).has_value());
-    back = store->status() == "ready";
-  }
+  // Each probe check is answered (locally, until the breaker lets one through to Redis).
+  bool answered = true;
+  const bool back = testing::wait_until(
+      [&] {
+        answered = answered && store->check("probe", limit).has_value();
+        return !answered || store->status() == "ready";
+      },
+      std::chrono::seconds(10));
+  ASSERT_TRUE(answered) << "a probe check during the return got an error";
   ASSERT_TRUE(back) << "still " << store->status();
   const std::uint64_t local_before = store->local_decisions();
   EXPECT_EQ(admitted_of(*store, "after", limit, 7), 5);

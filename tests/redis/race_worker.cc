@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
             count->type == redis::Reply::Type::kString ? std::stoll(count->text) : 0;
         if (seen >= limit_value) continue;
         // The app's work in between: long enough that, with several threads in flight, others
-        // read the same count before this INCR lands (even when sanitizers slow everything).
+        // read the same count before this INCR lands (even when sanitizers slow everything). Real
+        // time: the other threads and processes run on it.
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (naive->call({"INCR", naive_key}))
           ++admitted;

@@ -37,6 +37,14 @@ std::string metrics_of(const TenantDirectory& directory) {
   return out;
 }
 
+// The follower's reads so far (spillway_tenants_reads_total); -1 when the line is missing.
+long long tenant_reads_of(const TenantDirectory& directory) {
+  const std::string text = metrics_of(directory);
+  const std::string name = "\nspillway_tenants_reads_total ";
+  const std::size_t at = text.find(name);
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + name.size()));
+}
+
 // A write through `a` is in `b`'s copy; returns how long it took to get there.
 std::chrono::milliseconds propagation(RedisTenantDirectory& a, RedisTenantDirectory& b,
                                       const std::string& key, const std::string& plan) {
@@ -184,7 +192,11 @@ TEST_F(RedisTenants, ALostSequenceKeyOrLogIsWrittenAndFollowedAgain) {
       [&] { return metrics_of(*b).find("spillway_tenants_reloads_total 2") != std::string::npos; },
       std::chrono::seconds(3)))
       << metrics_of(*b);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // six polls
+  const long long reads = tenant_reads_of(*b);
+  ASSERT_GE(reads, 0) << metrics_of(*b);
+  ASSERT_TRUE(
+      wait_until([&] { return tenant_reads_of(*b) >= reads + 6; }, std::chrono::seconds(10)))
+      << "six more polls";
   EXPECT_NE(metrics_of(*b).find("spillway_tenants_reloads_total 2"), std::string::npos)
       << metrics_of(*b);
   ASSERT_TRUE(a->put("p4", {.plan = "pro"}).has_value());

@@ -35,6 +35,7 @@
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
 #include "src/redis/key_slot.h"
+#include "tests/support/poll.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/reservation_checks.h"
@@ -562,8 +563,8 @@ long long key_count(const testing::RedisServer& node) {
 }
 
 TEST(RedisReservation, AnUnsettledReservationExpiresByRedisClockWithItsEstimateCharged) {
-  std::unique_ptr<RedisStore> store =
-      open_reservation_store(reservation_server().url(), reservation_prefix());
+  const std::string prefix = reservation_prefix();
+  std::unique_ptr<RedisStore> store = open_reservation_store(reservation_server().url(), prefix);
   ASSERT_TRUE(store != nullptr);
   // The same explicit `now` throughout: only Redis' own clock (PX) can expire the short one.
   const Reserved brief = reserve_tokens(*store, "rpm", "tpm", 600, kRedisNow, 300ms);
@@ -575,7 +576,16 @@ TEST(RedisReservation, AnUnsettledReservationExpiresByRedisClockWithItsEstimateC
   ASSERT_TRUE(brief.admitted());
   ASSERT_TRUE(lasting.admitted());
   ASSERT_TRUE(unclocked.admitted());
-  std::this_thread::sleep_for(800ms);
+  // Redis' clock ends the two short records (300 ms); the lasting one stays.
+  const auto record_exists = [&](const std::string& id) {
+    return reservation_server().cli("EXISTS '" + prefix + ":rsv:{" + id + "}'") == "1\n";
+  };
+  ASSERT_TRUE(record_exists(lasting.id));
+  ASSERT_TRUE(
+      testing::wait_until([&] { return !record_exists(brief.id) && !record_exists(unclocked.id); },
+                          std::chrono::seconds(10)))
+      << "the records past their ttl are still in Redis";
+  ASSERT_TRUE(record_exists(lasting.id));
 
   const Result<Settled> late =
       store->settle_and_wait({.id = brief.id, .cost = 0, .now = kRedisNow});

@@ -201,8 +201,8 @@ class SentinelLoad {
         std::lock_guard lock(mutex_);
         samples_.push_back(sample);
       }
-      if (reply.status == 0) return;  // the server closed the connection: recorded, stop
-      std::this_thread::sleep_for(2ms);
+      if (reply.status == 0) return;     // the server closed the connection: recorded, stop
+      std::this_thread::sleep_for(2ms);  // real time: a steady client's pace during a failover
     }
   }
 

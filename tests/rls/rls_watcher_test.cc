@@ -1,6 +1,7 @@
-// RlsWatcher: reload() on demand, the polling thread on a change (an edit, a Kubernetes
-// ConfigMap's symlink swap), and a bad set of files keeping the rules in force and counted as an
-// error. The polling tests wait for the change with a generous deadline; nothing asserts timing.
+// RlsWatcher: reload() on demand, the poll on a change (an edit, a Kubernetes ConfigMap's symlink
+// swap), and a bad set of files keeping the rules in force and counted as an error. The polls run
+// on a ManualRuntime moved by the test; one test runs on the process's runtime and waits for the
+// change with a generous deadline. Nothing asserts timing.
 #include "src/rls/rls_watcher.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "spillway/memory_store.h"
+#include "spillway/runtime.h"
 #include "tests/support/poll.h"
 
 namespace spillway::rls {
@@ -134,30 +136,51 @@ TEST(RlsWatcher, ReloadLoadsNewRulesAndABadFileKeepsTheOldOnes) {
   fs::remove_all(dir);
 }
 
-TEST(RlsWatcher, TheThreadReloadsOnAnEditAndCountsABadEditOnce) {
+TEST(RlsWatcher, ThePollReloadsOnAnEditAndCountsABadEditOnce) {
   const std::string dir = watcher_temp_dir("rls_watch_edit");
   watcher_write_file(dir + "/rules.yaml", rules_yaml("w_edit", 3));
   MemoryStore store;
   RlsEngine engine(store, std::make_shared<const RlsRules>(load_rls_rules(dir).value()));
   Log log;
   std::atomic<int> reloaded{0};
-  RlsWatcher watcher(engine, dir, rls_rules_fingerprint(dir), 5ms, log.sink(), [&] { ++reloaded; });
+  auto runtime = std::make_shared<ManualRuntime>();
+  RlsWatcher watcher(
+      engine, dir, rls_rules_fingerprint(dir), 5ms, log.sink(), [&] { ++reloaded; }, runtime);
 
   replace_file(dir + "/rules.yaml", rules_yaml("w_edit", 30));
-  EXPECT_TRUE(eventually([&] { return limit_in_force(engine, "w_edit") == 30u; }));
-  EXPECT_TRUE(eventually([&] { return reloaded.load() == 1; }));
+  EXPECT_EQ(runtime->advance(4'999), 0u);
+  EXPECT_EQ(limit_in_force(engine, "w_edit"), 3u) << "no poll yet";
+  EXPECT_EQ(runtime->advance(1), 1u);
+  EXPECT_EQ(limit_in_force(engine, "w_edit"), 30u);
+  EXPECT_EQ(reloaded.load(), 1);
 
   replace_file(dir + "/rules.yaml", "domain: w_edit\ndescriptors: [oops\n");
-  EXPECT_TRUE(eventually([&] {
-    return rendered(watcher).find("{result=\"error\"} 1\n") != std::string::npos;
-  })) << rendered(watcher);
-  std::this_thread::sleep_for(50ms);  // several more polls of the same bad file
+  EXPECT_EQ(runtime->advance(5'000), 1u);
+  EXPECT_NE(rendered(watcher).find("{result=\"error\"} 1\n"), std::string::npos)
+      << rendered(watcher);
+  EXPECT_EQ(runtime->advance(50'000), 10u);  // ten more polls of the same bad file
   EXPECT_NE(rendered(watcher).find("{result=\"error\"} 1\n"), std::string::npos)
       << "an unchanged bad file is rejected once: " << rendered(watcher);
   EXPECT_EQ(limit_in_force(engine, "w_edit"), 30u);
+  EXPECT_EQ(log.size(), 2u) << "one line per change, none per poll";
 
   replace_file(dir + "/rules.yaml", rules_yaml("w_edit", 31));
-  EXPECT_TRUE(eventually([&] { return limit_in_force(engine, "w_edit") == 31u; }));
+  runtime->advance(5'000);
+  EXPECT_EQ(limit_in_force(engine, "w_edit"), 31u);
+  fs::remove_all(dir);
+}
+
+TEST(RlsWatcher, OnTheProcessRuntimeAnEditIsPickedUp) {
+  const std::string dir = watcher_temp_dir("rls_watch_process");
+  watcher_write_file(dir + "/rules.yaml", rules_yaml("w_process", 3));
+  MemoryStore store;
+  RlsEngine engine(store, std::make_shared<const RlsRules>(load_rls_rules(dir).value()));
+  Log log;
+  std::atomic<int> reloaded{0};
+  RlsWatcher watcher(engine, dir, rls_rules_fingerprint(dir), 5ms, log.sink(), [&] { ++reloaded; });
+  replace_file(dir + "/rules.yaml", rules_yaml("w_process", 30));
+  EXPECT_TRUE(eventually([&] { return limit_in_force(engine, "w_process") == 30u; }));
+  EXPECT_TRUE(eventually([&] { return reloaded.load() == 1; }));
   fs::remove_all(dir);
 }
 
@@ -241,11 +264,13 @@ TEST(RlsWatcher, NoChangeNoReload) {
   RlsEngine engine(store, std::make_shared<const RlsRules>(load_rls_rules(dir).value()));
   Log log;
   std::atomic<int> reloaded{0};
+  auto runtime = std::make_shared<ManualRuntime>();
   {
-    RlsWatcher watcher(engine, dir, rls_rules_fingerprint(dir), 2ms, log.sink(),
-                       [&] { ++reloaded; });
-    std::this_thread::sleep_for(50ms);
+    RlsWatcher watcher(
+        engine, dir, rls_rules_fingerprint(dir), 2ms, log.sink(), [&] { ++reloaded; }, runtime);
+    EXPECT_EQ(runtime->advance(50'000), 25u);
   }
+  EXPECT_EQ(runtime->pending(), 0u) << "the destructor ended the poll";
   EXPECT_EQ(reloaded.load(), 0);
   EXPECT_EQ(log.size(), 0u);
   fs::remove_all(dir);

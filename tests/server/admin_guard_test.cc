@@ -289,7 +289,7 @@ TEST(AdminGuard, IdleAndTricklingConnectionsCloseWithinTheReadDeadline) {
   bool trickle_closed = false;
   while (std::chrono::steady_clock::now() - start < 30s && !(idle_closed && trickle_closed)) {
     if (!trickle_closed && ::send(trickle.fd(), "a", 1, MSG_NOSIGNAL) != 1) trickle_closed = true;
-    std::this_thread::sleep_for(500ms);
+    std::this_thread::sleep_for(500ms);  // real time: a slow client's pace, against the server's
     idle_closed = idle_closed || admin_guard_closed(idle.fd());
     trickle_closed = trickle_closed || admin_guard_closed(trickle.fd());
   }
@@ -321,7 +321,8 @@ TEST(AdminGuard, AnAuthorisedBodyMayTakeLongerThanTheReadDeadline) {
                       std::string(kAdminGuardToken) +
                       "\r\nContent-Type: application/x-ndjson\r\nContent-Length: " +
                       std::to_string(body.size()) + "\r\n\r\n");
-  std::this_thread::sleep_for(6s);  // past the 5 s read deadline
+  // Real time: past the other process's 5 s read deadline (its own clock).
+  std::this_thread::sleep_for(6s);
   connection.send_raw(body);
   const testing::HttpReply reply = connection.read_reply();
   EXPECT_EQ(reply.status, 200) << reply.body;

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "spillway/runtime.h"
 #include "tests/support/poll.h"
 
 namespace spillway::server {
@@ -204,24 +205,33 @@ void echo(HttpRequest request, Responder respond) {
   respond(std::move(response));
 }
 
-// Runs functions on threads of their own after a delay; joins them all when destroyed.
+// Runs functions after a delay on the process runtime's thread (not the server's); the destructor
+// waits for those still due (up to 60 s), so none outlives what it uses.
 class Later {
  public:
   ~Later() {
-    const std::lock_guard lock(mutex_);
-    for (std::thread& thread : threads_) thread.join();
+    std::unique_lock lock(mutex_);
+    done_.wait_for(lock, std::chrono::seconds(60), [this] { return due_ == 0; });
+    lock.unlock();
+    tasks_.clear();
   }
   void run(milliseconds delay, std::function<void()> task) {
     const std::lock_guard lock(mutex_);
-    threads_.emplace_back([delay, task = std::move(task)] {
-      std::this_thread::sleep_for(delay);
-      task();
-    });
+    ++due_;
+    tasks_.push_back(system_runtime()->after(std::chrono::microseconds(delay).count(),
+                                             [this, task = std::move(task)] {
+                                               task();
+                                               const std::lock_guard ran(mutex_);
+                                               --due_;
+                                               done_.notify_all();
+                                             }));
   }
 
  private:
   std::mutex mutex_;
-  std::vector<std::thread> threads_;
+  std::condition_variable done_;
+  int due_ = 0;
+  std::vector<ScheduledTask> tasks_;
 };
 
 // "2026-12-02T01:02:03.456Z": the length of an access log line's RFC 3339 timestamp.

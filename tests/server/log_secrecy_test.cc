@@ -94,6 +94,7 @@ TEST(LogSecrecy, NoCallersKeyInAnyLogLineOnAnyEndpointOrSpelling) {
   for (const std::string& path : {"/V1/TENANTS/" + secrets.next(), "//v1/tenants/" + secrets.next(),
                                   "/v1/tenants/" + secrets.next()}) {
     EXPECT_EQ(testing::http(admin, "GET", path).status, 401) << path;
+    // Real time: the server (another process) writes one refusal line a second.
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   }
   EXPECT_EQ(testing::http(admin, "PUT", "/v1/tenants/" + secrets.next(), R"({"plan":"pro"})",
@@ -136,7 +137,7 @@ TEST(LogSecrecy, NoCallersKeyInAnyLogLineOnAnyEndpointOrSpelling) {
   EXPECT_EQ(testing::http(port, secrets.next(), "/v1/check").status, 405);
   EXPECT_EQ(testing::http(admin, secrets.next(), "/v1/tenants/x", "", bearer).status, 405);
   // ... and without a token, refused (the refusal line is written at most once a second).
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // real time: as above
   EXPECT_EQ(testing::http(admin, secrets.next(), "/v1/tenants/x").status, 401);
   // A request the parser refuses after reading its path.
   EXPECT_NE(raw_exchange(port, "GET /v1/tenants/" + secrets.next() +

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tests/support/http_client.h"
+#include "tests/support/poll.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
 
@@ -55,13 +56,13 @@ TEST(ServeOnErrorLocal, SeedPolicyHoldsWhileRedisIsDownAndRedisDecidesAgainAfter
             std::string::npos);
 
   redis.start();
-  bool back = false;
-  for (int i = 0; i < 100 && !back; ++i) {
-    std::this_thread::sleep_for(50ms);
-    export_check(serve.port(), "probe-key");
-    back = testing::http(serve.port(), "GET", "/readyz").body.find(R"("backend":"ready")") !=
-           std::string::npos;
-  }
+  const bool back = testing::wait_until(
+      [&] {
+        export_check(serve.port(), "probe-key");
+        return testing::http(serve.port(), "GET", "/readyz").body.find(R"("backend":"ready")") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(10));
   ASSERT_TRUE(back) << testing::http(serve.port(), "GET", "/readyz").body;
   admitted = 0;
   for (int i = 0; i < 7; ++i) admitted += export_check(serve.port(), "up-key").status == 200;

@@ -197,7 +197,8 @@ void reservation_client(const std::vector<std::uint16_t>& ports, int home, std::
         tally.problem("an admitted reserve without a reservation: " + reply.body);
         continue;
       }
-      // The work: mostly short, now and then long enough to meet another window.
+      // The work: mostly short, now and then long enough to meet another window. Real time: the
+      // servers' windows follow their own clocks.
       std::this_thread::sleep_for(uniform(0, 15) == 0 ? std::chrono::milliseconds(uniform(50, 250))
                                                       : std::chrono::milliseconds(uniform(0, 3)));
       // Mostly far below the estimate (an LLM's max_tokens is seldom used up), sometimes all of

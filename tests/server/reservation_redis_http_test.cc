@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "tests/support/http_client.h"
+#include "tests/support/poll.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
@@ -52,7 +53,7 @@ std::int64_t redis_http_now_us() {
 // layers is one hour, and a scenario must run inside one.
 void inside_one_hour() {
   const std::int64_t left = kRedisHttpHour - redis_http_now_us() % kRedisHttpHour;
-  if (left < 8 * kRedisHttpSecond)
+  if (left < 8 * kRedisHttpSecond)  // real time: the servers' windows follow the wall clock
     std::this_thread::sleep_for(std::chrono::microseconds(left + 100'000));
 }
 
@@ -314,13 +315,16 @@ TEST(ReservationRedisHttp, AnUnsettledReservationExpiresWithItsEstimateCharged) 
   const std::int64_t started = redis_http_now_us();
   const json::object reserved = post(
       a.port(), "/v1/check", R"({"api_key":")" + key + R"(","reserve":true,"tokens":4000})", 200);
-  const std::int64_t answered = redis_http_now_us() + 1;
   const std::string id = text(reserved, "reservation");
   ASSERT_EQ(id.size(), 22u) << json::serialize(reserved);
   EXPECT_EQ(number(reserved, "reservation_expires_ms"), 300);
-  // Past its ttl (made before the answer came, so it expired 300 ms after it at the latest).
-  std::this_thread::sleep_for(
-      std::chrono::microseconds(answered + 300'000 + 200'000 - redis_http_now_us()));
+  // Past its ttl: Redis' clock ends its record ("spillway" is the default key prefix).
+  const std::string record = "'spillway:rsv:{" + id + "}'";
+  ASSERT_TRUE(testing::wait_until([&] { return redis.cli("EXISTS " + record) == "0\n"; },
+                                  std::chrono::seconds(10)))
+      << "the record outlived its ttl";
+  // (A wrong record name would be "gone" at once, and fail here.)
+  EXPECT_GE(redis_http_now_us(), started + 300'000) << "gone before its ttl: " << record;
   post(b.port(), "/v1/commit", R"({"reservation":")" + id + R"(","cost":1})", 404);
   post(a.port(), "/v1/cancel", R"({"reservation":")" + id + R"("})", 404);
   // Its estimate stays charged: 6,000 tokens are left this hour, not 10,000.

@@ -23,7 +23,7 @@ inline bool wait_until(const std::function<bool()>& condition,
   std::chrono::milliseconds pause(1);
   while (std::chrono::steady_clock::now() < deadline) {
     if (condition()) return true;
-    std::this_thread::sleep_for(pause);
+    std::this_thread::sleep_for(pause);  // real time: what is polled runs on it
     pause = std::min(pause * 2, std::chrono::milliseconds(25));
   }
   return condition();

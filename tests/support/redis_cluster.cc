@@ -209,6 +209,7 @@ int RedisCluster::move_slot(std::uint16_t slot, RedisServer& to, int migrate_pau
               list);
     moved += count;
     if (migrate_pause_ms > 0) {
+      // Real time: a slow migration, for clients to meet a slot half moved.
       std::this_thread::sleep_for(std::chrono::milliseconds(migrate_pause_ms));
     }
   }

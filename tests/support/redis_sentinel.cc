@@ -32,7 +32,6 @@ namespace spillway::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 [[noreturn]] void fail(const std::string& what) {
   throw std::runtime_error("SentinelGroup: " + what);
@@ -213,19 +212,22 @@ class SentinelGroup::Sentinel {
     process_.emplace(
         std::vector<std::string>{find_in_path("redis-sentinel", "redis-sentinel"), config_path()},
         log, ChildOptions{.append_log = true, .check_label = false});
-    const auto deadline = Clock::now() + std::chrono::seconds(5);
-    while (!answers_ping(port_)) {
-      if (const std::optional<int> status = process_->ended()) {
-        process_.reset();
-        fail("redis-sentinel exited during startup (status " + std::to_string(*status) +
-             "); its log:\n" + read_file(log));
-      }
-      if (Clock::now() > deadline) {
-        stop();
-        fail("redis-sentinel did not answer PING on port " + std::to_string(port_) +
-             " within 5 s; its log:\n" + read_file(log));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::optional<int> exited;
+    const bool up = wait_until(
+        [&] {
+          exited = process_->ended();
+          return exited.has_value() || answers_ping(port_);
+        },
+        std::chrono::seconds(5));
+    if (exited) {
+      process_.reset();
+      fail("redis-sentinel exited during startup (status " + std::to_string(*exited) +
+           "); its log:\n" + read_file(log));
+    }
+    if (!up) {
+      stop();
+      fail("redis-sentinel did not answer PING on port " + std::to_string(port_) +
+           " within 5 s; its log:\n" + read_file(log));
     }
     // Faster than the defaults (10000 and 2000 ms), not persisted: after every start.
     const std::string tuned = output_of("redis-cli -h 127.0.0.1 -p " + std::to_string(port_) +

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/poll.h"
 #include "tests/support/test_labels.h"
 #include "tests/support/tls_certs.h"
 
@@ -298,21 +299,24 @@ void RedisServer::start() {
   process_.emplace(std::vector<std::string>{find_in_path("redis-server"), config_path}, log_path,
                    ChildOptions{.check_label = false});
 
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   std::string last_answer;
-  while (!ready(last_answer)) {
-    if (const std::optional<int> status = process_->ended()) {
-      process_.reset();
-      fail("redis-server exited during startup (status " + std::to_string(*status) +
-           "); its log:\n" + read_file(log_path));
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      stop();
-      fail("redis-server did not answer PING on port " + std::to_string(port_) + " within 5 s" +
-           (last_answer.empty() ? "" : " (redis-cli: " + last_answer + ")") + "; its log:\n" +
-           read_file(log_path));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::optional<int> exited;
+  const bool up = wait_until(
+      [&] {
+        exited = process_->ended();
+        return exited.has_value() || ready(last_answer);
+      },
+      std::chrono::seconds(5));
+  if (exited) {
+    process_.reset();
+    fail("redis-server exited during startup (status " + std::to_string(*exited) + "); its log:\n" +
+         read_file(log_path));
+  }
+  if (!up) {
+    stop();
+    fail("redis-server did not answer PING on port " + std::to_string(port_) + " within 5 s" +
+         (last_answer.empty() ? "" : " (redis-cli: " + last_answer + ")") + "; its log:\n" +
+         read_file(log_path));
   }
 }
 
