@@ -82,8 +82,8 @@ class MemoryStore final : public Store {
   std::size_t size() const;
 
  private:
-  // The clock, the tables (one sharded table per algorithm), the reservations and the background
-  // sweeper thread (stopped and joined before the tables go away): src/memory/memory_store.cc.
+  // The clock, the tables (one sharded table per algorithm), the reservations and the sweep task
+  // (cancelled before the tables go away): src/memory/memory_store.cc.
   class Impl;
   std::unique_ptr<Impl> impl_;
 };

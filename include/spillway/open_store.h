@@ -36,8 +36,8 @@ namespace spillway {
 
 // Each backend's own options; open_store uses the one its URL names.
 struct BackendOptions {
-  // For "memory". open_store sweeps idle keys from a background thread every second by default
-  // (MemoryStore's own default is no thread); set 0 when every check passes its own `now` on a
+  // For "memory". open_store sweeps idle keys every second by default, a task on the runtime
+  // (MemoryStore's own default is no sweep task); set 0 when every check passes its own `now` on a
   // clock other than `memory.clock` (replay).
   MemoryStoreOptions memory{.sweep_interval = std::chrono::seconds(1)};
   // For every Redis URL (redis://, rediss://, unix://, redis[s]+cluster://, redis+sentinel://).

@@ -52,12 +52,6 @@
 
 namespace spillway {
 
-namespace redis {
-class Batcher;
-class ScriptTarget;
-struct SlotKey;
-}  // namespace redis
-
 // TLS to Redis (rediss://, rediss+cluster://): spillway/tls_options.h, under its former name.
 using RedisTlsOptions = TlsOptions;
 
@@ -149,32 +143,12 @@ class RedisStore final : public Store {
   RoutingCounters routing_counters() const;
 
  private:
-  RedisStore(RedisStoreOptions options, KeyDigest digest,
-             std::unique_ptr<redis::ScriptTarget> target);
-
-  // Where a key's checks go: its hash slot on a cluster, 0 on one Redis (where any keys may
-  // share a call).
-  std::uint16_t slot_of(std::string_view redis_key) const;
-  // Operation::kReset: the keys deleted, one script call per hash slot (src/redis/store_reset.cc).
-  void reset(const StoreRequest& request, AllCallback done);
-  // Operation::kReserve: the check and its record in one step (src/redis/store_reservations.cc).
-  void reserve(const StoreRequest& request, AllCallback done);
-  // Operation::kCharge: each slot's keys charged without a check, one call per slot.
-  void charge(const StoreRequest& request, AllCallback done);
-  // Each key of the request: its Redis key, slot and the all-or-nothing script's numbers.
-  std::vector<redis::SlotKey> slot_keys(const StoreRequest& request) const;
-  // One call of the all-or-nothing script over keys of one slot; with a record key, also writes
-  // a reservation's record (record_args: its ttl, then the arguments after the layers' numbers).
-  void all_or_nothing_call(const std::vector<redis::SlotKey>& keys, const std::string& now_arg,
-                           std::string_view record_key, std::span<const std::string> record_args,
-                           AllCallback done);
-
-  RedisStoreOptions options_;
-  KeyDigest digest_;
-  std::unique_ptr<redis::ScriptTarget> target_;
-  std::vector<std::unique_ptr<redis::Batcher>> batchers_;  // one per algorithm
-  std::atomic<bool> probe_failed_{false};                  // the last probe() failed
-  std::atomic<std::uint64_t> probes_{0};                   // probe() calls made
+  // The options, key digest, the connection target (one node, a cluster's router, or the
+  // sentinels' primary), one batcher per algorithm and the probe counters, and the private steps
+  // of deciding, reserving, charging and resetting: src/redis/redis_store_impl.h.
+  class Impl;
+  explicit RedisStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace spillway

@@ -103,13 +103,10 @@ void LeaseStore::Impl::send_acquire(Shard* shard, Entry* entry, std::int64_t siz
           entry->shared = d;
           entry->given_time = given.has_value();
           ++entry->generation;
-          entry->denied_cost = 0;
-          entry->denied_forever = false;
+          entry->denied.reset();
           held_.fetch_add(size, std::memory_order_relaxed);
         } else {
-          entry->denied_cost = size;
-          entry->denied_forever = d.retry_after == kNever;
-          entry->denied_until = sent + std::max<Micros>(0, d.retry_after);
+          entry->denied = RememberedDenial::of(d, size, sent);
           entry->denial = d;
         }
       }

@@ -101,8 +101,7 @@ void LeaseStore::Impl::clear_caches() {
   for (Shard& shard : shards_) {
     std::lock_guard lock(shard.mutex);
     for (auto& [key, entry] : shard.entries) {
-      entry.denied_until = 0;
-      entry.denied_forever = false;
+      entry.denied.reset();
     }
   }
 }

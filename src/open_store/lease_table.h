@@ -25,6 +25,7 @@
 #include "spillway/lease.h"
 #include "spillway/store.h"
 #include "src/core/limit_key.h"
+#include "src/core/remembered_denial.h"
 #include "src/open_store/owned_request.h"
 
 namespace spillway {
@@ -86,11 +87,9 @@ struct Entry {
   std::int64_t last_used = 0;
   Micros last_span = 0;
 
-  // A denial of cost >= denied_cost by the shared store, valid until denied_until (forever when
-  // the retry_after was kNever).
-  std::int64_t denied_cost = 0;
-  Micros denied_until = 0;
-  bool denied_forever = false;
+  // The shared store's last denial of a lease, while it answers (src/core/remembered_denial.h),
+  // and the decision it gave.
+  std::optional<RememberedDenial> denied;
   Decision denial{};
 
   // A lease request in flight, and who waits for it.

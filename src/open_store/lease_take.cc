@@ -44,14 +44,13 @@ void LeaseStore::Impl::attempt(const StoreRequest& request, AllCallback& done,
     Entry& entry = shard.entries.try_emplace(place.entry_key, limit, checks[i].key).first->second;
     entry.spec = *checks[i].lease;
     entry.last_seen = std::max(entry.last_seen, now);
-    const bool remembered =
-        cost >= entry.denied_cost && (entry.denied_forever || now < entry.denied_until);
-    if (remembered && entry.denied_cost > 0) {
+    if (entry.denied && entry.denied->answers(cost, now)) {
       Decision d = entry.denial;
-      d.retry_after = entry.denied_forever ? kNever : entry.denied_until - now;
-      d.reset_after = std::max<Micros>(
-          0, d.reset_after - (now - (entry.denied_until - entry.denial.retry_after)));
-      if (entry.denied_forever) d.reset_after = entry.denial.reset_after;
+      d.retry_after = entry.denied->wait(now);
+      if (!entry.denied->forever) {
+        const Micros sent = entry.denied->until - entry.denial.retry_after;
+        d.reset_after = std::max<Micros>(0, d.reset_after - (now - sent));
+      }
       d.local = true;
       out[i] = d;
       denied = true;

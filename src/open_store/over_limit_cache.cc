@@ -12,6 +12,7 @@
 #include "src/core/inline_completion.h"
 #include "src/core/limit_key.h"
 #include "src/core/metrics_text.h"
+#include "src/core/remembered_denial.h"
 #include "src/open_store/owned_request.h"
 
 namespace spillway {
@@ -21,11 +22,7 @@ namespace {
 // mutex (lookups are a hash probe; the cache sits in front of a network round trip).
 class DenialTable {
  public:
-  struct Denial {
-    std::int64_t min_cost = 0;  // denied for this cost; so for any cost at least this
-    bool never = false;         // cost above the limit: denied until evicted
-    Micros until = 0;           // otherwise: denied while time < until
-  };
+  using Denial = RememberedDenial;  // a `forever` one is denied until evicted
 
   explicit DenialTable(std::size_t max_entries) : max_entries_(max_entries) {}
 
@@ -34,7 +31,7 @@ class DenialTable {
     auto it = index_.find(id);
     if (it == index_.end()) return std::nullopt;
     const Denial denial = it->second->second;
-    if (!denial.never && at >= denial.until) {  // expired: only time passed, nothing to keep
+    if (denial.expired(at)) {  // only time passed, nothing to keep
       const auto node = it->second;
       index_.erase(it);  // first: its key views the node's string
       lru_.erase(node);
@@ -120,28 +117,21 @@ std::optional<Decision> OverLimitCache::Impl::lookup(std::string_view key, const
   if (!denial) return std::nullopt;
   // A cost above the limit never passes; any other cost above the cached one waits at least as
   // long as the cached denial (its retry_after is then a lower bound).
-  const bool never = denial->never || cost > std::max(limit.limit(), limit.burst());
-  const Micros wait = never ? kNever : denial->until - at;
+  const bool never = denial->forever || cost > std::max(limit.limit(), limit.burst());
   return Decision{.allowed = false,
                   .limit = limit.limit(),
                   .remaining = 0,
-                  .retry_after = wait,
-                  .reset_after = denial->never ? 0 : denial->until - at,
+                  .retry_after = never ? kNever : denial->wait(at),
+                  .reset_after = denial->forever ? 0 : denial->wait(at),
                   .local = true};
 }
 
 void OverLimitCache::Impl::remember(std::string_view key, const Limit& limit, std::int64_t cost,
                                     Micros sent, const Decision& denial) {
-  if (denial.allowed || cost <= 0 || denial.local) return;
-  DenialTable::Denial entry{.min_cost = cost};
-  if (denial.retry_after == kNever) {
-    entry.never = true;
-  } else if (denial.retry_after > 0) {
-    entry.until = sent + denial.retry_after;
-  } else {
-    return;
+  if (denial.local) return;  // this process's own answer, not the backend's
+  if (std::optional<RememberedDenial> entry = RememberedDenial::of(denial, cost, sent)) {
+    table.put(limit_key(limit, key), *entry);
   }
-  table.put(limit_key(limit, key), entry);
 }
 
 void OverLimitCache::Impl::remember_all(std::span<const KeyedLimit> checks, std::int64_t cost,

@@ -12,6 +12,7 @@
 #include "src/redis/cross_slot.h"
 #include "src/redis/error_cause.h"
 #include "src/redis/key_slot.h"
+#include "src/redis/redis_store_impl.h"
 #include "src/redis/script_reply.h"
 #include "src/redis/scripts.h"
 #include "src/redis/sentinel.h"
@@ -147,11 +148,33 @@ Result<std::unique_ptr<RedisStore>> RedisStore::open(RedisStoreOptions options) 
   if (!digest) return std::unexpected(digest.error());
   auto target = redis::open_script_target(options);
   if (!target) return std::unexpected(target.error());
-  return std::unique_ptr<RedisStore>(
-      new RedisStore(std::move(options), std::move(*digest), std::move(*target)));
+  return std::unique_ptr<RedisStore>(new RedisStore(
+      std::make_unique<Impl>(std::move(options), std::move(*digest), std::move(*target))));
 }
 
-RedisStore::RedisStore(RedisStoreOptions options, KeyDigest digest,
+RedisStore::RedisStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RedisStore::~RedisStore() = default;
+
+void RedisStore::decide(const StoreRequest& request, AllCallback done) {
+  impl_->decide(request, std::move(done));
+}
+void RedisStore::settle(const Settlement& settlement, SettleCallback done) {
+  impl_->settle(settlement, std::move(done));
+}
+std::string RedisStore::storage_key(std::string_view key, const Limit& limit) const {
+  return impl_->storage_key(key, limit);
+}
+bool RedisStore::ready() const { return impl_->ready(); }
+Result<void> RedisStore::probe() { return impl_->probe(); }
+void RedisStore::append_metrics(std::string& out) const { impl_->append_metrics(out); }
+Result<void> RedisStore::wait_ready(std::chrono::milliseconds timeout) {
+  return impl_->wait_ready(timeout);
+}
+RedisStore::RoutingCounters RedisStore::routing_counters() const {
+  return impl_->routing_counters();
+}
+
+RedisStore::Impl::Impl(RedisStoreOptions options, KeyDigest digest,
                        std::unique_ptr<redis::ScriptTarget> target)
     : options_(std::move(options)), digest_(std::move(digest)), target_(std::move(target)) {
   for (Algorithm a : kAlgorithms) {
@@ -161,20 +184,20 @@ RedisStore::RedisStore(RedisStoreOptions options, KeyDigest digest,
 
 // The batchers stop feeding the target, then the target goes: its destructor fails the calls in
 // flight, whose callbacks still use the batchers.
-RedisStore::~RedisStore() {
+RedisStore::Impl::~Impl() {
   for (auto& batcher : batchers_) batcher->close();
   target_.reset();
 }
 
-std::string RedisStore::storage_key(std::string_view key, const Limit& limit) const {
+std::string RedisStore::Impl::storage_key(std::string_view key, const Limit& limit) const {
   return redis::storage_key(options_.key_prefix, digest_, key, limit);
 }
 
-std::uint16_t RedisStore::slot_of(std::string_view redis_key) const {
+std::uint16_t RedisStore::Impl::slot_of(std::string_view redis_key) const {
   return target_->one_node() ? 0 : redis::key_slot(redis_key);
 }
 
-void RedisStore::decide(const StoreRequest& request, AllCallback done) {
+void RedisStore::Impl::decide(const StoreRequest& request, AllCallback done) {
   if (request.operation() == Operation::kReset) return reset(request, std::move(done));
   if (request.operation() == Operation::kReserve) return reserve(request, std::move(done));
   if (request.operation() == Operation::kCharge) return charge(request, std::move(done));
@@ -206,7 +229,7 @@ void RedisStore::decide(const StoreRequest& request, AllCallback done) {
   all_or_nothing_call(keys, now_arg, {}, {}, std::move(done));
 }
 
-std::vector<redis::SlotKey> RedisStore::slot_keys(const StoreRequest& request) const {
+std::vector<redis::SlotKey> RedisStore::Impl::slot_keys(const StoreRequest& request) const {
   const std::span<const KeyedLimit> checks = request.checks();
   std::vector<redis::SlotKey> keys;
   keys.reserve(checks.size());
@@ -224,9 +247,10 @@ std::vector<redis::SlotKey> RedisStore::slot_keys(const StoreRequest& request) c
   return keys;
 }
 
-void RedisStore::all_or_nothing_call(const std::vector<redis::SlotKey>& keys,
-                                     const std::string& now_arg, std::string_view record_key,
-                                     std::span<const std::string> record_args, AllCallback done) {
+void RedisStore::Impl::all_or_nothing_call(const std::vector<redis::SlotKey>& keys,
+                                           const std::string& now_arg, std::string_view record_key,
+                                           std::span<const std::string> record_args,
+                                           AllCallback done) {
   auto args = std::make_shared<std::vector<std::string>>();
   args->reserve(8 + keys.size() * 8 + record_args.size());
   const bool record = !record_key.empty();
@@ -256,11 +280,11 @@ void RedisStore::all_or_nothing_call(const std::vector<redis::SlotKey>& keys,
                });
 }
 
-bool RedisStore::ready() const {
+bool RedisStore::Impl::ready() const {
   return target_->ready() && !probe_failed_.load(std::memory_order_acquire);
 }
 
-Result<void> RedisStore::probe() {
+Result<void> RedisStore::Impl::probe() {
   // lua/probe.lua through the target, as every check's script goes: the connection (and its
   // AUTH), EVALSHA (EVAL after NOSCRIPT), the owner of the key's slot or the primary the
   // sentinels name, and a write of a key that the same script deletes.
@@ -284,7 +308,7 @@ Result<void> RedisStore::probe() {
   return answer;
 }
 
-void RedisStore::append_metrics(std::string& out) const {
+void RedisStore::Impl::append_metrics(std::string& out) const {
   append_metric_family(out, "spillway_backend_probes_total", MetricType::kCounter,
                        "Readiness probes sent to Redis (one script call each: --require-backend, "
                        "the backend watch behind /readyz).");
@@ -292,7 +316,7 @@ void RedisStore::append_metrics(std::string& out) const {
                        probes_.load(std::memory_order_relaxed));
 }
 
-Result<void> RedisStore::wait_ready(std::chrono::milliseconds timeout) {
+Result<void> RedisStore::Impl::wait_ready(std::chrono::milliseconds timeout) {
   const auto deadline = redis::socket_now() + timeout;
   // What the server itself said (an error reply: NOAUTH, READONLY …) tells more than a later
   // probe that got no reply in time on a loaded machine: it is the one reported.
@@ -314,7 +338,7 @@ Result<void> RedisStore::wait_ready(std::chrono::milliseconds timeout) {
   }
 }
 
-RedisStore::RoutingCounters RedisStore::routing_counters() const {
+RedisStore::RoutingCounters RedisStore::Impl::routing_counters() const {
   const auto* router = dynamic_cast<const redis::ClusterRouter*>(target_.get());
   if (router == nullptr) return {};
   const redis::ClusterRouter::Counters c = router->counters();

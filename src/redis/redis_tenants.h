@@ -28,7 +28,8 @@
 // (kUnavailable / kTimeout). ready() is true once the first full load succeeded; wait_ready()
 // returns as soon as it did, or as soon as a first attempt failed (the follower keeps trying).
 //
-// Thread safety: as TenantDirectory; one background thread follows the log.
+// Thread safety: as TenantDirectory; one background thread follows the log (its own, not a task
+// on the runtime: each poll waits on Redis up to its timeout, ARCHITECTURE.md "Time").
 #pragma once
 
 #include <atomic>

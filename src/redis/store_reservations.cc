@@ -21,6 +21,7 @@
 #include "src/redis/cross_slot.h"
 #include "src/redis/error_cause.h"
 #include "src/redis/key_slot.h"
+#include "src/redis/redis_store_impl.h"
 #include "src/redis/script_reply.h"
 #include "src/redis/script_target.h"
 #include "src/redis/scripts.h"
@@ -174,7 +175,7 @@ Result<Decisions> out_of_memory_as_full(Result<Decisions> result) {
 
 }  // namespace
 
-void RedisStore::reserve(const StoreRequest& request, AllCallback done) {
+void RedisStore::Impl::reserve(const StoreRequest& request, AllCallback done) {
   done = [then = std::move(done)](Result<Decisions> result) {
     then(out_of_memory_as_full(std::move(result)));
   };
@@ -233,7 +234,7 @@ void RedisStore::reserve(const StoreRequest& request, AllCallback done) {
       redis::deadline_in(options_.timeout), std::move(done), std::move(records));
 }
 
-void RedisStore::settle(const Settlement& settlement, SettleCallback done) {
+void RedisStore::Impl::settle(const Settlement& settlement, SettleCallback done) {
   if (std::optional<Error> problem = settlement_problem(settlement)) {
     return complete_inline(done, Result<Settled>(std::unexpected(*problem)));
   }
@@ -307,7 +308,7 @@ void RedisStore::settle(const Settlement& settlement, SettleCallback done) {
       });
 }
 
-void RedisStore::charge(const StoreRequest& request, AllCallback done) {
+void RedisStore::Impl::charge(const StoreRequest& request, AllCallback done) {
   auto keys = std::make_shared<std::vector<redis::SlotKey>>(slot_keys(request));
   std::vector<std::uint16_t> slots;
   for (const redis::SlotKey& k : *keys) slots.push_back(k.slot);

@@ -2,12 +2,13 @@
 // script call per hash slot, all in flight at once (src/redis/slot_calls.h). The answer: per key,
 // whether it held state; or the first error (a reset can simply be sent again).
 #include "spillway/redis_store.h"
+#include "src/redis/redis_store_impl.h"
 #include "src/redis/scripts.h"
 #include "src/redis/slot_calls.h"
 
 namespace spillway {
 
-void RedisStore::reset(const StoreRequest& request, AllCallback done) {
+void RedisStore::Impl::reset(const StoreRequest& request, AllCallback done) {
   const std::span<const KeyedLimit> checks = request.checks();
   auto names = std::make_shared<std::vector<std::string>>();
   std::vector<std::uint16_t> slots;
