@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "fuzz/check_util.h"
+#include "src/cli/http_client.h"
 #include "src/redis/url.h"
 
 namespace spillway::fuzz {
@@ -34,10 +35,34 @@ bool same(const Result<T>& a, const Result<T>& b) {
   return a ? true : a.error().message == b.error().message;
 }
 
+// The command line's http:// URLs (bench --http, --admin): a parse names a host, a port 1 to
+// 65535 in digits and a path from "/"; an error is one line.
+void check_http_url(const std::string& url) {
+  for (std::string_view default_port : {"80", ""}) {
+    const Result<cli::HttpUrl> parsed = cli::parse_http_url(url, default_port);
+    if (!same(parsed, cli::parse_http_url(url, default_port))) {
+      violated("parse_http_url is not deterministic", url);
+    }
+    if (!parsed) {
+      if (parsed.error().code != Errc::kInvalidArgument || parsed.error().message.empty()) {
+        violated("http URL error is not a named invalid_argument", url);
+      }
+      continue;
+    }
+    if (parsed->host.empty()) violated("http URL without a host", url);
+    if (parsed->port.empty() || parsed->port.size() > 5 ||
+        parsed->port.find_first_not_of("0123456789") != std::string::npos) {
+      violated("http URL with a port that is not digits", url);
+    }
+    if (!parsed->path.starts_with('/')) violated("http URL path not from /", url);
+  }
+}
+
 }  // namespace
 
 void check_url_input(const std::uint8_t* data, std::size_t size) {
   const std::string url(reinterpret_cast<const char*>(data), size);
+  check_http_url(url);
 
   const Result<ClientOptions> one = redis::parse_redis_url(url);
   if (!same(one, redis::parse_redis_url(url))) violated("parse_redis_url is not deterministic");

@@ -10,21 +10,13 @@ namespace http = boost::beast::http;
 namespace json = boost::json;
 
 Result<AdminEndpoint> parse_admin_url(const std::string& url) {
-  constexpr std::string_view kScheme = "http://";
-  if (!url.starts_with(kScheme)) {
-    return invalid_argument("--admin " + url + ": expected http://host:port (server.admin_listen)");
+  Result<HttpUrl> parsed = parse_http_url(url, "");
+  if (!parsed) {
+    return invalid_argument(
+        "--admin " + url +
+        ": expected http://host:port (server.admin_listen): " + parsed.error().message);
   }
-  std::string rest = url.substr(kScheme.size());
-  if (const std::size_t slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
-  const std::size_t colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
-    return invalid_argument("--admin " + url + ": expected http://host:port");
-  }
-  std::string host = rest.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return AdminEndpoint{host, rest.substr(colon + 1)};
+  return parsed->endpoint();
 }
 
 Result<AdminAnswer> admin_request(const AdminEndpoint& endpoint, const std::string& token,

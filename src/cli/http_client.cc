@@ -9,6 +9,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <charconv>
 #include <memory>
 #include <utility>
 
@@ -106,6 +107,45 @@ Result<HttpAnswer> http_request(const HttpEndpoint& endpoint,
   } catch (const boost::system::system_error& e) {
     return std::unexpected(Error{Errc::kUnavailable, e.code().message()});
   }
+}
+
+Result<HttpUrl> parse_http_url(std::string_view url, std::string_view default_port) {
+  const std::string quoted = "\"" + std::string(url) + "\"";
+  if (!url.starts_with("http://")) return invalid_argument(quoted + " must start with http://");
+  std::string_view rest = url.substr(7);
+  HttpUrl parsed;
+  const std::size_t slash = rest.find('/');
+  parsed.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  const std::string_view authority = rest.substr(0, slash);
+  std::size_t colon = authority.rfind(':');  // before the port, if there is one
+  if (authority.starts_with('[')) {          // [IPv6]:port
+    const std::size_t bracket = authority.find(']');
+    if (bracket == std::string_view::npos) {
+      return invalid_argument(quoted + " opens \"[\" and never closes it");
+    }
+    if (bracket + 1 < authority.size() && authority[bracket + 1] != ':') {
+      return invalid_argument("after \"]\" in " + quoted + " only \":PORT\" may follow");
+    }
+    parsed.host = std::string(authority.substr(1, bracket - 1));
+    colon = bracket + 1 < authority.size() ? bracket + 1 : std::string_view::npos;
+  } else {
+    parsed.host = std::string(authority.substr(0, colon));
+  }
+  if (parsed.host.empty()) return invalid_argument("the URL names no host");
+  if (colon == std::string_view::npos) {
+    if (default_port.empty()) return invalid_argument("the URL names no port");
+    parsed.port = std::string(default_port);
+  } else {
+    parsed.port = std::string(authority.substr(colon + 1));
+  }
+  int port = 0;
+  const auto [end, ec] =
+      std::from_chars(parsed.port.data(), parsed.port.data() + parsed.port.size(), port);
+  if (ec != std::errc() || end != parsed.port.data() + parsed.port.size() || port < 1 ||
+      port > 65535) {
+    return invalid_argument("port \"" + parsed.port + "\" is not a number 1 to 65535");
+  }
+  return parsed;
 }
 
 }  // namespace spillway::cli

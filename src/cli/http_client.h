@@ -21,6 +21,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "spillway/error.h"
@@ -31,6 +32,22 @@ struct HttpEndpoint {
   std::string host;  // a name, an IPv4 address or an IPv6 address without its brackets
   std::string port;
 };
+
+// An http:// URL taken apart: http://HOST[:PORT][/PATH], HOST a name, an IPv4 address or [an
+// IPv6 address].
+struct HttpUrl {
+  std::string host;  // as HttpEndpoint's
+  std::string port;  // `default_port` when the URL names none
+  std::string path;  // "/" when the URL names none
+  HttpEndpoint endpoint() const { return {host, port}; }
+};
+
+// The one parser of the command line's URLs (`bench --http`, `--admin`). `default_port` empty:
+// the URL must name its port. The error says what is wrong with the URL (the caller names its
+// flag): "\"URL\" must start with http://", "\"URL\" opens \"[\" and never closes it", "after
+// \"]\" in \"URL\" only \":PORT\" may follow", "the URL names no host", "the URL names no port",
+// "port \"P\" is not a number 1 to 65535".
+Result<HttpUrl> parse_http_url(std::string_view url, std::string_view default_port);
 
 struct HttpTimeouts {
   std::chrono::milliseconds connect{10'000};

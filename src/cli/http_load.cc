@@ -275,40 +275,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 }  // namespace
 
 Result<HttpTarget> parse_http_target(std::string_view url) {
-  if (!url.starts_with("http://")) {
-    return invalid_argument("--http: \"" + std::string(url) + "\" must start with http://");
-  }
-  std::string_view rest = url.substr(7);
-  HttpTarget target;
-  const std::size_t slash = rest.find('/');
-  target.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
-  const std::string_view authority = rest.substr(0, slash);
-  std::size_t colon = authority.rfind(':');  // before the port, if there is one
-  if (authority.starts_with('[')) {          // [IPv6]:port
-    const std::size_t bracket = authority.find(']');
-    if (bracket == std::string_view::npos) {
-      return invalid_argument("--http: \"" + std::string(url) +
-                              "\" opens \"[\" and never closes it");
-    }
-    if (bracket + 1 < authority.size() && authority[bracket + 1] != ':') {
-      return invalid_argument("--http: after \"]\" in \"" + std::string(url) +
-                              "\" only \":PORT\" may follow");
-    }
-    target.host = std::string(authority.substr(1, bracket - 1));
-    colon = bracket + 1 < authority.size() ? bracket + 1 : std::string_view::npos;
-  } else {
-    target.host = std::string(authority.substr(0, colon));
-  }
-  target.port = colon == std::string_view::npos ? "80" : std::string(authority.substr(colon + 1));
-  int port = 0;
-  const auto [end, ec] =
-      std::from_chars(target.port.data(), target.port.data() + target.port.size(), port);
-  if (target.host.empty()) return invalid_argument("--http: the URL names no host");
-  if (ec != std::errc() || end != target.port.data() + target.port.size() || port < 1 ||
-      port > 65535) {
-    return invalid_argument("--http: port \"" + target.port + "\" is not a number 1 to 65535");
-  }
-  return target;
+  Result<HttpUrl> parsed = parse_http_url(url, "80");
+  if (!parsed) return invalid_argument("--http: " + parsed.error().message);
+  return parsed;
 }
 
 Result<LoadTotals> run_http_load(const HttpLoad& load) {

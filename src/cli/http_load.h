@@ -24,18 +24,15 @@
 #include <string>
 
 #include "spillway/error.h"
+#include "src/cli/http_client.h"
 #include "src/cli/load_totals.h"
 
 namespace spillway::cli {
 
-struct HttpTarget {
-  std::string host;  // a numeric address (IPv6 without its brackets) or a name
-  std::string port;  // "80" when the URL names none
-  std::string path;  // "/" when the URL names none
-};
+// What `bench --http` sends to: src/cli/http_client.h's HttpUrl, the port 80 when not named.
+using HttpTarget = HttpUrl;
 
-// Parses http://HOST[:PORT][/PATH], HOST a name, an IPv4 address or [an IPv6 address]; an error
-// names what is wrong with the URL.
+// parse_http_url with the default port 80; the error starts with "--http: ".
 Result<HttpTarget> parse_http_target(std::string_view url);
 
 struct HttpLoad {
