@@ -97,8 +97,8 @@ class LeaseStore final : public ForwardingStore {
   Counts counts() const;
 
  private:
-  // The leases (64 shards of entries, each under its own mutex), the counters and the sweeper
-  // thread: src/open_store/lease_store_impl.h. Made once, with the store.
+  // The leases (64 shards of entries, each under its own mutex), the counters and the sweep
+  // task: src/open_store/lease_store_impl.h. Made once, with the store.
   class Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -60,7 +60,8 @@ class Runtime {
   // Runs `task` once, `delay` µs from now on the monotonic clock (0: as soon as the runtime can).
   virtual ScheduledTask after(Micros delay, std::function<void()> task) = 0;
   // Runs `task` every `period` µs (> 0), the first run one period from now; the next run is due
-  // one period after the last one was due, or now if that has passed (runs are not made up).
+  // one period after the last one ended (a run that takes longer than a period is not followed
+  // by another at once, and missed runs are not made up).
   virtual ScheduledTask every(Micros period, std::function<void()> task) = 0;
 };
 
@@ -81,7 +82,7 @@ class ManualRuntime final : public Runtime {
   ScheduledTask after(Micros delay, std::function<void()> task) override;
   ScheduledTask every(Micros period, std::function<void()> task) override;
 
-  // Returns the number of task runs. Not from inside a task.
+  // Returns the number of task runs. One call at a time (a second waits); not from inside a task.
   std::size_t advance(Micros d);
   // Runs what is due now without moving the clocks (an after(0, ...)).
   std::size_t run_due() { return advance(0); }

@@ -110,8 +110,7 @@ Result<HttpAnswer> http_request(const HttpEndpoint& endpoint,
 }
 
 Result<HttpUrl> parse_http_url(std::string_view url, std::string_view default_port) {
-  const std::string quoted = "\"" + std::string(url) + "\"";
-  if (!url.starts_with("http://")) return invalid_argument(quoted + " must start with http://");
+  if (!url.starts_with("http://")) return invalid_argument("it must start with http://");
   std::string_view rest = url.substr(7);
   HttpUrl parsed;
   const std::size_t slash = rest.find('/');
@@ -121,19 +120,19 @@ Result<HttpUrl> parse_http_url(std::string_view url, std::string_view default_po
   if (authority.starts_with('[')) {          // [IPv6]:port
     const std::size_t bracket = authority.find(']');
     if (bracket == std::string_view::npos) {
-      return invalid_argument(quoted + " opens \"[\" and never closes it");
+      return invalid_argument("it opens \"[\" and never closes it");
     }
     if (bracket + 1 < authority.size() && authority[bracket + 1] != ':') {
-      return invalid_argument("after \"]\" in " + quoted + " only \":PORT\" may follow");
+      return invalid_argument("after \"]\" only \":PORT\" may follow");
     }
     parsed.host = std::string(authority.substr(1, bracket - 1));
     colon = bracket + 1 < authority.size() ? bracket + 1 : std::string_view::npos;
   } else {
     parsed.host = std::string(authority.substr(0, colon));
   }
-  if (parsed.host.empty()) return invalid_argument("the URL names no host");
+  if (parsed.host.empty()) return invalid_argument("it names no host");
   if (colon == std::string_view::npos) {
-    if (default_port.empty()) return invalid_argument("the URL names no port");
+    if (default_port.empty()) return invalid_argument("it names no port");
     parsed.port = std::string(default_port);
   } else {
     parsed.port = std::string(authority.substr(colon + 1));
@@ -141,8 +140,8 @@ Result<HttpUrl> parse_http_url(std::string_view url, std::string_view default_po
   int port = 0;
   const auto [end, ec] =
       std::from_chars(parsed.port.data(), parsed.port.data() + parsed.port.size(), port);
-  if (ec != std::errc() || end != parsed.port.data() + parsed.port.size() || port < 1 ||
-      port > 65535) {
+  if (parsed.port.size() > 5 || ec != std::errc() ||
+      end != parsed.port.data() + parsed.port.size() || port < 1 || port > 65535) {
     return invalid_argument("port \"" + parsed.port + "\" is not a number 1 to 65535");
   }
   return parsed;

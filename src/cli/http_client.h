@@ -43,10 +43,10 @@ struct HttpUrl {
 };
 
 // The one parser of the command line's URLs (`bench --http`, `--admin`). `default_port` empty:
-// the URL must name its port. The error says what is wrong with the URL (the caller names its
-// flag): "\"URL\" must start with http://", "\"URL\" opens \"[\" and never closes it", "after
-// \"]\" in \"URL\" only \":PORT\" may follow", "the URL names no host", "the URL names no port",
-// "port \"P\" is not a number 1 to 65535".
+// the URL must name its port. The error says what is wrong with the URL, the caller puts its flag
+// and the URL in front: "it must start with http://", "it opens \"[\" and never closes it",
+// "after \"]\" only \":PORT\" may follow", "it names no host", "it names no port", "port \"P\" is
+// not a number 1 to 65535" (at most five digits).
 Result<HttpUrl> parse_http_url(std::string_view url, std::string_view default_port);
 
 struct HttpTimeouts {

@@ -32,7 +32,7 @@ namespace spillway::cli {
 // What `bench --http` sends to: src/cli/http_client.h's HttpUrl, the port 80 when not named.
 using HttpTarget = HttpUrl;
 
-// parse_http_url with the default port 80; the error starts with "--http: ".
+// parse_http_url with the default port 80; the error starts with `--http "URL": `.
 Result<HttpTarget> parse_http_target(std::string_view url);
 
 struct HttpLoad {

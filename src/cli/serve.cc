@@ -30,7 +30,7 @@ namespace spillway::cli {
 namespace {
 
 // A sink that writes each line after `prefix` on stderr in one write(2): safe from any thread (the
-// tenant follower's, the rules watcher's, the admin listener's), never interleaved.
+// tenant follower's, the runtime's (the rules poll), the admin listener's), never interleaved.
 std::function<void(const std::string&)> stderr_lines(std::string prefix) {
   return [prefix = std::move(prefix)](const std::string& line) {
     const std::string text = prefix + line + "\n";

@@ -37,7 +37,13 @@ class ThreadRuntime final : public Runtime {
       stopping_ = true;
     }
     wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    if (!thread_.joinable()) return;
+    // The last holder may let go on the runtime's own thread (a task ending a store at exit).
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
   }
 
   std::shared_ptr<const Clock> wall_clock() const override { return wall_; }
@@ -81,7 +87,7 @@ class ThreadRuntime final : public Runtime {
       if (ran) due.task->run();
       const bool again = ran && due.task->end_run();
       lock.lock();
-      if (again) queue_.push(std::max(due.at + due.task->period, monotonic_->now()), due.task);
+      if (again) queue_.push(monotonic_->now() + due.task->period, due.task);  // after this run
     }
   }
 
@@ -103,6 +109,7 @@ std::shared_ptr<Runtime> system_runtime() {
 
 struct ManualRuntime::Impl {
   std::shared_ptr<ManualClock> wall, monotonic;
+  std::mutex advancing;  // one advance() at a time: its tasks run one at a time, in order
   mutable std::mutex mutex;
   TaskQueue queue;
 
@@ -142,6 +149,7 @@ ScheduledTask ManualRuntime::every(Micros period, std::function<void()> task) {
 }
 
 std::size_t ManualRuntime::advance(Micros d) {
+  std::lock_guard one_at_a_time(impl_->advancing);
   std::unique_lock lock(impl_->mutex);
   const Micros target = impl_->monotonic->now() + std::max<Micros>(0, d);
   std::size_t runs = 0;
@@ -156,7 +164,7 @@ std::size_t ManualRuntime::advance(Micros d) {
     }
     const bool again = ran && due.task->end_run();
     lock.lock();
-    if (again) impl_->queue.push(due.at + due.task->period, due.task);
+    if (again) impl_->queue.push(impl_->monotonic->now() + due.task->period, due.task);
   }
   impl_->move_to(target);
   return runs;

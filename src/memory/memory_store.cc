@@ -5,7 +5,7 @@
 // expiry, src/memory/reservation_record.h; tombstones of settled ids, src/memory/settled_ids.h),
 // charges and resets; the key bound is a KeyBudget shared by the tables. Every answer is given
 // before decide() returns (complete_inline). Times are the request's `now` or the clock's, in µs.
-// Thread safety: every method from any thread; an optional background thread sweeps idle keys.
+// Thread safety: every method from any thread; an optional task on the runtime sweeps idle keys.
 #include "spillway/memory_store.h"
 
 #include <algorithm>

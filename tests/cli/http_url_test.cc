@@ -38,14 +38,15 @@ TEST(HttpUrl, NamesWhatIsWrong) {
     const char* default_port;
     const char* named;
   } cases[] = {
-      {"ftp://x:1", "80", "\"ftp://x:1\" must start with http://"},
+      {"ftp://x:1", "80", "it must start with http://"},
       {"http://[::1:80/", "80", "opens \"[\" and never closes it"},
       {"http://[::1]80/", "80", "only \":PORT\" may follow"},
-      {"http://:80/", "80", "the URL names no host"},
-      {"http://host/", "", "the URL names no port"},
+      {"http://:80/", "80", "it names no host"},
+      {"http://host/", "", "it names no port"},
       {"http://host:0/", "", "port \"0\" is not a number 1 to 65535"},
       {"http://host:65536/", "80", "port \"65536\" is not a number 1 to 65535"},
       {"http://host:8o/", "80", "port \"8o\" is not a number 1 to 65535"},
+      {"http://host:000080/", "80", "port \"000080\" is not a number 1 to 65535"},
   };
   for (const auto& c : cases) {
     const Result<HttpUrl> url = parse_http_url(c.url, c.default_port);
@@ -59,12 +60,13 @@ TEST(HttpUrl, NamesWhatIsWrong) {
 TEST(HttpUrl, EachFlagPutsItsNameInFront) {
   const Result<HttpTarget> bench = parse_http_target("http://host:99999/");
   ASSERT_FALSE(bench.has_value());
-  EXPECT_EQ(bench.error().message, "--http: port \"99999\" is not a number 1 to 65535");
+  EXPECT_EQ(bench.error().message,
+            "--http \"http://host:99999/\": port \"99999\" is not a number 1 to 65535");
   const Result<AdminEndpoint> admin = parse_admin_url("http://host/");
   ASSERT_FALSE(admin.has_value());
   EXPECT_EQ(admin.error().message,
-            "--admin http://host/: expected http://host:port (server.admin_listen): the URL names "
-            "no port");
+            "--admin http://host/: expected http://host:port (server.admin_listen): it names no "
+            "port");
   const Result<AdminEndpoint> ok = parse_admin_url("http://[::1]:9091/ignored");
   ASSERT_TRUE(ok.has_value()) << ok.error().message;
   EXPECT_EQ(ok->host, "::1");

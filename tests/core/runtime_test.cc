@@ -1,11 +1,13 @@
-// The runtime: ManualRuntime's order and clocks, and the process runtime's thread (a task runs,
-// a periodic one repeats, cancel() waits for a run under way, and a task may cancel itself).
+// The runtime: ManualRuntime's order and clocks, a task that cancels itself, and the process
+// runtime's thread (a task runs there, a periodic one repeats and stops when cancelled, cancel()
+// waits for a run under way, a task may cancel itself or destroy the object that owns it).
 #include "spillway/runtime.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -94,7 +96,6 @@ TEST(SystemRuntime, RunsATaskOnItsThreadAndRepeatsAPeriodicOne) {
   EXPECT_TRUE(wait_until([&] { return ticks.load() >= 3; }, std::chrono::seconds(30)));
   tick.cancel();
   const int after_cancel = ticks.load();
-  ScheduledTask fence = runtime->after(2000, [] {});
   std::promise<void> passed;
   ScheduledTask marker = runtime->after(3000, [&] { passed.set_value(); });
   ASSERT_EQ(passed.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
@@ -124,6 +125,56 @@ TEST(SystemRuntime, CancelWaitsForARunUnderWay) {
   release.set_value();
   canceller.join();
   EXPECT_TRUE(finished.load()) << "cancel() returned before the run ended";
+}
+
+TEST(SystemRuntime, APeriodicTaskMayCancelItself) {
+  std::shared_ptr<Runtime> runtime = system_runtime();
+  std::atomic<int> runs{0};
+  std::promise<void> third;
+  ScheduledTask task;
+  std::mutex handle;  // the task reads `task` while this thread may still be assigning it
+  {
+    std::lock_guard lock(handle);
+    task = runtime->every(1000, [&] {
+      if (++runs == 3) {
+        std::lock_guard inside(handle);
+        task.cancel();  // from its own run: must not wait for itself
+        third.set_value();
+      }
+    });
+  }
+  ASSERT_EQ(third.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  std::promise<void> later;
+  ScheduledTask marker = runtime->after(5000, [&] { later.set_value(); });
+  ASSERT_EQ(later.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(runs.load(), 3);
+}
+
+// An owner whose task is its last member, as the stores hold theirs.
+struct TaskOwner {
+  std::atomic<int>* destroyed;
+  ScheduledTask task;
+  ~TaskOwner() { ++*destroyed; }
+};
+
+TEST(SystemRuntime, ATaskMayDestroyTheObjectThatOwnsIt) {
+  std::shared_ptr<Runtime> runtime = system_runtime();
+  std::atomic<int> destroyed{0};
+  std::promise<void> done;
+  auto* owner = new TaskOwner{&destroyed, {}};
+  std::mutex handle;
+  {
+    std::lock_guard lock(handle);
+    owner->task = runtime->after(0, [&, owner] {
+      {
+        std::lock_guard inside(handle);
+        delete owner;  // cancels its own task from inside its run
+      }
+      done.set_value();
+    });
+  }
+  ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(destroyed.load(), 1);
 }
 
 }  // namespace

@@ -248,11 +248,16 @@ TEST(MemoryStoreConcurrency, ManyKeysEachAdmitExactlyTheLimit) {
 }
 
 TEST(MemoryStore, DestructorStopsTheBackgroundSweeper) {
-  // On the process's runtime: the destructor cancels the sweep task and returns.
-  MemoryStoreOptions o = manual_options(std::make_shared<ManualClock>(0));
+  // On the process's runtime: sweeps are running (one dropped the key the clock made idle), and
+  // the destructor cancels the task and returns.
+  auto clock = std::make_shared<ManualClock>(0);
+  MemoryStoreOptions o = manual_options(clock);
   o.sweep_interval = std::chrono::milliseconds(1);
   auto store = std::make_unique<MemoryStore>(std::move(o));
   ASSERT_TRUE(store->check("k", make_limit(Algorithm::kGcra, 1, kStoreSecond)).value().allowed);
+  clock->advance(kHour);
+  ASSERT_TRUE(testing::wait_until([&] { return store->size() == 0; }, std::chrono::seconds(30)))
+      << "no sweep ran";
   EXPECT_TRUE(destroyed_within(std::move(store), std::chrono::seconds(10)));
 }
 

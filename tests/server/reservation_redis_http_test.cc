@@ -57,6 +57,14 @@ void inside_one_hour() {
     std::this_thread::sleep_for(std::chrono::microseconds(left + 100'000));
 }
 
+// Redis' count of keys that expired (INFO stats: expired_keys); -1 when not found.
+long long redis_expired_keys(const testing::RedisServer& redis) {
+  const std::string stats = redis.cli("INFO stats");
+  const std::string name = "expired_keys:";
+  const std::size_t at = stats.find(name);
+  return at == std::string::npos ? -1 : std::stoll(stats.substr(at + name.size()));
+}
+
 // An API key no other test (or earlier run on a shared cluster) has used.
 std::string redis_http_api_key() {
   std::random_device random;
@@ -312,6 +320,7 @@ TEST(ReservationRedisHttp, AnUnsettledReservationExpiresWithItsEstimateCharged) 
   ASSERT_TRUE(b.ready()) << b.log();
   const std::string key = redis_http_api_key();
   inside_one_hour();
+  const long long expired_before = redis_expired_keys(redis);
   const std::int64_t started = redis_http_now_us();
   const json::object reserved = post(
       a.port(), "/v1/check", R"({"api_key":")" + key + R"(","reserve":true,"tokens":4000})", 200);
@@ -323,7 +332,9 @@ TEST(ReservationRedisHttp, AnUnsettledReservationExpiresWithItsEstimateCharged) 
   ASSERT_TRUE(testing::wait_until([&] { return redis.cli("EXISTS " + record) == "0\n"; },
                                   std::chrono::seconds(10)))
       << "the record outlived its ttl";
-  // (A wrong record name would be "gone" at once, and fail here.)
+  // A wrong record name would be "gone" at once: Redis counts the record's expiry (this Redis is
+  // the test's own; nothing else in it expires within the hour).
+  EXPECT_GT(redis_expired_keys(redis), expired_before) << "no key expired: not " << record;
   EXPECT_GE(redis_http_now_us(), started + 300'000) << "gone before its ttl: " << record;
   post(b.port(), "/v1/commit", R"({"reservation":")" + id + R"(","cost":1})", 404);
   post(a.port(), "/v1/cancel", R"({"reservation":")" + id + R"("})", 404);
