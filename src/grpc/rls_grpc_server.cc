@@ -16,6 +16,7 @@
 
 #include "envoy/service/rate_limit_quota/v3/rlqs.grpc.pb.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "spillway/runtime.h"
 #include "src/config/error_answer.h"
 #include "src/core/json_writer.h"
 #include "src/core/stopwatch.h"
@@ -289,44 +290,26 @@ struct RlsGrpcServer::Impl {
   std::unique_ptr<::grpc::Service> quota_service;
   std::unique_ptr<::grpc::Server> server;
   int port = 0;
-  // The health watcher: sets SERVING / NOT_SERVING from `ready` until stopped.
+  // The health watch: sets SERVING / NOT_SERVING from `ready` every 500 ms until stopped; and
+  // the flush of access_log's block of lines to stderr. Tasks on the process's runtime (`ready`
+  // is a store's ready(): an atomic read, never a wait).
   std::function<bool()> ready;
-  std::mutex mutex;
-  std::condition_variable stop_cv;
-  bool stopping = false;
-  std::thread health_thread;
-  std::thread log_thread;  // flushes access_log's block of lines to stderr
+  bool serving = true;  // the runtime's thread only, once the watch runs
+  ScheduledTask health_watch;
+  ScheduledTask log_flush;
 
-  void set_health(bool serving) {
+  void set_health(bool up) {
     if (::grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
-      health->SetServingStatus(serving);  // "" and every service name
-      health->SetServingStatus(pb::RateLimitService::service_full_name(), serving);
+      health->SetServingStatus(up);  // "" and every service name
+      health->SetServingStatus(pb::RateLimitService::service_full_name(), up);
       health->SetServingStatus(
-          ::envoy::service::rate_limit_quota::v3::RateLimitQuotaService::service_full_name(),
-          serving);
+          ::envoy::service::rate_limit_quota::v3::RateLimitQuotaService::service_full_name(), up);
     }
   }
 
   void watch_health() {
-    bool serving = ready();
-    set_health(serving);
-    std::unique_lock lock(mutex);
-    while (!stop_cv.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping; })) {
-      lock.unlock();
-      const bool now = ready();
-      if (now != serving) set_health(serving = now);
-      lock.lock();
-    }
-  }
-
-  void flush_log() {
-    std::unique_lock lock(mutex);
-    while (
-        !stop_cv.wait_for(lock, server::AccessLog::kFlushInterval, [this] { return stopping; })) {
-      lock.unlock();
-      access_log->flush();
-      lock.lock();
-    }
+    const bool now = ready();
+    if (now != serving) set_health(serving = now);
   }
 };
 
@@ -377,12 +360,17 @@ Result<std::unique_ptr<RlsGrpcServer>> RlsGrpcServer::start(const RlsGrpcOptions
   }
   // Health by service name too (probes that name the service they check).
   impl->set_health(true);
+  std::shared_ptr<Runtime> runtime = system_runtime();
   if (options.ready) {
     impl->ready = options.ready;
-    impl->health_thread = std::thread([raw = impl.get()] { raw->watch_health(); });
+    impl->serving = impl->ready();
+    impl->set_health(impl->serving);
+    impl->health_watch = runtime->every(500'000, [raw = impl.get()] { raw->watch_health(); });
   }
   if (impl->access_log && impl->access_log->buffered()) {
-    impl->log_thread = std::thread([raw = impl.get()] { raw->flush_log(); });
+    impl->log_flush =
+        runtime->every(std::chrono::microseconds(server::AccessLog::kFlushInterval).count(),
+                       [raw = impl.get()] { raw->access_log->flush(); });
   }
   return std::unique_ptr<RlsGrpcServer>(new RlsGrpcServer(std::move(impl)));
 }
@@ -391,13 +379,8 @@ int RlsGrpcServer::port() const { return impl_->port; }
 
 void RlsGrpcServer::stop(std::chrono::milliseconds grace) {
   if (!impl_ || !impl_->server) return;
-  {
-    std::lock_guard lock(impl_->mutex);
-    impl_->stopping = true;
-  }
-  impl_->stop_cv.notify_all();
-  if (impl_->health_thread.joinable()) impl_->health_thread.join();
-  if (impl_->log_thread.joinable()) impl_->log_thread.join();
+  impl_->health_watch.cancel();  // each waits for a run under way
+  impl_->log_flush.cancel();
   impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
   impl_->server->Wait();
   impl_->server.reset();

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <random>
 
+#include "spillway/runtime.h"
 #include "src/core/backend_schemes.h"
 #include "src/core/stopwatch.h"
 #include "src/server/decision_response.h"
@@ -33,9 +34,7 @@ Result<std::shared_ptr<Service::Settings>> Service::build(const policy::Config& 
   settings->backend_kind = scheme != nullptr
                                ? std::string(scheme->name)
                                : config.backend.url.substr(0, config.backend.url.find("://"));
-  settings->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+  settings->loaded_at = system_runtime()->now() / 1'000'000;  // s since the epoch
   return settings;
 }
 

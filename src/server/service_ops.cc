@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "spillway/runtime.h"
 #include "src/core/json_writer.h"
 #include "src/core/metrics_text.h"
 #include "src/pages/dashboard_page.h"
@@ -17,10 +18,7 @@ namespace spillway::server {
 namespace {
 
 // The wall clock (CLOCK_REALTIME, as config.loaded_at) in ms since the Unix epoch.
-std::int64_t unix_now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
+std::int64_t unix_now_ms() { return system_runtime()->now() / 1'000; }
 
 }  // namespace
 

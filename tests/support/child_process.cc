@@ -31,24 +31,37 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   if (log_fd < 0) {
     throw std::runtime_error("ChildProcess: cannot open " + log + ": " + std::strerror(errno));
   }
+  // Nothing to read: a child never waits on the test's terminal or the pipe ctest gave it.
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0) {
+    const int error = errno;
+    ::close(log_fd);
+    throw std::runtime_error(std::string("ChildProcess: cannot open /dev/null: ") +
+                             std::strerror(error));
+  }
   const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {
     const int error = errno;
     ::close(log_fd);
+    ::close(null_fd);
     throw std::runtime_error(std::string("ChildProcess: fork(): ") + std::strerror(error));
   }
   if (child == 0) {
     ::setpgid(0, 0);                     // its own process group
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the thread that started it
     if (::getppid() != parent) ::_exit(127);
-    if (::dup2(log_fd, STDOUT_FILENO) < 0 || ::dup2(log_fd, STDERR_FILENO) < 0) ::_exit(126);
+    if (::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(log_fd, STDOUT_FILENO) < 0 ||
+        ::dup2(log_fd, STDERR_FILENO) < 0) {
+      ::_exit(126);
+    }
     ::close_range(3, ~0U, 0);  // no inherited sockets or files of the test process
     ::execv(program.c_str(), args.data());
     ::_exit(127);
   }
   ::setpgid(child, child);  // as the child does: whichever runs first (an error once it has exec'd)
   ::close(log_fd);
+  ::close(null_fd);
   pid_ = child;
 }
 

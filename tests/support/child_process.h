@@ -2,7 +2,8 @@
 // redis-sentinel, nginx, haproxy, prometheus, redis-cli monitor …) is a ChildProcess, with one
 // hygiene:
 // - everything the child needs is prepared before fork(); after it, only system calls;
-// - stdout and stderr go to a log file, opened by the parent (truncated, or appended to);
+// - stdin is /dev/null; stdout and stderr go to a log file, opened by the parent (truncated, or
+//   appended to);
 // - nothing else of the test process is inherited: descriptors from 3 up are closed;
 // - it leads its own process group, so that what it starts goes with it when it is stopped, and a
 //   signal to the test's group (a Ctrl-C) is not its;
