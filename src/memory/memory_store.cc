@@ -57,9 +57,7 @@ class MemoryStore::Impl {
  public:
   explicit Impl(const MemoryStoreOptions& options)
       : runtime_(options.runtime ? options.runtime : system_runtime()),
-        clock_(options.clock     ? options.clock
-               : options.runtime ? options.runtime->wall_clock()
-                                 : std::make_shared<SystemClock>()),
+        clock_(options.clock ? options.clock : runtime_->wall_clock()),
         max_reservations_(options.max_reservations),
         budget_(options.max_keys),
         tables_(make_tables(shards(options), random_seed(),

@@ -37,7 +37,7 @@ void LeaseStore::Impl::sweep(std::optional<Micros> at) {
           leftovers.push_back(std::move(*leftover));
         }
       }
-      const bool idle = entry.id.empty() && !(entry.denied && !entry.denied->expired(now)) &&
+      const bool idle = entry.id.empty() && (!entry.denied || entry.denied->expired(now)) &&
                         now - entry.last_seen >= kIdleLeaseAges * entry.spec.max_age;
       it = idle ? shard.entries.erase(it) : std::next(it);
     }

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -136,52 +138,64 @@ TEST(RlsWatcher, ReloadLoadsNewRulesAndABadFileKeepsTheOldOnes) {
   fs::remove_all(dir);
 }
 
-TEST(RlsWatcher, ThePollReloadsOnAnEditAndCountsABadEditOnce) {
-  const std::string dir = watcher_temp_dir("rls_watch_edit");
-  watcher_write_file(dir + "/rules.yaml", rules_yaml("w_edit", 3));
+// A rules directory with one domain, its engine on a memory store, and what a watcher of it
+// reports (log lines, reloads). The directory goes with it; a watcher must go first.
+struct WatchedRules {
+  WatchedRules(const std::string& name, std::string_view domain, int limit)
+      : dir(watcher_temp_dir(name)) {
+    watcher_write_file(dir + "/rules.yaml", rules_yaml(domain, limit));
+    engine = std::make_unique<RlsEngine>(
+        store, std::make_shared<const RlsRules>(load_rls_rules(dir).value()));
+  }
+  ~WatchedRules() { fs::remove_all(dir); }
+  std::unique_ptr<RlsWatcher> watch(std::chrono::milliseconds interval,
+                                    std::shared_ptr<Runtime> runtime = nullptr) {
+    return std::make_unique<RlsWatcher>(
+        *engine, dir, rls_rules_fingerprint(dir), interval, log.sink(), [this] { ++reloaded; },
+        std::move(runtime));
+  }
+
+  std::string dir;
   MemoryStore store;
-  RlsEngine engine(store, std::make_shared<const RlsRules>(load_rls_rules(dir).value()));
+  std::unique_ptr<RlsEngine> engine;
   Log log;
   std::atomic<int> reloaded{0};
-  auto runtime = std::make_shared<ManualRuntime>();
-  RlsWatcher watcher(
-      engine, dir, rls_rules_fingerprint(dir), 5ms, log.sink(), [&] { ++reloaded; }, runtime);
+};
 
-  replace_file(dir + "/rules.yaml", rules_yaml("w_edit", 30));
+TEST(RlsWatcher, ThePollReloadsOnAnEditAndCountsABadEditOnce) {
+  WatchedRules rules("rls_watch_edit", "w_edit", 3);
+  const RlsEngine& engine = *rules.engine;
+  auto runtime = std::make_shared<ManualRuntime>();
+  std::unique_ptr<RlsWatcher> watcher = rules.watch(5ms, runtime);
+
+  replace_file(rules.dir + "/rules.yaml", rules_yaml("w_edit", 30));
   EXPECT_EQ(runtime->advance(4'999), 0u);
   EXPECT_EQ(limit_in_force(engine, "w_edit"), 3u) << "no poll yet";
   EXPECT_EQ(runtime->advance(1), 1u);
   EXPECT_EQ(limit_in_force(engine, "w_edit"), 30u);
-  EXPECT_EQ(reloaded.load(), 1);
+  EXPECT_EQ(rules.reloaded.load(), 1);
 
-  replace_file(dir + "/rules.yaml", "domain: w_edit\ndescriptors: [oops\n");
+  replace_file(rules.dir + "/rules.yaml", "domain: w_edit\ndescriptors: [oops\n");
   EXPECT_EQ(runtime->advance(5'000), 1u);
-  EXPECT_NE(rendered(watcher).find("{result=\"error\"} 1\n"), std::string::npos)
-      << rendered(watcher);
+  EXPECT_NE(rendered(*watcher).find("{result=\"error\"} 1\n"), std::string::npos)
+      << rendered(*watcher);
   EXPECT_EQ(runtime->advance(50'000), 10u);  // ten more polls of the same bad file
-  EXPECT_NE(rendered(watcher).find("{result=\"error\"} 1\n"), std::string::npos)
-      << "an unchanged bad file is rejected once: " << rendered(watcher);
+  EXPECT_NE(rendered(*watcher).find("{result=\"error\"} 1\n"), std::string::npos)
+      << "an unchanged bad file is rejected once: " << rendered(*watcher);
   EXPECT_EQ(limit_in_force(engine, "w_edit"), 30u);
-  EXPECT_EQ(log.size(), 2u) << "one line per change, none per poll";
+  EXPECT_EQ(rules.log.size(), 2u) << "one line per change, none per poll";
 
-  replace_file(dir + "/rules.yaml", rules_yaml("w_edit", 31));
+  replace_file(rules.dir + "/rules.yaml", rules_yaml("w_edit", 31));
   runtime->advance(5'000);
   EXPECT_EQ(limit_in_force(engine, "w_edit"), 31u);
-  fs::remove_all(dir);
 }
 
 TEST(RlsWatcher, OnTheProcessRuntimeAnEditIsPickedUp) {
-  const std::string dir = watcher_temp_dir("rls_watch_process");
-  watcher_write_file(dir + "/rules.yaml", rules_yaml("w_process", 3));
-  MemoryStore store;
-  RlsEngine engine(store, std::make_shared<const RlsRules>(load_rls_rules(dir).value()));
-  Log log;
-  std::atomic<int> reloaded{0};
-  RlsWatcher watcher(engine, dir, rls_rules_fingerprint(dir), 5ms, log.sink(), [&] { ++reloaded; });
-  replace_file(dir + "/rules.yaml", rules_yaml("w_process", 30));
-  EXPECT_TRUE(eventually([&] { return limit_in_force(engine, "w_process") == 30u; }));
-  EXPECT_TRUE(eventually([&] { return reloaded.load() == 1; }));
-  fs::remove_all(dir);
+  WatchedRules rules("rls_watch_process", "w_process", 3);
+  std::unique_ptr<RlsWatcher> watcher = rules.watch(5ms);
+  replace_file(rules.dir + "/rules.yaml", rules_yaml("w_process", 30));
+  EXPECT_TRUE(eventually([&] { return limit_in_force(*rules.engine, "w_process") == 30u; }));
+  EXPECT_TRUE(eventually([&] { return rules.reloaded.load() == 1; }));
 }
 
 // A Kubernetes ConfigMap volume: dir/..data -> ..v1, dir/config.yaml -> ..data/config.yaml; an
@@ -258,22 +272,15 @@ TEST(RlsWatcher, TheThreadFollowsAConfigMapSymlinkSwap) {
 }
 
 TEST(RlsWatcher, NoChangeNoReload) {
-  const std::string dir = watcher_temp_dir("rls_watch_still");
-  watcher_write_file(dir + "/rules.yaml", rules_yaml("w_still", 3));
-  MemoryStore store;
-  RlsEngine engine(store, std::make_shared<const RlsRules>(load_rls_rules(dir).value()));
-  Log log;
-  std::atomic<int> reloaded{0};
+  WatchedRules rules("rls_watch_still", "w_still", 3);
   auto runtime = std::make_shared<ManualRuntime>();
   {
-    RlsWatcher watcher(
-        engine, dir, rls_rules_fingerprint(dir), 2ms, log.sink(), [&] { ++reloaded; }, runtime);
+    std::unique_ptr<RlsWatcher> watcher = rules.watch(2ms, runtime);
     EXPECT_EQ(runtime->advance(50'000), 25u);
   }
   EXPECT_EQ(runtime->pending(), 0u) << "the destructor ended the poll";
-  EXPECT_EQ(reloaded.load(), 0);
-  EXPECT_EQ(log.size(), 0u);
-  fs::remove_all(dir);
+  EXPECT_EQ(rules.reloaded.load(), 0);
+  EXPECT_EQ(rules.log.size(), 0u);
 }
 
 }  // namespace

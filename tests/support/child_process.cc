@@ -65,6 +65,19 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   pid_ = child;
 }
 
+ChildProcess::Started ChildProcess::wait_started(const std::function<bool()>& answers,
+                                                 std::chrono::milliseconds timeout) {
+  Started started;
+  started.answered = wait_until(
+      [&] {
+        started.exited = ended();
+        return started.exited.has_value() || answers();
+      },
+      timeout);
+  if (started.exited) started.answered = false;
+  return started;
+}
+
 ChildProcess::~ChildProcess() {
   if (pid_ > 0 && ours()) stop(SIGTERM, grace_);
 }

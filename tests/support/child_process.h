@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,13 @@ class ChildProcess {
   // When it has ended: what is left of its group killed, it reaped, and its wait status (as
   // waitpid gives it); nullopt while it runs.
   std::optional<int> ended();
+  // Calls `answers` (a PING, a health check) until it returns true, the process ends, or
+  // `timeout` passes: what a start waits for.
+  struct Started {
+    bool answered = false;
+    std::optional<int> exited;  // its wait status, when it ended first (it is reaped)
+  };
+  Started wait_started(const std::function<bool()>& answers, std::chrono::milliseconds timeout);
   // Sends `signal` to its process group and waits for it to end, without a limit or, with
   // `grace`, SIGKILL to the group after that long; then SIGKILL to what is left of the group and
   // its wait status (as waitpid gives it; -1 when the test had waited for it itself).

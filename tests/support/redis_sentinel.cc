@@ -212,19 +212,14 @@ class SentinelGroup::Sentinel {
     process_.emplace(
         std::vector<std::string>{find_in_path("redis-sentinel", "redis-sentinel"), config_path()},
         log, ChildOptions{.append_log = true, .check_label = false});
-    std::optional<int> exited;
-    const bool up = wait_until(
-        [&] {
-          exited = process_->ended();
-          return exited.has_value() || answers_ping(port_);
-        },
-        std::chrono::seconds(5));
-    if (exited) {
+    const ChildProcess::Started started =
+        process_->wait_started([&] { return answers_ping(port_); }, std::chrono::seconds(5));
+    if (started.exited) {
       process_.reset();
-      fail("redis-sentinel exited during startup (status " + std::to_string(*exited) +
+      fail("redis-sentinel exited during startup (status " + std::to_string(*started.exited) +
            "); its log:\n" + read_file(log));
     }
-    if (!up) {
+    if (!started.answered) {
       stop();
       fail("redis-sentinel did not answer PING on port " + std::to_string(port_) +
            " within 5 s; its log:\n" + read_file(log));

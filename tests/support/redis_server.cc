@@ -25,7 +25,6 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support/poll.h"
 #include "tests/support/test_labels.h"
 #include "tests/support/tls_certs.h"
 
@@ -300,19 +299,14 @@ void RedisServer::start() {
                    ChildOptions{.check_label = false});
 
   std::string last_answer;
-  std::optional<int> exited;
-  const bool up = wait_until(
-      [&] {
-        exited = process_->ended();
-        return exited.has_value() || ready(last_answer);
-      },
-      std::chrono::seconds(5));
-  if (exited) {
+  const ChildProcess::Started started =
+      process_->wait_started([&] { return ready(last_answer); }, std::chrono::seconds(5));
+  if (started.exited) {
     process_.reset();
-    fail("redis-server exited during startup (status " + std::to_string(*exited) + "); its log:\n" +
-         read_file(log_path));
+    fail("redis-server exited during startup (status " + std::to_string(*started.exited) +
+         "); its log:\n" + read_file(log_path));
   }
-  if (!up) {
+  if (!started.answered) {
     stop();
     fail("redis-server did not answer PING on port " + std::to_string(port_) + " within 5 s" +
          (last_answer.empty() ? "" : " (redis-cli: " + last_answer + ")") + "; its log:\n" +
