@@ -47,6 +47,9 @@ void check_http_url(const std::string& url) {
       if (parsed.error().code != Errc::kInvalidArgument || parsed.error().message.empty()) {
         violated("http URL error is not a named invalid_argument", url);
       }
+      if (parsed.error().message.find_first_of("\r\n") != std::string::npos) {
+        violated("http URL error is more than one line", parsed.error().message);
+      }
       continue;
     }
     if (parsed->host.empty()) violated("http URL without a host", url);

@@ -5,6 +5,8 @@
 #include <boost/json.hpp>
 #include <cctype>
 
+#include "src/core/text.h"
+
 namespace spillway::cli {
 namespace http = boost::beast::http;
 namespace json = boost::json;
@@ -13,7 +15,7 @@ Result<AdminEndpoint> parse_admin_url(const std::string& url) {
   Result<HttpUrl> parsed = parse_http_url(url, "");
   if (!parsed) {
     return invalid_argument(
-        "--admin " + url +
+        "--admin " + quote_for_error(url, kUrlShown) +
         ": expected http://host:port (server.admin_listen): " + parsed.error().message);
   }
   return parsed->endpoint();

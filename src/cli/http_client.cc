@@ -13,6 +13,8 @@
 #include <memory>
 #include <utility>
 
+#include "src/core/text.h"
+
 namespace spillway::cli {
 namespace {
 
@@ -142,7 +144,8 @@ Result<HttpUrl> parse_http_url(std::string_view url, std::string_view default_po
       std::from_chars(parsed.port.data(), parsed.port.data() + parsed.port.size(), port);
   if (parsed.port.size() > 5 || ec != std::errc() ||
       end != parsed.port.data() + parsed.port.size() || port < 1 || port > 65535) {
-    return invalid_argument("port \"" + parsed.port + "\" is not a number 1 to 65535");
+    return invalid_argument("port " + quote_for_error(parsed.port, 16) +
+                            " is not a number 1 to 65535");
   }
   return parsed;
 }

@@ -48,6 +48,9 @@ struct HttpUrl {
 // "after \"]\" only \":PORT\" may follow", "it names no host", "it names no port", "port \"P\" is
 // not a number 1 to 65535" (at most five digits).
 Result<HttpUrl> parse_http_url(std::string_view url, std::string_view default_port);
+// How much of a URL (a port: 16 bytes) an error quotes, escaped (src/core/text.h,
+// quote_for_error): a URL of any length or bytes gives a one-line message of bounded size.
+inline constexpr std::size_t kUrlShown = 200;
 
 struct HttpTimeouts {
   std::chrono::milliseconds connect{10'000};

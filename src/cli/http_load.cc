@@ -277,7 +277,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 Result<HttpTarget> parse_http_target(std::string_view url) {
   Result<HttpUrl> parsed = parse_http_url(url, "80");
   if (!parsed) {
-    return invalid_argument("--http \"" + std::string(url) + "\": " + parsed.error().message);
+    return invalid_argument("--http " + quote_for_error(url, kUrlShown) + ": " +
+                            parsed.error().message);
   }
   return parsed;
 }

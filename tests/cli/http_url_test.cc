@@ -39,6 +39,12 @@ TEST(HttpUrl, NamesWhatIsWrong) {
     const char* named;
   } cases[] = {
       {"ftp://x:1", "80", "it must start with http://"},
+      {"", "80", "it must start with http://"},
+      {"HTTP://x:1", "80", "it must start with http://"},
+      {"http://", "80", "it names no host"},
+      {"http://[]:80/", "80", "it names no host"},
+      {"http://host:/", "80", "port \"\" is not a number 1 to 65535"},
+      {"http://host:-1/", "80", "port \"-1\" is not a number 1 to 65535"},
       {"http://[::1:80/", "80", "opens \"[\" and never closes it"},
       {"http://[::1]80/", "80", "only \":PORT\" may follow"},
       {"http://:80/", "80", "it names no host"},
@@ -57,6 +63,26 @@ TEST(HttpUrl, NamesWhatIsWrong) {
   }
 }
 
+TEST(HttpUrl, AHugeUrlIsParsedOrRefusedWithoutHarm) {
+  const std::string host(100'000, 'h');
+  const Result<HttpUrl> long_host = parse_http_url("http://" + host + ":80/x", "80");
+  ASSERT_TRUE(long_host.has_value());
+  EXPECT_EQ(long_host->host.size(), host.size());
+  const Result<HttpUrl> long_port = parse_http_url("http://h:" + std::string(100'000, '9'), "80");
+  ASSERT_FALSE(long_port.has_value());
+  EXPECT_EQ(long_port.error().message, "port \"9999999999999999...\" is not a number 1 to 65535");
+  // The flags quote at most kUrlShown bytes of the URL, control bytes escaped: one short line.
+  const std::string hostile = "ftp://" + std::string(100'000, 'x') + "\n";
+  for (const std::string& message :
+       {parse_http_target(hostile).error().message, parse_admin_url(hostile).error().message}) {
+    EXPECT_LT(message.size(), 400u) << message.substr(0, 100);
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+  }
+  const Result<HttpTarget> newline = parse_http_target("http://h:8\n0/");
+  ASSERT_FALSE(newline.has_value());
+  EXPECT_EQ(newline.error().message.find('\n'), std::string::npos) << newline.error().message;
+}
+
 TEST(HttpUrl, EachFlagPutsItsNameInFront) {
   const Result<HttpTarget> bench = parse_http_target("http://host:99999/");
   ASSERT_FALSE(bench.has_value());
@@ -65,8 +91,8 @@ TEST(HttpUrl, EachFlagPutsItsNameInFront) {
   const Result<AdminEndpoint> admin = parse_admin_url("http://host/");
   ASSERT_FALSE(admin.has_value());
   EXPECT_EQ(admin.error().message,
-            "--admin http://host/: expected http://host:port (server.admin_listen): it names no "
-            "port");
+            "--admin \"http://host/\": expected http://host:port (server.admin_listen): it names "
+            "no port");
   const Result<AdminEndpoint> ok = parse_admin_url("http://[::1]:9091/ignored");
   ASSERT_TRUE(ok.has_value()) << ok.error().message;
   EXPECT_EQ(ok->host, "::1");
