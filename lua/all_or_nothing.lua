@@ -4,19 +4,21 @@
 --
 -- KEYS[i]  the state of layer i; with a record (below), one more key last: the record's
 -- ARGV     now (µs or ''), ttl_floor (ms), mode (0 decide, 1 reserve, 2 dry), record ('' none,
---          else the record's ttl in ms), then seven values per layer i:
---          algorithm number, limit, period, burst, limit_units, period_units, cost (what this
---          layer is charged: layers may count different things, e.g. requests and tokens)
+--          else the record's ttl in ms), then eight values per layer i:
+--          algorithm number, limit, period, burst, limit_units, period_units, max_delay, cost
+--          (what this layer is charged: layers may count different things, e.g. requests and
+--          tokens)
 --          then, with a record: per layer its index in the reservation (1-based), then the
 --          reservation's layers m and m triples (label, metered 0/1, estimate), then the number
 --          of other records k and k slots (a Redis Cluster's home record: see below).
--- Returns  five integers per layer, as the single-algorithm scripts do. Every layer is first
+-- Returns  six integers per layer: allowed (0/1), limit, remaining, retry_after, reset_after,
+--          delay. Every layer is first
 --          decided without writing; only if all admit are they decided again and written. When
 --          any layer denies, nothing is written and the layers that would have admitted report
 --          their state as it stands (a peek).
 -- Reserve  (Redis Cluster: the layers of one request on several slots, one call per slot.) When
 --          every layer of this call admits and reserve is 1, the reply goes on with, per layer,
---          the five integers of a peek before the charge (what to report if another slot
+--          the six integers of a peek before the charge (what to report if another slot
 --          denies), then what undoes the charge (lua/refund.lua): the key's value before it
 --          (DUMP, '' when absent), its expiry then (PEXPIRETIME, ms) and the value written (DUMP).
 -- Dry      (mode 2: Redis Cluster, before reserving) nothing is written: when every layer would
@@ -33,15 +35,15 @@ local n = #KEYS
 if record_ttl ~= '' then n = n - 1 end
 local layers = {}
 for i = 1, n do
-  local a = 4 + (i - 1) * 7
+  local a = 4 + (i - 1) * 8
   layers[i] = {decide_by_id[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
                tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]),
-               tonumber(ARGV[a + 7])}
+               tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8])}
 end
 
 local function run(i, c, commit)
   local l = layers[i]
-  return l[1](KEYS[i], l[2], l[3], l[4], l[5], l[6], c, commit)
+  return l[1](KEYS[i], l[2], l[3], l[4], l[5], l[6], l[7], c, commit)
 end
 
 local function put(out, i, r)
@@ -51,11 +53,12 @@ local function put(out, i, r)
   out[o + 3] = r[2]
   out[o + 4] = r[3]
   out[o + 5] = r[4]
+  out[o + 6] = r[5]
 end
 
 local results, all_admit = {}, true
 for i = 1, n do
-  results[i] = {run(i, layers[i][7], false)}
+  results[i] = {run(i, layers[i][8], false)}
   if not results[i][1] then all_admit = false end
 end
 local undo = {}
@@ -67,7 +70,7 @@ if all_admit and reserve then
 end
 for i = 1, n do
   if all_admit and not dry then
-    results[i] = {run(i, layers[i][7], true)}
+    results[i] = {run(i, layers[i][8], true)}
   elseif results[i][1] then
     results[i] = {run(i, 0, false)}
   end
@@ -76,12 +79,12 @@ end
 if all_admit and not dry and record_ttl ~= '' then
   local record = {keys = {}, layers = {}, slots = {}}
   for i = 1, n do
-    local l, algorithm = layers[i], tonumber(ARGV[5 + (i - 1) * 7])
+    local l, algorithm = layers[i], tonumber(ARGV[5 + (i - 1) * 8])
     local at, debt = mark_by_id[algorithm](KEYS[i], l[2], l[3], l[4], l[5], l[6])
-    record.keys[i] = {KEYS[i], tonumber(ARGV[4 + 7 * n + i]), algorithm, l[2], l[3], l[4], l[5],
-                      l[6], l[7], at, debt}
+    record.keys[i] = {KEYS[i], tonumber(ARGV[4 + 8 * n + i]), algorithm, l[2], l[3], l[4], l[5],
+                      l[6], l[8], at, debt}
   end
-  local a = 5 + 8 * n  -- m, then the triples
+  local a = 5 + 9 * n  -- m, then the triples
   for j = 1, tonumber(ARGV[a]) do
     local t = a + 3 * (j - 1)
     record.layers[j] = {ARGV[t + 1], ARGV[t + 2] == '1', tonumber(ARGV[t + 3])}

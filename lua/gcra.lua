@@ -2,7 +2,7 @@
   -- tat = tat_us + tat_rem / limit_units.
   do
     local burst, cost, scale, interval = burst + 0, cost + 0, limit_units + 0, period_units + 0
-    local tolerance = burst * interval
+    local tolerance, max_delay = burst * interval, max_delay + 0
     local v = redis.call('GET', key)
 
     local at, x_us, x_rem = now, now, 0
@@ -13,12 +13,19 @@
       if tat_us >= at then x_us, x_rem = tat_us, tat_rem end
     end
     local debt = (x_us - at) * scale + x_rem
+    -- How much the request overshoots the tolerance, scaled, and that as a wait in µs.
+    local over = debt + cost * interval - tolerance
+    local wait = 0
+    if over > 0 then
+      wait = -floor(-over / scale)
+      if wait * scale < over then wait = wait + 1 end
+    end
 
     allowed, retry_after = false, 0
     if cost > burst then
       retry_after = NEVER
-    elseif debt + cost * interval <= tolerance then
-      allowed = true
+    elseif wait <= max_delay then
+      allowed, delay = true, wait  -- 0 when it fits now; else admitted now, to proceed later
       if cost > 0 then
         local rem = x_rem + cost * interval
         local carry = floor(rem / scale)
@@ -32,11 +39,8 @@
         end
       end
     else
-      -- Admitted at the first t with (x - t) * scale <= (B - c) * T.
-      local over = x_rem - (tolerance - cost * interval)
-      local wait = -floor(-over / scale)
-      if wait * scale < over then wait = wait + 1 end
-      retry_after = x_us + wait - now
+      -- Admitted (after the longest delay) at the first t with (x - t) * scale <= over past now.
+      retry_after = at + wait - max_delay - now
     end
     reset_after = x_us - now
     if x_rem > 0 then reset_after = reset_after + 1 end
@@ -70,8 +74,9 @@
     if v and tat_us >= at then debt = (tat_us - at) * scale + tat_rem end
     local next, new_last, change = debt, last, true
     if delta > 0 then
-      local room = floor((2 * tolerance - debt) / interval)
-      if room * interval > 2 * tolerance - debt then room = room - 1 end
+      -- A key that delayed may already owe more than the bound: then nothing more is owed.
+      local room = floor(max(0, 2 * tolerance - debt) / interval)
+      if room * interval > max(0, 2 * tolerance - debt) then room = room - 1 end
       next, new_last = debt + min(delta, room) * interval, at
     else
       local untouched = v and last == mark_at and (tat_us - mark_at) * scale + tat_rem == mark_debt

@@ -1,7 +1,7 @@
   -- token_bucket: mirrors src/core/token_bucket.cc. State: pack(units, last), tokens in units.
   do
     local burst, cost, per_token, per_micro = burst + 0, cost + 0, period_units + 0, limit_units + 0
-    local capacity = burst * per_token
+    local capacity, max_delay = burst * per_token, max_delay + 0
     local v = redis.call('GET', key)
 
     local at, units = now, capacity
@@ -19,17 +19,22 @@
       end
     end
 
+    -- What the request lacks, in units, and the refill time that gives it, in µs.
+    local short = cost * per_token - units
+    local wait = 0
+    if short > 0 then
+      wait = -floor(-short / per_micro)
+      if wait * per_micro < short then wait = wait + 1 end
+    end
+
     allowed, retry_after = false, 0
     if cost > burst then
       retry_after = NEVER
-    elseif units >= cost * per_token then
-      allowed = true
+    elseif wait <= max_delay then
+      allowed, delay = true, wait  -- 0 when it fits now; else the bucket goes below empty
       units = units - cost * per_token
     else
-      local short = cost * per_token - units
-      local wait = -floor(-short / per_micro)
-      if wait * per_micro < short then wait = wait + 1 end
-      retry_after = at + wait - now
+      retry_after = at + wait - max_delay - now
     end
     local missing = capacity - units
     local full_in = -floor(-missing / per_micro)
@@ -74,8 +79,9 @@
     local debt = capacity - units
     local next, change = debt, true
     if delta > 0 then
-      local room = floor((2 * capacity - debt) / per_token)
-      if room * per_token > 2 * capacity - debt then room = room - 1 end
+      -- As gcra's: a bucket that delayed may already owe more than the bound.
+      local room = floor(max(0, 2 * capacity - debt) / per_token)
+      if room * per_token > max(0, 2 * capacity - debt) then room = room - 1 end
       next = debt + min(delta, room) * per_token
     else
       local untouched = v and last == mark_at and capacity - s_units == mark_debt

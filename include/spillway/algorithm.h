@@ -50,11 +50,18 @@ constexpr bool takes_burst(Algorithm a) {
   return kTakesBurst[algorithm_index(a)];
 }
 
+// Whether a limit may admit a request after a wait (Limit::with_max_delay): the bucket types,
+// whose state gives the exact time a request would fit. The windows cannot: a window's next
+// room depends on which of its past requests leave it, not on one number.
+constexpr bool takes_max_delay(Algorithm a) { return takes_burst(a); }
+
 // By name; the error lists the names there are.
 Result<Algorithm> parse_algorithm(std::string_view name);
 
 // "burst applies only to token_bucket and gcra, not fixed_window": the one message for a burst
 // given to an algorithm that takes none.
 std::string burst_not_taken_message(Algorithm a);
+// "max_delay applies only to token_bucket and gcra, not sliding_log (...)": the same for a delay.
+std::string max_delay_not_taken_message(Algorithm a);
 
 }  // namespace spillway

@@ -23,9 +23,8 @@ struct Decision {
   // Answered by a local cache without asking the backend (OverLimitCache): a denial it already
   // knew, or, next to it in an all-or-nothing check, a key it did not consult.
   bool local = false;
-  // Admitted, but to proceed only after this wait (> 0: the verdict kAdmitAfter). No limit in
-  // this release delays, so it is 0; the field is where "delay instead of reject" will answer
-  // (docs/ARCHITECTURE.md, "What comes next").
+  // Admitted, but to proceed only after this wait, µs (> 0: the verdict kAdmitAfter). Only a
+  // limit with a max_delay (Limit::with_max_delay) delays; the request was charged already.
   Micros delay = 0;
 
   constexpr Verdict verdict() const {

@@ -35,11 +35,20 @@ class Limit {
   static Result<Limit> make(Algorithm algorithm, std::int64_t limit, Micros period,
                             std::optional<std::int64_t> burst = std::nullopt);
 
+  // A copy that admits, after a wait of at most `max_delay` µs, a request it would deny now
+  // (shaping, docs/SPEC.md §2.2): the request is charged now and its Decision carries the wait
+  // (Decision::delay). 0 gives back a limit that never delays. Only token_bucket and gcra
+  // (takes_max_delay); max_delay * limit_units() must stay below 2^52.
+  Result<Limit> with_max_delay(Micros max_delay) const;
+
   LimitKind kind() const { return LimitKind::kRate; }
   Algorithm algorithm() const { return algorithm_; }
   std::int64_t limit() const { return limit_; }
   Micros period() const { return period_; }
   std::int64_t burst() const { return burst_; }
+  // The longest wait a request may be admitted with (µs); 0: a request that does not fit now is
+  // denied.
+  Micros max_delay() const { return max_delay_; }
   // The most cost units an idle key admits back to back, which is what a decision's `remaining`
   // counts down from: B for token_bucket and gcra, L for the windows. The limit that rate limit
   // headers pairing a limit with a remaining report (X-RateLimit-Limit on HTTP, RateLimit-Limit
@@ -51,7 +60,7 @@ class Limit {
   std::int64_t limit_units() const { return limit_units_; }
   std::int64_t period_units() const { return period_units_; }
 
-  // "gcra 60/1m burst 60", for logs and errors.
+  // "gcra 60/1m burst 60" ("... max_delay 500ms" when it delays), for logs and errors.
   std::string describe() const;
 
   friend bool operator==(const Limit&, const Limit&) = default;
@@ -65,6 +74,7 @@ class Limit {
   std::int64_t burst_ = 1;
   std::int64_t limit_units_ = 1;
   std::int64_t period_units_ = 1;
+  Micros max_delay_ = 0;
 };
 
 }  // namespace spillway

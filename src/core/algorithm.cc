@@ -35,4 +35,10 @@ std::string burst_not_taken_message(Algorithm a) {
          std::string(algorithm_name(a));
 }
 
+std::string max_delay_not_taken_message(Algorithm a) {
+  return "max_delay applies only to " + list_names(takes_max_delay, " and ") + ", not " +
+         std::string(algorithm_name(a)) +
+         " (a window cannot say when a request would fit; use gcra to smooth bursts)";
+}
+
 }  // namespace spillway

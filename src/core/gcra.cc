@@ -22,13 +22,20 @@ Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t c
     x_us = state.tat_us;
     x_rem = state.tat_rem;
   }
-  std::int64_t debt = (x_us - at) * scale + x_rem;  // (x - now) scaled, in [0, B*T]
+  // (x - now) scaled: in [0, B*T] for a key that never delayed, up to B*T + max_delay * scale
+  // for one that did, and up to (1 + kDebtLimits)*B*T after a charge without a check.
+  std::int64_t debt = (x_us - at) * scale + x_rem;
+  // How much the request overshoots the tolerance, scaled, and that as a wait in µs: it fits
+  // once that much time passed.
+  const std::int64_t over = debt + cost * interval - tolerance;
+  const Micros wait = over > 0 ? ceil_div(over, scale) : 0;
 
   Decision d{.allowed = false, .limit = limit.limit()};
   if (cost > limit.burst()) {
     d.retry_after = kNever;
-  } else if (debt + cost * interval <= tolerance) {
+  } else if (wait <= limit.max_delay()) {
     d.allowed = true;
+    d.delay = wait;  // 0 when it fits now; else shaping: admitted now, to proceed later
     if (cost > 0) {
       const std::int64_t rem = x_rem + cost * interval;
       x_us += rem / scale;
@@ -37,9 +44,8 @@ Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t c
       state = {.tat_us = x_us, .tat_rem = x_rem, .last = at};
     }
   } else {
-    // Admitted at the first t with (x - t) * scale <= (B - c) * T.
-    const Micros admit_at = x_us + ceil_div(x_rem - (tolerance - cost * interval), scale);
-    d.retry_after = admit_at - now;
+    // Admitted (after the longest delay) at the first t with (x - t) * scale <= over past now.
+    d.retry_after = at + wait - limit.max_delay() - now;
   }
   d.remaining = std::max<std::int64_t>(0, (tolerance - debt) / interval);
   d.reset_after = x_us + (x_rem > 0 ? 1 : 0) - now;
@@ -69,7 +75,9 @@ std::int64_t settle(GcraState& state, const Limit& limit, Micros now, std::int64
   std::int64_t next = debt;
   Micros last = state.last;
   if (delta > 0) {
-    next += std::min(delta, ((1 + kDebtLimits) * tolerance - debt) / interval) * interval;
+    // A key that delayed may already owe more than the debt bound: then nothing more is owed.
+    const std::int64_t room = std::max<std::int64_t>(0, (1 + kDebtLimits) * tolerance - debt);
+    next += std::min(delta, room / interval) * interval;
     last = at;
   } else {
     // Only a key that nothing touched since the mark: then the key charged A from the start

@@ -1,5 +1,8 @@
 // GCRA (docs/SPEC.md §2): theoretical arrival time tat, starting at now; with T = P/L, admits iff
-// max(tat, now) + c*T - now <= B*T, then tat = max(tat, now) + c*T.
+// max(tat, now) + c*T - now <= B*T, then tat = max(tat, now) + c*T. With a max_delay D
+// (shaping, docs/SPEC.md §2.2), a request that overshoots B*T by w <= D is admitted too, charged
+// the same way now, with Decision::delay = w; a denial's retry_after is when it would be admitted
+// with the longest delay.
 //
 // tat is exact: tat = tat_us + tat_rem / limit_units() µs, 0 <= tat_rem < limit_units(), and
 // T = period_units() / limit_units() µs (see Limit). Same decisions as token_bucket for the same

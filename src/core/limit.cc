@@ -38,10 +38,29 @@ Result<Limit> Limit::make(Algorithm algorithm, std::int64_t limit, Micros period
   return out;
 }
 
+Result<Limit> Limit::with_max_delay(Micros max_delay) const {
+  if (max_delay < 0) {
+    return invalid_argument("max_delay must not be negative, got " + std::to_string(max_delay) +
+                            "us");
+  }
+  if (max_delay > 0 && !takes_max_delay(algorithm_)) {
+    return invalid_argument(max_delay_not_taken_message(algorithm_));
+  }
+  // The scaled wait joins B*T in the math: both below 2^52 keep every sum below 2^53.
+  if (max_delay >= kMaxExact / limit_units_) {
+    return invalid_argument("max_delay x limit / gcd(limit, period) must be below 2^52; got " +
+                            format_duration(max_delay) + " for " + describe());
+  }
+  Limit out = *this;
+  out.max_delay_ = max_delay;
+  return out;
+}
+
 std::string Limit::describe() const {
   std::string text = std::string(algorithm_name(algorithm_)) + " " + std::to_string(limit_) + "/" +
                      format_duration(period_);
   if (takes_burst(algorithm_)) text += " burst " + std::to_string(burst_);
+  if (max_delay_ > 0) text += " max_delay " + format_duration(max_delay_);
   return text;
 }
 

@@ -20,15 +20,21 @@ Decision decide(TokenBucketState& state, const Limit& limit, Micros now, std::in
     units = elapsed >= ceil_div(missing, per_micro) ? capacity : state.units + elapsed * per_micro;
   }
 
+  // What the request lacks, in units, and the refill time that gives it, in µs.
+  const std::int64_t short_by = cost * per_token - units;
+  const Micros wait = short_by > 0 ? ceil_div(short_by, per_micro) : 0;
+
   Decision d{.allowed = false, .limit = limit.limit()};
   if (cost > limit.burst()) {
     d.retry_after = kNever;
-  } else if (units >= cost * per_token) {
+  } else if (wait <= limit.max_delay()) {
     d.allowed = true;
+    // 0 when it fits now; else shaping: admitted now, to proceed later, the bucket below empty.
+    d.delay = wait;
     units -= cost * per_token;
     if (cost > 0) state = {.units = units, .last = at};
   } else {
-    d.retry_after = at + ceil_div(cost * per_token - units, per_micro) - now;
+    d.retry_after = at + wait - limit.max_delay() - now;
   }
   d.remaining = std::max<std::int64_t>(0, units / per_token);  // a key in debt has none
   d.reset_after = at + ceil_div(capacity - units, per_micro) - now;
@@ -63,7 +69,9 @@ std::int64_t settle(TokenBucketState& state, const Limit& limit, Micros now, std
   const std::int64_t debt = capacity - units;
   std::int64_t next = debt;
   if (delta > 0) {
-    next += std::min(delta, ((1 + kDebtLimits) * capacity - debt) / per_token) * per_token;
+    // As in gcra.cc: a bucket that delayed may already owe more than the debt bound.
+    const std::int64_t room = std::max<std::int64_t>(0, (1 + kDebtLimits) * capacity - debt);
+    next += std::min(delta, room / per_token) * per_token;
   } else {
     // As in gcra.cc: only a bucket that nothing touched since the mark.
     const bool untouched = state.last == mark.at && capacity - state.units == mark.debt;

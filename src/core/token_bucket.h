@@ -1,5 +1,7 @@
 // Token bucket (docs/SPEC.md §2): tokens tau <= B, refilled continuously at L per P, starting full;
-// admits iff tau >= c.
+// admits iff tau >= c. With a max_delay D (shaping, docs/SPEC.md §2.2), a request that the
+// bucket would hold after a refill of w <= D is admitted too, taking its c tokens now (the bucket
+// goes below empty: the queue of delayed requests), with Decision::delay = w.
 //
 // Tokens are counted exactly in "units": one token is period_units() units and the bucket gains
 // limit_units() units per µs (see Limit). Capacity is B * period_units().

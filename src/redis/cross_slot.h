@@ -30,12 +30,12 @@
 
 namespace spillway::redis {
 
-// One layer: its Redis key, its slot, and the seven numbers the script takes (algorithm number,
-// limit, period, burst, limit_units, period_units, and the layer's cost).
+// One layer: its Redis key, its slot, and the eight numbers the script takes (algorithm number,
+// limit, period, burst, limit_units, period_units, max_delay, and the layer's cost, last).
 struct SlotKey {
   std::string key;
   std::uint16_t slot;
-  std::array<std::int64_t, 7> numbers;
+  std::array<std::int64_t, 8> numbers;
 };
 
 // A reservation over several slots (usage-based limits, docs/SPEC.md §5.3): each slot's reserve

@@ -212,7 +212,7 @@ void RedisStore::Impl::decide(const StoreRequest& request, AllCallback done) {
          .slot = slot,
          .now = now ? std::to_string(*now) : std::string(),
          .numbers = {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
-                     limit.period_units(), request.cost_of(0)},
+                     limit.period_units(), limit.max_delay(), request.cost_of(0)},
          .deadline = redis::deadline_in(options_.timeout),
          .done = std::move(done)});
   }
@@ -242,7 +242,7 @@ std::vector<redis::SlotKey> RedisStore::Impl::slot_keys(const StoreRequest& requ
         {std::move(redis_key),
          slot,
          {static_cast<std::int64_t>(algorithm_index(l.algorithm())), l.limit(), l.period(),
-          l.burst(), l.limit_units(), l.period_units(), request.cost_of(i)}});
+          l.burst(), l.limit_units(), l.period_units(), l.max_delay(), request.cost_of(i)}});
   }
   return keys;
 }

@@ -42,7 +42,8 @@ Result<Decision> decision_at(const Reply& reply, std::size_t i) {
                   .limit = e[first + 1].integer,
                   .remaining = e[first + 2].integer,
                   .retry_after = e[first + 3].integer,
-                  .reset_after = e[first + 4].integer};
+                  .reset_after = e[first + 4].integer,
+                  .delay = e[first + 5].integer};
 }
 
 Result<Decision> packed_decision_at(const Reply& reply, std::size_t i, std::int64_t limit) {
@@ -53,8 +54,8 @@ Result<Decision> packed_decision_at(const Reply& reply, std::size_t i, std::int6
     return std::unexpected(
         Error{Errc::kInternal, "unexpected reply shape from the limiter script"});
   }
-  std::int64_t fields[4];
-  for (std::size_t k = 0; k < 4; ++k) {
+  std::int64_t fields[5];
+  for (std::size_t k = 0; k < 5; ++k) {
     if (!read_integer(reply.text.data() + first + 8 * k, fields[k])) {
       return std::unexpected(Error{Errc::kInternal, "non-integer field in the limiter's reply"});
     }
@@ -63,7 +64,8 @@ Result<Decision> packed_decision_at(const Reply& reply, std::size_t i, std::int6
                   .limit = limit,
                   .remaining = fields[1],
                   .retry_after = fields[2],
-                  .reset_after = fields[3]};
+                  .reset_after = fields[3],
+                  .delay = fields[4]};
 }
 
 }  // namespace spillway::redis

@@ -1,9 +1,9 @@
 // Reading the replies of spillway's scripts. Pure functions; thread-safe.
-//   single-algorithm scripts (lua/batch.lua): one string, four little-endian doubles per decision
-//     (allowed 0/1, remaining, retry_after µs, reset_after µs); exact, every value is an integer
-//     below 2^53;
-//   the all-or-nothing script: five integers per decision (allowed 0/1, limit, remaining,
-//     retry_after µs, reset_after µs).
+//   single-algorithm scripts (lua/batch.lua): one string, five little-endian doubles per decision
+//     (allowed 0/1, remaining, retry_after µs, reset_after µs, delay µs); exact, every value is an
+//     integer below 2^53;
+//   the all-or-nothing script: six integers per decision (allowed 0/1, limit, remaining,
+//     retry_after µs, reset_after µs, delay µs).
 #pragma once
 
 #include <cstddef>
@@ -16,8 +16,8 @@
 
 namespace spillway::redis {
 
-inline constexpr std::size_t kFieldsPerDecision = 5;
-inline constexpr std::size_t kPackedBytesPerDecision = 4 * 8;
+inline constexpr std::size_t kFieldsPerDecision = 6;
+inline constexpr std::size_t kPackedBytesPerDecision = 5 * 8;
 
 // What starts the message of a reply_error (a Redis error reply, as opposed to the client's own
 // words for a call that got none).

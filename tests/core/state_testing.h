@@ -27,7 +27,7 @@ namespace spillway {
 inline void PrintTo(const Decision& d, std::ostream* os) {
   *os << "{allowed=" << (d.allowed ? "true" : "false") << ", limit=" << d.limit
       << ", remaining=" << d.remaining << ", retry_after=" << d.retry_after
-      << ", reset_after=" << d.reset_after << "}";
+      << ", reset_after=" << d.reset_after << ", delay=" << d.delay << "}";
 }
 
 }  // namespace spillway

@@ -150,11 +150,13 @@ INSTANTIATE_TEST_SUITE_P(Backends, CheckAll,
 // own: the same decisions, layer by layer (on a cluster the layers' keys fall on different slots:
 // reserve, then refund).
 void check_all_like_memory(Store& redis) {
-  const std::vector<Limit> limits = {*Limit::make(Algorithm::kFixedWindow, 4, 1'000),
-                                     *Limit::make(Algorithm::kSlidingLog, 3, 700),
-                                     *Limit::make(Algorithm::kSlidingWindow, 5, 900),
-                                     *Limit::make(Algorithm::kTokenBucket, 2, 500, 3),
-                                     *Limit::make(Algorithm::kGcra, 6, 1'100, 2)};
+  const std::vector<Limit> limits = {
+      *Limit::make(Algorithm::kFixedWindow, 4, 1'000), *Limit::make(Algorithm::kSlidingLog, 3, 700),
+      *Limit::make(Algorithm::kSlidingWindow, 5, 900),
+      *Limit::make(Algorithm::kTokenBucket, 2, 500, 3), *Limit::make(Algorithm::kGcra, 6, 1'100, 2),
+      // Shaping (docs/SPEC.md §2.2): delays on every backend.
+      *Limit::make(Algorithm::kTokenBucket, 3, 600, 1)->with_max_delay(700),
+      *Limit::make(Algorithm::kGcra, 4, 800, 2)->with_max_delay(450)};
   MemoryStore memory;
   Micros now = 0;
   const int steps = *rc::gen::inRange(1, 40);

@@ -227,7 +227,7 @@ RC_GTEST_PROP(ReserveRefund, RefundRestoresExactlyWhenUntouchedAndElseKeepsTheCh
                                        std::to_string(now),
                                        "300000"};
       for (std::int64_t n : {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
-                             limit.period_units(), op.cost}) {
+                             limit.period_units(), limit.max_delay(), op.cost}) {
         args.push_back(std::to_string(n));
       }
       Result<redis::Reply> reply = client->call(args);
@@ -238,16 +238,18 @@ RC_GTEST_PROP(ReserveRefund, RefundRestoresExactlyWhenUntouchedAndElseKeepsTheCh
       args.insert(args.end(), {prefix + key, std::to_string(now), "300000", "1", ""});
       for (std::int64_t n :
            {static_cast<std::int64_t>(algorithm_index(algorithm)), limit.limit(), limit.period(),
-            limit.burst(), limit.limit_units(), limit.period_units(), op.cost}) {
+            limit.burst(), limit.limit_units(), limit.period_units(), limit.max_delay(), op.cost}) {
         args.push_back(std::to_string(n));
       }
       Result<redis::Reply> reply = client->call(args);
       RC_ASSERT(reply.has_value());
       got = *redis::decision_at(*reply, 0);
       if (got.allowed) {
-        RC_ASSERT(reply->elements.size() == 13u);
+        // The decision, the peek before it, then what undoes the charge.
+        constexpr std::size_t kUndo = 2 * redis::kFieldsPerDecision;
+        RC_ASSERT(reply->elements.size() == kUndo + 3);
         const auto& e = reply->elements;
-        undo = {e[10].text, std::to_string(e[11].integer), e[12].text};
+        undo = {e[kUndo].text, std::to_string(e[kUndo + 1].integer), e[kUndo + 2].text};
       }
     }
     RC_ASSERT(got == expected);

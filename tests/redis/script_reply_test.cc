@@ -26,7 +26,7 @@ Reply string_reply(std::string text) { return {.type = Reply::Type::kString, .te
 
 TEST(PackedDecision, ReadsEachDecisionOfABatchExactly) {
   const double big = 4503599627370495.0;  // 2^52 - 1: exact as a double
-  const Reply reply = string_reply(packed({1, 99, 0, 10'000, 0, 0, -1, big}));
+  const Reply reply = string_reply(packed({1, 99, 0, 10'000, 0, 0, 0, -1, big, 0}));
   const Result<Decision> first = packed_decision_at(reply, 0, 100);
   ASSERT_TRUE(first.has_value()) << first.error().message;
   EXPECT_EQ(*first, (Decision{.allowed = true,
@@ -40,6 +40,12 @@ TEST(PackedDecision, ReadsEachDecisionOfABatchExactly) {
   EXPECT_EQ(second->limit, 7);
   EXPECT_EQ(second->retry_after, kNever);
   EXPECT_EQ(second->reset_after, 4503599627370495);
+  // The fifth double is the delay of a shaping limit (docs/SPEC.md §2.2).
+  const Result<Decision> delayed =
+      packed_decision_at(string_reply(packed({1, 0, 0, 600'000, 400'000})), 0, 5);
+  ASSERT_TRUE(delayed.has_value()) << delayed.error().message;
+  EXPECT_EQ(delayed->delay, 400'000);
+  EXPECT_EQ(delayed->verdict(), Verdict::kAdmitAfter);
 }
 
 TEST(PackedDecision, OtherShapesAreErrorsThatSaySo) {
@@ -47,17 +53,20 @@ TEST(PackedDecision, OtherShapesAreErrorsThatSaySo) {
   EXPECT_EQ(packed_decision_at(error, 0, 1).error().code, Errc::kUnavailable);
   EXPECT_NE(packed_decision_at(error, 0, 1).error().message.find("NOSCRIPT"), std::string::npos);
   // Past the end, a torn length, an integer array (the all-or-nothing shape), a fraction, a NaN.
-  const Reply one = string_reply(packed({1, 2, 3, 4}));
+  const Reply one = string_reply(packed({1, 2, 3, 4, 0}));
   EXPECT_EQ(packed_decision_at(one, 1, 1).error().code, Errc::kInternal);
-  EXPECT_EQ(packed_decision_at(string_reply(packed({1, 2, 3, 4}) + "x"), 0, 1).error().code,
+  EXPECT_EQ(packed_decision_at(string_reply(packed({1, 2, 3, 4, 0}) + "x"), 0, 1).error().code,
+            Errc::kInternal);
+  // Four doubles: the shape of a script from before delays, a torn decision.
+  EXPECT_EQ(packed_decision_at(string_reply(packed({1, 2, 3, 4})), 0, 1).error().code,
             Errc::kInternal);
   const Reply array{.type = Reply::Type::kArray};
   EXPECT_EQ(packed_decision_at(array, 0, 1).error().code, Errc::kInternal);
-  const Result<Decision> fraction = packed_decision_at(string_reply(packed({1, 2.5, 3, 4})), 0, 1);
+  const Result<Decision> fraction = packed_decision_at(string_reply(packed({1, 2.5, 3, 4, 0})), 0, 1);
   ASSERT_FALSE(fraction.has_value());
   EXPECT_NE(fraction.error().message.find("non-integer"), std::string::npos);
-  EXPECT_FALSE(packed_decision_at(string_reply(packed({1, 2, std::nan(""), 4})), 0, 1));
-  EXPECT_FALSE(packed_decision_at(string_reply(packed({1, 9007199254740992.0, 0, 4})), 0, 1));
+  EXPECT_FALSE(packed_decision_at(string_reply(packed({1, 2, std::nan(""), 4, 0})), 0, 1));
+  EXPECT_FALSE(packed_decision_at(string_reply(packed({1, 9007199254740992.0, 0, 4, 0})), 0, 1));
 }
 
 }  // namespace
