@@ -34,6 +34,9 @@ struct LeaseSpec {
 // What is wrong with `spec`, if anything (kInvalidArgument naming "max_age" or "max_share").
 std::optional<Error> lease_spec_problem(const LeaseSpec& spec);
 
+// Why a leased layer cannot take a max_delay (Limit::with_max_delay): the one message for it.
+std::string_view lease_refuses_delay();
+
 // The most units one lease of `limit` may hold: max_share of L (of B when smaller), at least 1.
 std::int64_t lease_cap(const Limit& limit, const LeaseSpec& spec);
 

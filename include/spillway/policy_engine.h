@@ -43,6 +43,10 @@ struct PolicyDecision {
   Micros top_period = 0;
   std::int64_t top_capacity =
       0;  // its limit's capacity() (0 when no layer applied): X-RateLimit-Limit
+  // Admitted by a layer with a max_delay after a wait (shaping, docs/SPEC.md §2.2): how long the
+  // caller waits before it proceeds, µs: the longest of its enforced layers' delays (every layer
+  // was charged now). 0 otherwise.
+  Micros delay = 0;
   std::vector<LayerDecision> layers;       // the layers that applied: enforced, then shadow ones
   bool shadow_checked = false;             // shadow layers applied and were checked
   std::vector<std::string> shadow_denied;  // shadow layers that would have denied

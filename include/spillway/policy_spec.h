@@ -91,6 +91,10 @@ struct LayerSpec {
   // (spillway/lease.h; a Redis backend wrapped in a LeaseStore), within the bound of
   // docs/SPEC.md §2.3. nullopt (`sync: exact`): every check asks the shared store.
   std::optional<LeaseSpec> lease;
+  // `max_delay: 500ms` (gcra and token_bucket only, exact sync only): a request this layer would
+  // deny now but admits after a wait of at most this long is admitted and charged now, and the
+  // answer carries the wait (Limit::with_max_delay, docs/SPEC.md §2.2). 0: no delay.
+  Micros max_delay = 0;
   // Exactly one of these three is set.
   std::optional<RateSpec> limit;
   std::optional<PlanSelector> by_plan;

@@ -425,6 +425,13 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     }
     err << "spillway serve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
         << ": draining and stopping" << std::endl;
+    // Answers held for their delay go now, while their connections are open.
+    if (const std::size_t held = handler->release_held(); held > 0) {
+      err << "spillway serve: sent " << held
+          << " delayed /v1/auth answer(s) before their time (admitted, "
+             "X-Spillway-Released: shutdown)"
+          << std::endl;
+    }
     if (grpc) grpc->stop(std::chrono::seconds(5));
     if (admin_server) admin_server->stop(std::chrono::seconds(5));
     (*http_server)->stop(std::chrono::seconds(10));

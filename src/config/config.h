@@ -120,6 +120,9 @@ struct ServerConfig {
   // The memory backend's bound on open reservations (and, separately, on settled ids remembered
   // until their ttl): beyond it a reserve is refused with a 503, nothing charged. 1..100,000,000.
   std::int64_t max_reservations = 1'000'000;
+  // Shaping (a layer's max_delay): how many GET /v1/auth answers may be held at once, each until
+  // its delay has passed; one more is denied (403), its charge kept. 0..1,000,000; 0: none held.
+  std::int64_t max_delayed = 10'000;
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 

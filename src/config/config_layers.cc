@@ -24,6 +24,7 @@ namespace {
 struct LayerContext {
   Algorithm algorithm = Algorithm::kGcra;
   std::optional<std::int64_t> burst;
+  Micros max_delay = 0;
 };
 
 // "60/min", checked by Limit::make so that a config that validates can always be built.
@@ -33,6 +34,7 @@ RateSpec parse_rate_spec(const YAML::Node& node, const std::string& path,
   Result<Rate> rate = parse_rate(text);
   if (!rate) fail(node, path, rate.error().message);
   Result<Limit> limit = Limit::make(layer.algorithm, rate->limit, rate->period, layer.burst);
+  if (limit) limit = limit->with_max_delay(layer.max_delay);
   if (!limit) fail(node, path, "rate " + quote_for_error(text) + ": " + limit.error().message);
   return RateSpec{.limit = rate->limit, .period = rate->period, .burst = layer.burst};
 }
@@ -209,8 +211,8 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
                       const std::vector<LayerSpec>& earlier) {
   expect_map(node, path, "a mapping with name, key and a limit");
   Fields fields(node, path,
-                {"name", "key", "algorithm", "limit", "burst", "by_plan", "by_endpoint", "mode",
-                 "cost", "sync", "lease"});
+                {"name", "key", "algorithm", "limit", "burst", "max_delay", "by_plan",
+                 "by_endpoint", "mode", "cost", "sync", "lease"});
   LayerSpec layer;
   collect([&] {
     const Entry& name = fields.require("name");
@@ -276,6 +278,18 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
         fail(burst->value, burst_path, burst_not_taken_message(context.algorithm));
       }
       context.burst = value;
+    });
+  if (const Entry* delay = fields.find("max_delay"))
+    collect([&] {
+      const std::string delay_path = fields.path("max_delay");
+      const Micros value = std::chrono::microseconds(millis(*delay, delay_path)).count();
+      if (value > 0 && !takes_max_delay(context.algorithm)) {
+        fail(delay->value, delay_path, max_delay_not_taken_message(context.algorithm));
+      }
+      if (value > 0 && layer.lease)
+        fail(delay->value, delay_path, std::string(lease_refuses_delay()));
+      context.max_delay = value;
+      layer.max_delay = value;
     });
   collect([&] { parse_selector(node, path, fields, context, layer); });
   return layer;

@@ -15,13 +15,13 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
   expect_map(node, "server",
              "a mapping of listen, threads, trusted_proxies, client_ip_header, ipv6_prefix, "
              "access_log, log_format, grpc_listen, dashboard, dashboard_keys, unknown_attributes, "
-             "admin_listen, admin_token_file, reservation_ttl, max_reservations, "
+             "admin_listen, admin_token_file, reservation_ttl, max_reservations, max_delayed, "
              "max_connections_per_peer, admin_max_connections_per_peer, tls");
   Fields fields(
       node, "server",
       {"listen", "threads", "trusted_proxies", "ipv6_prefix", "access_log", "log_format",
        "grpc_listen", "dashboard", "dashboard_keys", "unknown_attributes", "client_ip_header",
-       "admin_listen", "admin_token_file", "reservation_ttl", "max_reservations",
+       "admin_listen", "admin_token_file", "reservation_ttl", "max_reservations", "max_delayed",
        "max_connections_per_peer", "admin_max_connections_per_peer", "tls"});
   // A listen address: host:port, checked as --listen is.
   const auto read_address = [&](const char* name, std::string& out) {
@@ -67,6 +67,11 @@ void parse_server(const YAML::Node& node, ServerConfig& server) {
       // 100 million open reservations are tens of GB: a larger number is a typo.
       server.max_reservations =
           whole_number(max->value, fields.path("max_reservations"), 1, 100'000'000);
+    });
+  if (const Entry* max = fields.find("max_delayed"))
+    collect([&] {
+      // Each held answer is an open connection from the proxy: a million is past any proxy's.
+      server.max_delayed = whole_number(max->value, fields.path("max_delayed"), 0, 1'000'000);
     });
   if (const Entry* dashboard = fields.find("dashboard"))
     collect([&] { server.dashboard = boolean(dashboard->value, fields.path("dashboard")); });

@@ -11,6 +11,11 @@ constexpr Micros kMinLeaseMaxAge = 1'000;          // 1 ms
 constexpr Micros kMaxLeaseMaxAge = 3'600'000'000;  // 1 h
 }  // namespace
 
+std::string_view lease_refuses_delay() {
+  return "max_delay needs sync: exact (a lease decides from this process's share of the limit, "
+         "which cannot tell when a request would fit across instances)";
+}
+
 std::optional<Error> lease_spec_problem(const LeaseSpec& spec) {
   if (spec.max_age < kMinLeaseMaxAge || spec.max_age > kMaxLeaseMaxAge) {
     return Error{

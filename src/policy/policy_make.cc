@@ -16,7 +16,8 @@ namespace spillway::policy {
 namespace {
 
 Result<Limit> build_limit(const LayerSpec& layer, const RateSpec& rate, const std::string& what) {
-  auto limit = Limit::make(layer.algorithm, rate.limit, rate.period, rate.burst);
+  Result<Limit> limit = Limit::make(layer.algorithm, rate.limit, rate.period, rate.burst);
+  if (limit) limit = limit->with_max_delay(layer.max_delay);
   if (!limit) {
     return invalid_argument("layer \"" + layer.name + "\" " + what + ": " + limit.error().message);
   }
@@ -46,6 +47,10 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
     if (layer.lease) {
       if (auto problem = lease_spec_problem(*layer.lease)) {
         return invalid_argument("layer \"" + layer.name + "\": " + problem->message);
+      }
+      if (layer.max_delay > 0) {
+        return invalid_argument("layer \"" + layer.name +
+                                "\": " + std::string(lease_refuses_delay()));
       }
     }
     if (!layer.cost.empty()) {

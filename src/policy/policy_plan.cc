@@ -1,6 +1,7 @@
 // Policy's plans and answers (src/policy/policy_plan.h).
 #include "src/policy/policy_plan.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -51,7 +52,9 @@ PolicyDecision policy_decision(const Policy& policy, const std::vector<Policy::C
   for (std::size_t i = 0; i < checks.size(); ++i) {
     if (is_shadow(policy, checks[i]) || !outcome.items[i].decision) continue;
     if (checks[i].blocked && std::exchange(blocked, true)) continue;
-    out.layers.push_back(layer_answer(policy, checks[i], *outcome.items[i].decision, false));
+    const Decision& d = *outcome.items[i].decision;
+    out.layers.push_back(layer_answer(policy, checks[i], d, false));
+    if (out.allowed) out.delay = std::max(out.delay, d.delay);
   }
   if (outcome.top) {
     const Policy::Check& top = checks[*outcome.top];

@@ -50,7 +50,14 @@ RuleLimit parse_rate_limit(const YAML::Node& node, const std::string& path) {
   policy::expect_map(node, path, "a mapping of unit and requests_per_unit");
   const Fields fields(node, path,
                       {"unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm",
-                       "burst", "period", "charge"});
+                       "burst", "period", "charge", "max_delay"});
+  // Named so that the error says why rather than "unknown field".
+  if (const Entry* delay = fields.find("max_delay")) {
+    fail(delay->key, fields.path("max_delay"),
+         "Envoy's rate limit service cannot delay a request: its answer is OK or OVER_LIMIT, "
+         "and Envoy forwards an OK at once (put max_delay on a layer of the HTTP policy, "
+         "served to nginx's auth_request)");
+  }
   RuleLimit rule;
   rule.name = text_field(fields, "name", "a name");
   if (const Entry* replaces = fields.find("replaces")) {

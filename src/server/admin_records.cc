@@ -133,9 +133,10 @@ Result<void> check_against(const policy::Policy& policy, const TenantRecord& rec
                      quote_for_error(name, 64) + " (" + known + ")",
                  field);
     }
-    if (auto limit = Limit::make((*layer)->algorithm, rate.limit, rate.period); !limit) {
-      return bad(where + "\"" + field + "\": " + limit.error().message, field);
-    }
+    // As the layer will build it (src/policy/layer_inputs.h): its algorithm and its delay.
+    Result<Limit> limit = Limit::make((*layer)->algorithm, rate.limit, rate.period);
+    if (limit) limit = limit->with_max_delay((*layer)->max_delay);
+    if (!limit) return bad(where + "\"" + field + "\": " + limit.error().message, field);
   }
   return {};
 }

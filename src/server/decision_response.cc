@@ -13,13 +13,15 @@ using policy::LayerDecision;
 std::int64_t millis_up(Micros d) { return d < 0 ? d : ceil_to_unit(d, kMicrosPerMilli); }
 
 // `"allowed":true,"limit":10,"remaining":9,"retry_after_ms":0,"reset_after_ms":6000`, members of
-// the object `json` has open.
+// the object `json` has open; and `"delay_ms":200` when admitted after a delay (shaping: the
+// caller proceeds once it has passed, rounded up to a ms so that it never goes early).
 void decision_members(JsonWriter& json, const Decision& d) {
   json.member("allowed", d.allowed)
       .member("limit", d.limit)
       .member("remaining", d.remaining)
       .member("retry_after_ms", millis_up(d.retry_after))
       .member("reset_after_ms", millis_up(d.reset_after));
+  if (d.allowed && d.delay > 0) json.member("delay_ms", millis_up(d.delay));
 }
 
 std::string decision_json(const Decision& d) {
@@ -109,6 +111,7 @@ HttpResponse limit_backend_error_response(const Limit& limit, bool allow, const 
 HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_nginx) {
   Decision top = d.top;
   top.allowed = d.allowed;
+  top.delay = d.delay;  // the request's: its longest layer's
   HttpResponse response;
   response.status = d.allowed ? (for_nginx ? 204 : 200) : (for_nginx ? 403 : 429);
   if (!for_nginx) {
@@ -148,6 +151,10 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
       response.headers.emplace_back("X-Spillway-Plan", layer.plan);
       break;
     }
+  }
+  if (for_nginx && d.allowed && d.delay > 0) {
+    // Held for this long before it was sent (Service::hold): for nginx's logs.
+    response.headers.emplace_back(kDelayHeader, std::to_string(millis_up(d.delay)));
   }
   if (for_nginx && !d.shadow_denied.empty()) {
     std::string names;

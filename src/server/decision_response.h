@@ -15,6 +15,10 @@
 
 namespace spillway::server {
 
+// On GET /v1/auth's answer to a request admitted after a delay (shaping): the delay in ms, the
+// time the answer was held before it was sent.
+inline constexpr std::string_view kDelayHeader = "X-Spillway-Delay-Ms";
+
 // `status` with {"error": message}.
 HttpResponse error_response(int status, std::string_view message);
 

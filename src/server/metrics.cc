@@ -86,6 +86,12 @@ void Metrics::settled_units(std::string_view layer, std::int64_t refunded, std::
   units[1] += static_cast<std::uint64_t>(charged);
 }
 
+void Metrics::delayed(std::string_view outcome) {
+  Shard& shard = local();
+  const std::lock_guard lock(shard.mutex);
+  ++entry(shard.counters.delayed, outcome);
+}
+
 void Metrics::outcome(bool allowed) {
   Shard& shard = local();
   const std::lock_guard lock(shard.mutex);
@@ -104,6 +110,7 @@ void Metrics::Counters::add(const Counters& other) {
   }
   for (const auto& [kind, count] : other.backend_errors) backend_errors[kind] += count;
   for (const auto& [event, count] : other.reservations) entry(reservations, event) += count;
+  for (const auto& [what, count] : other.delayed) entry(delayed, what) += count;
   for (const auto& [layer, units] : other.settled_units) {
     auto& total = entry(settled_units, layer);
     total[0] += units[0];
@@ -166,6 +173,16 @@ std::string Metrics::render() const {
   for (const auto& [key, count] : sum.backend_errors) {
     append_metric_sample(out, "spillway_backend_errors_total",
                          {{"kind", key.first}, {"answer", key.second ? "allow" : "deny"}}, count);
+  }
+  // Shaping's family appears once an answer was delayed (most servers delay none).
+  if (!sum.delayed.empty()) {
+    append_metric_family(out, "spillway_delayed_requests_total", MetricType::kCounter,
+                         "GET /v1/auth answers admitted after a delay (max_delay): held until "
+                         "due (held), denied because server.max_delayed were held (refused), "
+                         "sent early at shutdown (released_early).");
+    for (const auto& [what, count] : sum.delayed) {
+      append_metric_sample(out, "spillway_delayed_requests_total", {{"outcome", what}}, count);
+    }
   }
   // The usage-based limits' families appear once a reservation was made (most servers make none).
   if (!sum.reservations.empty()) {

@@ -37,6 +37,10 @@ class Metrics {
   void reservation(std::string_view event);
   // A settled layer's units given back (actual below the estimate) and charged as debt (above).
   void settled_units(std::string_view layer, std::int64_t refunded, std::int64_t charged);
+  // Shaping on GET /v1/auth: an admitted answer held for its delay ("held"), denied because
+  // server.max_delayed were held already ("refused"), or sent before its time at shutdown
+  // ("released_early").
+  void delayed(std::string_view outcome);
   std::string render() const;
 
   // Upper bounds (µs) of the latency histogram's buckets; one more bucket holds the rest.
@@ -60,8 +64,9 @@ class Metrics {
     std::map<std::pair<std::string, bool>, std::uint64_t> backend_errors;       // kind, allowed
     std::map<std::string, std::uint64_t, std::less<>> reservations;             // event -> count
     std::map<std::string, std::array<std::uint64_t, 2>, std::less<>>
-        settled_units;  // layer -> [refunded, charged]
-    Histogram latency;  // every request
+        settled_units;                                          // layer -> [refunded, charged]
+    std::map<std::string, std::uint64_t, std::less<>> delayed;  // outcome -> count
+    Histogram latency;                                          // every request
     double latency_sum_seconds = 0;
     Histogram decision_latency;  // the decision endpoints only (/v1/check, /v1/auth, /v1/limit)
     void add(const Counters& other);

@@ -10,6 +10,7 @@
 
 #include "spillway/runtime.h"
 #include "src/core/backend_schemes.h"
+#include "src/core/metrics_text.h"
 #include "src/core/stopwatch.h"
 #include "src/server/decision_response.h"
 
@@ -57,6 +58,15 @@ Result<std::unique_ptr<Service>> Service::make(const policy::Config& config,
   if (!settings) return std::unexpected(settings.error());
   service->settings_ = *settings;
   service->log_json_ = config.server.log_json;
+  service->held_.set_capacity(static_cast<std::size_t>(config.server.max_delayed));
+  Service* held_by = service.get();
+  service->add_metrics_source([held_by](std::string& out) {
+    append_metric_family(out, "spillway_delayed_held", MetricType::kGauge,
+                         "GET /v1/auth answers held now for their delay (at most "
+                         "server.max_delayed).");
+    append_metric_sample(out, "spillway_delayed_held", {},
+                         static_cast<std::uint64_t>(held_by->held_.held()));
+  });
   return service;
 }
 
@@ -68,6 +78,7 @@ Result<void> Service::reload(const policy::Config& config) {
   (*settings)->backend_kind = settings_->backend_kind;  // the store changes only at a restart
   settings_ = *settings;
   settings_version_.fetch_add(1, std::memory_order_release);
+  held_.set_capacity(static_cast<std::size_t>(config.server.max_delayed));
   store_->clear_caches();  // limits may have changed: forget remembered denials
   return {};
 }

@@ -26,6 +26,7 @@
 #include "src/config/config.h"
 #include "src/core/rate_limited_log.h"
 #include "src/core/stopwatch.h"
+#include "src/server/held_replies.h"
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"
 #include "src/server/router.h"
@@ -74,6 +75,9 @@ class Service {
     std::lock_guard lock(metrics_sources_mutex_);
     metrics_sources_.push_back(std::move(source));
   }
+  // Shutdown: sends every GET /v1/auth answer held for its delay now (admitted, with
+  // X-Spillway-Delay: released-early), and later ones at once. Returns how many were held.
+  std::size_t release_held();
 
  private:
   struct Settings {
@@ -147,6 +151,9 @@ class Service {
                               const std::string& stored_key, const Result<Decision>& decision);
   HttpResponse policy_response(const Settings& settings, bool for_nginx,
                                const Result<policy::PolicyDecision>& result);
+  // GET /v1/auth admitted after `delay` µs (shaping): `response` is held until then
+  // (server.max_delayed at most; one more is denied, its charge kept).
+  void hold(HttpResponse response, Micros delay, const Reply& reply);
 
   Service(std::unique_ptr<Store> store, std::shared_ptr<const TenantDirectory> tenants);
 
@@ -166,6 +173,9 @@ class Service {
   UntrustedForwarders untrusted_forwarders_;  // client-address headers from untrusted peers
   std::mutex metrics_sources_mutex_;
   std::vector<std::function<void(std::string&)>> metrics_sources_;
+  // Last: its destructor sends the answers still held, which use the members above.
+  std::shared_ptr<Runtime> runtime_ = system_runtime();
+  HeldReplies held_{*runtime_, 0};
 };
 
 }  // namespace spillway::server

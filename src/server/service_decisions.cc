@@ -101,6 +101,7 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   std::string key;
   std::optional<std::int64_t> limit_value, burst;
   std::optional<Micros> period;
+  Micros max_delay = 0;
   Algorithm algorithm = Algorithm::kGcra;
   std::int64_t cost = 1;
   bool reserve = false;
@@ -127,12 +128,16 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
       if (name == "limit") limit_value = *v;
       if (name == "burst") burst = *v;
       if (name == "cost") cost = *v;
-    } else if (name == "period") {
+    } else if (name == "period" || name == "max_delay") {
       auto v = text(value, name);
       if (!v) return reply(error_response(400, v.error().message));
       auto parsed = parse_duration(*v);
-      if (!parsed) return reply(error_response(400, "\"period\": " + parsed.error().message));
-      period = *parsed;
+      if (!parsed) {
+        return reply(
+            error_response(400, "\"" + std::string(name) + "\": " + parsed.error().message));
+      }
+      if (name == "period") period = *parsed;
+      if (name == "max_delay") max_delay = *parsed;
     } else if (name == "algorithm") {
       auto v = text(value, name);
       if (!v) return reply(error_response(400, v.error().message));
@@ -149,10 +154,14 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   if (!period) return reply(error_response(400, "\"period\" is required"));
   if (cost < 0) return reply(error_response(400, "\"cost\" must be 0 or more"));
   auto made = Limit::make(algorithm, *limit_value, *period, burst);
+  if (made) made = made->with_max_delay(max_delay);
   if (!made) return reply(error_response(400, made.error().message));
   const auto on_error = settings()->on_error;
   if (lease && reserve) {
     return reply(error_response(400, "\"sync\": \"lease\" cannot be used with \"reserve\""));
+  }
+  if (lease && max_delay > 0) {
+    return reply(error_response(400, "\"max_delay\": " + std::string(lease_refuses_delay())));
   }
   // One item: a check, or a reservation of this one key labelled "limit".
   static constexpr ReservedLayer kLayer[] = {{.label = "limit", .metered = false}};
@@ -349,7 +358,13 @@ void Service::run_policy(const std::shared_ptr<const Settings>& settings,
   if (!reserve) {
     return policy.decide_async(*store_, attributes, cost, std::nullopt,
                                [this, settings, for_nginx, reply](Result<PolicyDecision> result) {
-                                 reply(policy_response(*settings, for_nginx, result));
+                                 HttpResponse response =
+                                     policy_response(*settings, for_nginx, result);
+                                 // nginx lets the request through when it has the answer.
+                                 if (for_nginx && result && result->allowed && result->delay > 0) {
+                                   return hold(std::move(response), result->delay, reply);
+                                 }
+                                 reply(std::move(response));
                                });
   }
   policy.reserve_async(*store_, attributes, cost, std::nullopt, settings->reservation_ttl,
@@ -410,5 +425,29 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
   if (log_json_) response.log_fields = decision_log_fields(*result);
   return response;
 }
+
+void Service::hold(HttpResponse response, Micros delay, const Reply& reply) {
+  auto held = std::make_shared<HttpResponse>(std::move(response));
+  const bool kept = held_.hold(delay, [this, held, reply](bool early) {
+    if (early) {
+      // Shutdown: the request was admitted and charged; it goes now rather than never.
+      metrics_.delayed("released_early");
+      held->headers.emplace_back("X-Spillway-Released", "shutdown");
+    }
+    reply(std::move(*held));
+  });
+  if (kept) return metrics_.delayed("held");
+  // server.max_delayed answers are held already: denied, for nginx (its charge stays: the
+  // limiter errs towards less traffic, never more).
+  metrics_.delayed("refused");
+  HttpResponse refused{.status = 403};
+  refused.content_type = {};
+  refused.headers.emplace_back("X-Spillway-Denied-By", "server.max_delayed");
+  refused.headers.emplace_back("Retry-After",
+                               std::to_string(ceil_to_unit(delay, kMicrosPerSecond)));
+  reply(std::move(refused));
+}
+
+std::size_t Service::release_held() { return held_.release_all(); }
 
 }  // namespace spillway::server

@@ -5,11 +5,16 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <fstream>
+#include <future>
+#include <iostream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
 
+#include "tests/support/child_process.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 
@@ -20,43 +25,76 @@ using testing::free_port;
 using testing::read_file;
 using testing::wait_until;
 
+// spillway serving `config` (a file of examples/nginx/) behind nginx with
+// examples/nginx/spillway.conf (this test's ports), and an "application" that logs each request
+// it gets as "<arrival, s since the epoch with ms> <X-Spillway-Delay-Ms> <uri>" in app.log.
+struct NginxFront {
+  std::string dir;
+  std::uint16_t spillway_port = 0, nginx_port = 0, app_port = 0;
+  std::optional<testing::ChildProcess> spillway, nginx;
+
+  explicit NginxFront(const std::string& config, const std::string& name) {
+    dir = ::testing::TempDir() + "/nginx_" + name + "_" + std::to_string(getpid());
+    EXPECT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+    spillway_port = free_port();
+    nginx_port = free_port();
+    app_port = free_port();
+    // --listen gives this test's port.
+    std::ofstream(dir + "/spillway.yaml")
+        << read_file(std::string(SPILLWAY_SOURCE_DIR) + "/examples/nginx/" + config);
+    spillway.emplace(
+        std::vector<std::string>{"spillway", "serve", "--config", dir + "/spillway.yaml",
+                                 "--listen", "127.0.0.1:" + std::to_string(spillway_port)},
+        dir + "/spillway.log", testing::ChildOptions{.program = SPILLWAY_BINARY});
+    EXPECT_TRUE(testing::accepts_connections(spillway_port)) << read_file(dir + "/spillway.log");
+    std::string site =
+        read_file(std::string(SPILLWAY_SOURCE_DIR) + "/examples/nginx/spillway.conf");
+    site = std::regex_replace(site, std::regex("127\\.0\\.0\\.1:8000"),
+                              "127.0.0.1:" + std::to_string(nginx_port));
+    site = std::regex_replace(site, std::regex("127\\.0\\.0\\.1:8080"),
+                              "127.0.0.1:" + std::to_string(spillway_port));
+    site = std::regex_replace(site, std::regex("127\\.0\\.0\\.1:9000"),
+                              "127.0.0.1:" + std::to_string(app_port));
+    std::ofstream(dir + "/nginx.conf")
+        << "daemon off;\nworker_processes 1;\npid " << dir << "/nginx.pid;\nerror_log " << dir
+        << "/error.log;\nevents {}\nhttp {\n  access_log off;\n  client_body_temp_path " << dir
+        << ";\n  proxy_temp_path " << dir << ";\n  fastcgi_temp_path " << dir
+        << ";\n  uwsgi_temp_path " << dir << ";\n  scgi_temp_path " << dir << ";\n"
+        << "  log_format arrival '$msec $http_x_spillway_delay_ms $request_uri';\n"
+        << "  server {\n    listen 127.0.0.1:" << app_port << ";\n    access_log " << dir
+        << "/app.log arrival;\n    location / { return 200 'application\\n'; }\n  }\n"
+        << site << "}\n";
+    nginx.emplace(std::vector<std::string>{"nginx", "-c", dir + "/nginx.conf", "-p", dir},
+                  dir + "/nginx.out", testing::ChildOptions{.program = "/usr/sbin/nginx"});
+    EXPECT_TRUE(testing::accepts_connections(nginx_port)) << read_file(dir + "/error.log");
+  }
+
+  // Stops nginx, then spillway; whether spillway exited 0.
+  bool stop() {
+    kill(nginx->pid(), SIGTERM);
+    kill(spillway->pid(), SIGTERM);
+    int status = 0;
+    waitpid(nginx->pid(), &status, 0);
+    waitpid(spillway->pid(), &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+
+  std::vector<std::string> app_lines() const {
+    std::istringstream app_log(read_file(dir + "/app.log"));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(app_log, line);) {
+      if (!line.empty()) lines.push_back(line);
+    }
+    return lines;
+  }
+};
+
 TEST(Nginx, AuthRequestTurnsDenialsInto429WithRetryAfter) {
-  const std::string dir = ::testing::TempDir() + "/nginx_e2e_" + std::to_string(getpid());
-  ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
-  const std::uint16_t spillway_port = free_port(), nginx_port = free_port(), app_port = free_port();
-
-  // spillway: examples/nginx/spillway.yaml, the seed policy (/export 5 per minute per API key)
-  // trusting nginx on loopback; --listen gives this test's port.
-  std::ofstream(dir + "/spillway.yaml")
-      << read_file(std::string(SPILLWAY_SOURCE_DIR) + "/examples/nginx/spillway.yaml");
-  const testing::ChildProcess spillway_process(
-      {"spillway", "serve", "--config", dir + "/spillway.yaml", "--listen",
-       "127.0.0.1:" + std::to_string(spillway_port)},
-      dir + "/spillway.log", {.program = SPILLWAY_BINARY});
-  const pid_t spillway = spillway_process.pid();
-  ASSERT_TRUE(testing::accepts_connections(spillway_port)) << read_file(dir + "/spillway.log");
-
-  // nginx: the example's server block with this test's ports, and the "application".
-  std::string site = read_file(std::string(SPILLWAY_SOURCE_DIR) + "/examples/nginx/spillway.conf");
-  site = std::regex_replace(site, std::regex("127\\.0\\.0\\.1:8000"),
-                            "127.0.0.1:" + std::to_string(nginx_port));
-  site = std::regex_replace(site, std::regex("127\\.0\\.0\\.1:8080"),
-                            "127.0.0.1:" + std::to_string(spillway_port));
-  site = std::regex_replace(site, std::regex("127\\.0\\.0\\.1:9000"),
-                            "127.0.0.1:" + std::to_string(app_port));
-  std::ofstream(dir + "/nginx.conf")
-      << "daemon off;\nworker_processes 1;\npid " << dir << "/nginx.pid;\nerror_log " << dir
-      << "/error.log;\nevents {}\nhttp {\n  access_log off;\n  client_body_temp_path " << dir
-      << ";\n  proxy_temp_path " << dir << ";\n  fastcgi_temp_path " << dir
-      << ";\n  uwsgi_temp_path " << dir << ";\n  scgi_temp_path " << dir << ";\n"
-      << "  server {\n    listen 127.0.0.1:" << app_port << ";\n    access_log " << dir
-      << "/app.log;\n    location / { return 200 'application\\n'; }\n  }\n"
-      << site << "}\n";
-  const testing::ChildProcess nginx_process({"nginx", "-c", dir + "/nginx.conf", "-p", dir},
-                                            dir + "/nginx.out", {.program = "/usr/sbin/nginx"});
-  const pid_t nginx = nginx_process.pid();
-  ASSERT_TRUE(testing::accepts_connections(nginx_port)) << read_file(dir + "/error.log");
-
+  // examples/nginx/spillway.yaml: the seed policy (/export 5 per minute per API key) trusting
+  // nginx on loopback.
+  NginxFront front("spillway.yaml", "e2e");
+  const std::uint16_t nginx_port = front.nginx_port;
+  const std::string& dir = front.dir;
   const std::map<std::string, std::string> headers = {{"X-API-Key", "e2e-key"}};
   // Five spellings that nginx passes on raw ($request_uri) and the application serves as
   // /export: each spends /export's budget (docs/SPEC.md §5.1).
@@ -76,22 +114,66 @@ TEST(Nginx, AuthRequestTurnsDenialsInto429WithRetryAfter) {
   // Another endpoint of the same key is still admitted (the gateway has 60 per minute).
   EXPECT_EQ(testing::http(nginx_port, "GET", "/other", "", headers).status, 200);
 
-  kill(nginx, SIGTERM);
-  kill(spillway, SIGTERM);
-  int status = 0;
-  waitpid(nginx, &status, 0);
-  waitpid(spillway, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "spillway did not exit 0 on SIGTERM";
+  EXPECT_TRUE(front.stop()) << "spillway did not exit 0 on SIGTERM";
   // nginx is trusted: its X-Forwarded-For is believed, so nothing says it is not.
   EXPECT_EQ(read_file(dir + "/spillway.log").find("not in server.trusted_proxies"),
             std::string::npos)
       << read_file(dir + "/spillway.log");
   // The application saw exactly the admitted requests: 5 exports and 1 other.
-  std::istringstream app_log(read_file(dir + "/app.log"));
-  int app_requests = 0;
-  for (std::string line; std::getline(app_log, line);) app_requests += !line.empty();
-  EXPECT_EQ(app_requests, 6);
+  EXPECT_EQ(front.app_lines().size(), 6u);
+}
+
+// Smoothing (examples/nginx/shaping.yaml: 5/s, burst 1, max_delay 2s): ten requests at once all
+// pass, and reach the application one by one, 200 ms apart, each held by spillway for its turn.
+// Asserted: all admitted; arrivals in the order of their delays; each no earlier than the burst
+// was sent plus its delay (a lower bound); no two closer than the spacing less a tolerance for
+// the scheduling of the one before. The spacing measured is printed, not asserted further.
+TEST(Nginx, ABurstIsSpreadOutInsteadOfRefused) {
+  NginxFront front("shaping.yaml", "shaping");
+  using Wall = std::chrono::system_clock;
+  const double sent =
+      std::chrono::duration<double>(Wall::now().time_since_epoch()).count();  // as nginx's $msec
+  std::vector<std::future<testing::HttpReply>> replies;
+  for (int i = 0; i < 10; ++i) {
+    replies.push_back(std::async(std::launch::async, [&front, i] {
+      return testing::http(front.nginx_port, "GET", "/r" + std::to_string(i));
+    }));
+  }
+  for (auto& reply : replies) {
+    testing::HttpReply r = reply.get();
+    EXPECT_EQ(r.status, 200) << r.body << read_file(front.dir + "/error.log");
+  }
+  struct Arrival {
+    double at;           // s since the epoch, ms resolution
+    std::int64_t delay;  // ms spillway held it
+  };
+  std::vector<Arrival> arrivals;
+  for (const std::string& line : front.app_lines()) {
+    std::istringstream fields(line);
+    Arrival a{};
+    std::string delay;
+    fields >> a.at >> delay;
+    a.delay = delay == "-" ? 0 : std::stoll(delay);
+    arrivals.push_back(a);
+  }
+  ASSERT_EQ(arrivals.size(), 10u) << read_file(front.dir + "/app.log");
+  std::sort(arrivals.begin(), arrivals.end(),
+            [](const Arrival& a, const Arrival& b) { return a.at < b.at; });
+  std::string gaps;
+  for (std::size_t i = 0; i < arrivals.size(); ++i) {
+    // Held no shorter than its delay, counted from a time after `sent` (1 ms: $msec's rounding).
+    EXPECT_GE((arrivals[i].at - sent) * 1000 + 1, static_cast<double>(arrivals[i].delay)) << i;
+    // The k-th to arrive waited about k turns of 200 ms (less the ms between the sends).
+    EXPECT_LE(arrivals[i].delay, static_cast<std::int64_t>(200 * i)) << i;
+    if (i == 0) continue;
+    EXPECT_GE(arrivals[i].delay, arrivals[i - 1].delay) << "arrived out of turn: " << i;
+    const double gap_ms = (arrivals[i].at - arrivals[i - 1].at) * 1000;
+    gaps += " " + std::to_string(static_cast<int>(gap_ms));
+    EXPECT_GE(gap_ms, 200 - 100) << "two requests reached the application " << gap_ms
+                                 << " ms apart";
+  }
+  std::cout << "gaps between arrivals (ms):" << gaps << "\n";
+  EXPECT_TRUE(front.stop());
 }
 
 }  // namespace
