@@ -67,7 +67,7 @@ foreach(name IN LISTS algorithms)
   string(APPEND mark_function "period_units)\n  local mark_at, mark_debt = -1, 0\n${mark_block}")
   string(APPEND mark_function "  return mark_at, mark_debt\nend\n")
   set(settle_function "local function settle_${name}(key, limit, period, burst, limit_units, ")
-  string(APPEND settle_function "period_units, delta, mark_at, mark_debt)\n")
+  string(APPEND settle_function "period_units, max_delay, delta, mark_at, mark_debt)\n")
   string(APPEND settle_function "  local done, state, idle_at = 0\n${settle_block}${write}")
   string(APPEND settle_function "  return done\nend\n")
   string(APPEND checks

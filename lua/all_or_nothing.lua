@@ -22,11 +22,14 @@
 --          denies), then what undoes the charge (lua/refund.lua): the key's value before it
 --          (DUMP, '' when absent), its expiry then (PEXPIRETIME, ms) and the value written (DUMP).
 -- Dry      (mode 2: Redis Cluster, before reserving) nothing is written: when every layer would
---          admit, each reports a peek (its state as it stands); otherwise as in mode 0.
+--          admit, the reply is each layer's decision as it would be (a delay included), then
+--          each layer's peek (its state as it stands, what to report if another slot denies);
+--          otherwise as in mode 0.
 -- Record   (usage-based limits, docs/SPEC.md §5.3) when every layer admits and was charged, the
 --          record of the reservation is written in the same step (SET NX with the ttl): per key
---          its name, index, algorithm and limit, its estimate and its charge's mark (mark_<name>
---          after the charge), and the triples and slots given; cmsgpack keeps every number exact.
+--          its name, index, algorithm and limit, its estimate, its charge's mark (mark_<name>
+--          after the charge) and its max_delay last, and the triples and slots given; cmsgpack
+--          keeps every number exact.
 --          lua/settle.lua consumes it. A call with no layer writes a record only (the home
 --          record of a reservation over several Cluster slots, written once they all charged).
 local reserve, dry = ARGV[3] == '1', ARGV[3] == '2'
@@ -67,11 +70,13 @@ if all_admit and reserve then
     undo[i] = {{run(i, 0, false)}, redis.call('DUMP', KEYS[i]) or '',
                redis.call('PEXPIRETIME', KEYS[i])}
   end
+elseif all_admit and dry then
+  for i = 1, n do undo[i] = {{run(i, 0, false)}} end  -- the peeks only
 end
 for i = 1, n do
   if all_admit and not dry then
     results[i] = {run(i, layers[i][8], true)}
-  elseif results[i][1] then
+  elseif results[i][1] and not all_admit then
     results[i] = {run(i, 0, false)}
   end
 end
@@ -82,7 +87,7 @@ if all_admit and not dry and record_ttl ~= '' then
     local l, algorithm = layers[i], tonumber(ARGV[5 + (i - 1) * 8])
     local at, debt = mark_by_id[algorithm](KEYS[i], l[2], l[3], l[4], l[5], l[6])
     record.keys[i] = {KEYS[i], tonumber(ARGV[4 + 8 * n + i]), algorithm, l[2], l[3], l[4], l[5],
-                      l[6], l[8], at, debt}
+                      l[6], l[8], at, debt, l[7]}
   end
   local a = 5 + 9 * n  -- m, then the triples
   for j = 1, tonumber(ARGV[a]) do
@@ -96,8 +101,10 @@ end
 
 local out = {}
 for i = 1, n do put(out, i, results[i]) end
-if all_admit and reserve then
+if all_admit and (reserve or dry) then
   for i = 1, n do put(out, i, undo[i][1]) end
+end
+if all_admit and reserve then
   for i = 1, n do
     local o = #out
     out[o + 1] = undo[i][2]

@@ -3,6 +3,7 @@
   do
     local burst, cost, scale, interval = burst + 0, cost + 0, limit_units + 0, period_units + 0
     local tolerance, max_delay = burst * interval, max_delay + 0
+    if cost == 0 then max_delay = 0 end  -- a peek is never delayed
     local v = redis.call('GET', key)
 
     local at, x_us, x_rem = now, now, 0
@@ -13,8 +14,8 @@
       if tat_us >= at then x_us, x_rem = tat_us, tat_rem end
     end
     local debt = (x_us - at) * scale + x_rem
-    -- How much the request overshoots the tolerance, scaled, and that as a wait in µs.
-    local over = debt + cost * interval - tolerance
+    -- How much the request overshoots the tolerance, scaled, and that as a wait in µs from at.
+    local over = (debt - tolerance) + cost * interval
     local wait = 0
     if over > 0 then
       wait = -floor(-over / scale)
@@ -25,7 +26,8 @@
     if cost > burst then
       retry_after = NEVER
     elseif wait <= max_delay then
-      allowed, delay = true, wait  -- 0 when it fits now; else admitted now, to proceed later
+      allowed = true
+      if wait > 0 then delay = at + wait - now end  -- admitted now, to proceed later
       if cost > 0 then
         local rem = x_rem + cost * interval
         local carry = floor(rem / scale)
@@ -74,9 +76,10 @@
     if v and tat_us >= at then debt = (tat_us - at) * scale + tat_rem end
     local next, new_last, change = debt, last, true
     if delta > 0 then
-      -- A key that delayed may already owe more than the bound: then nothing more is owed.
-      local room = floor(max(0, 2 * tolerance - debt) / interval)
-      if room * interval > max(0, 2 * tolerance - debt) then room = room - 1 end
+      -- Up to the debt bound past the delay queue (a key may be past it already).
+      local left = max(0, 2 * tolerance + (max_delay + 0) * scale - debt)
+      local room = floor(left / interval)
+      if room * interval > left then room = room - 1 end
       next, new_last = debt + min(delta, room) * interval, at
     else
       local untouched = v and last == mark_at and (tat_us - mark_at) * scale + tat_rem == mark_debt

@@ -33,7 +33,8 @@ if ARGV[3] == 'debt' then
     local algorithm, limit, period, burst = tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3],
                                             ARGV[a + 4]
     local limit_units, period_units, cost = ARGV[a + 5], ARGV[a + 6], ARGV[a + 8] + 0
-    settle_by_id[algorithm](KEYS[i], limit, period, burst, limit_units, period_units, cost, -1, 0)
+    settle_by_id[algorithm](KEYS[i], limit, period, burst, limit_units, period_units, ARGV[a + 7],
+                            cost, -1, 0)
     local _, remaining, retry_after, reset_after = decide_by_id[algorithm](
         KEYS[i], limit, period, burst, limit_units, period_units, 0, 0, false)
     local o = #out
@@ -83,10 +84,11 @@ end
 out[#out + 1] = #record.slots
 for _, slot in ipairs(record.slots) do out[#out + 1] = slot end
 for _, k in ipairs(record.keys) do
-  -- name, index, algorithm, limit, period, burst, limit_units, period_units, estimate, mark
+  -- name, index, algorithm, limit, period, burst, limit_units, period_units, estimate, mark,
+  -- max_delay (a record written before delays has none: 0)
   local name, index, algorithm = k[1], k[2], k[3]
-  local done = settle_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], actual[index] - k[9],
-                                       k[10], k[11])
+  local done = settle_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], k[12] or 0,
+                                       actual[index] - k[9], k[10], k[11])
   local allowed, remaining, retry_after, reset_after =
       decide_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], 0, 0, false)
   local o = #out

@@ -2,6 +2,7 @@
   do
     local burst, cost, per_token, per_micro = burst + 0, cost + 0, period_units + 0, limit_units + 0
     local capacity, max_delay = burst * per_token, max_delay + 0
+    if cost == 0 then max_delay = 0 end  -- a peek is never delayed
     local v = redis.call('GET', key)
 
     local at, units = now, capacity
@@ -31,7 +32,8 @@
     if cost > burst then
       retry_after = NEVER
     elseif wait <= max_delay then
-      allowed, delay = true, wait  -- 0 when it fits now; else the bucket goes below empty
+      allowed = true
+      if wait > 0 then delay = at + wait - now end  -- the bucket goes below empty
       units = units - cost * per_token
     else
       retry_after = at + wait - max_delay - now
@@ -79,9 +81,10 @@
     local debt = capacity - units
     local next, change = debt, true
     if delta > 0 then
-      -- As gcra's: a bucket that delayed may already owe more than the bound.
-      local room = floor(max(0, 2 * capacity - debt) / per_token)
-      if room * per_token > max(0, 2 * capacity - debt) then room = room - 1 end
+      -- As gcra's: up to the debt bound past the delay queue.
+      local left = max(0, 2 * capacity + (max_delay + 0) * per_micro - debt)
+      local room = floor(left / per_token)
+      if room * per_token > left then room = room - 1 end
       next = debt + min(delta, room) * per_token
     else
       local untouched = v and last == mark_at and capacity - s_units == mark_debt

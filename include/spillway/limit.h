@@ -31,9 +31,10 @@ enum class LimitKind : std::uint8_t { kRate };
 
 class Limit {
  public:
-  // A rate. burst defaults to limit and is only accepted for token_bucket and gcra.
+  // A rate. burst defaults to limit and is only accepted for token_bucket and gcra; so is a
+  // max_delay other than 0 (with_max_delay).
   static Result<Limit> make(Algorithm algorithm, std::int64_t limit, Micros period,
-                            std::optional<std::int64_t> burst = std::nullopt);
+                            std::optional<std::int64_t> burst = std::nullopt, Micros max_delay = 0);
 
   // A copy that admits, after a wait of at most `max_delay` µs, a request it would deny now
   // (shaping, docs/SPEC.md §2.2): the request is charged now and its Decision carries the wait

@@ -69,4 +69,12 @@ Result<std::optional<std::int64_t>> Args::get_int(const std::string& flag, std::
   return value;
 }
 
+Result<std::optional<Micros>> Args::get_duration(const std::string& flag) const {
+  std::optional<std::string> text = get(flag);
+  if (!text) return std::optional<Micros>{};
+  Result<Micros> value = parse_duration(*text);
+  if (!value) return invalid_argument("--" + flag + ": " + value.error().message);
+  return std::optional<Micros>(*value);
+}
+
 }  // namespace spillway::cli

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "spillway/duration.h"
 #include "spillway/error.h"
 
 namespace spillway::cli {
@@ -27,6 +28,8 @@ class Args {
   // A whole number in [min, max]; the error names the flag.
   Result<std::optional<std::int64_t>> get_int(const std::string& flag, std::int64_t min,
                                               std::int64_t max) const;
+  // A DURATION (spillway/duration.h), µs; the error names the flag.
+  Result<std::optional<Micros>> get_duration(const std::string& flag) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:

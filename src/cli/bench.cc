@@ -53,11 +53,12 @@ constexpr std::size_t kMaxBenchBody = 65536;
 constexpr std::uint32_t kClosedLoopSampling = 64;
 
 Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
-  auto args = Args::parse(argc, argv, first,
-                          {"backend", "algorithm", "limit", "period", "burst", "concurrency",
-                           "keys", "duration", "requests", "rate", "batch", "in-flight",
-                           "key-prefix", "http", "threads", "json", "body", "body-file"},
-                          {"json"});
+  auto args =
+      Args::parse(argc, argv, first,
+                  {"backend", "algorithm", "limit", "period", "burst", "max-delay", "concurrency",
+                   "keys", "duration", "requests", "rate", "batch", "in-flight", "key-prefix",
+                   "http", "threads", "json", "body", "body-file"},
+                  {"json"});
   if (!args) return std::unexpected(args.error());
   if (!args->positional().empty()) {
     return invalid_argument("unexpected argument \"" + args->positional()[0] + "\"");
@@ -70,8 +71,13 @@ Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   if (!period) return invalid_argument("--period: " + period.error().message);
   auto burst = args->get_int("burst", 1, kMaxExact);
   if (!burst) return std::unexpected(burst.error());
-  auto made = Limit::make(*algorithm, limit->value_or(100), *period, *burst);
-  if (!made) return invalid_argument("--limit/--period/--burst: " + made.error().message);
+  auto max_delay = args->get_duration("max-delay");
+  if (!max_delay) return std::unexpected(max_delay.error());
+  auto made =
+      Limit::make(*algorithm, limit->value_or(100), *period, *burst, max_delay->value_or(0));
+  if (!made) {
+    return invalid_argument("--limit/--period/--burst/--max-delay: " + made.error().message);
+  }
   auto concurrency = args->get_int("concurrency", 1, 1024);
   if (!concurrency) return std::unexpected(concurrency.error());
   auto keys = args->get_int("keys", 1, 100'000'000);

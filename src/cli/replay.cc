@@ -40,7 +40,8 @@ struct ReplaySetup {
 };
 
 Result<ReplaySetup> parse_setup(int argc, char** argv, int first) {
-  auto args = Args::parse(argc, argv, first, {"algorithm", "limit", "period", "burst", "backend"});
+  auto args = Args::parse(argc, argv, first,
+                          {"algorithm", "limit", "period", "burst", "max-delay", "backend"});
   if (!args) return std::unexpected(args.error());
   for (const char* required : {"algorithm", "limit", "period"}) {
     if (!args->has(required))
@@ -58,8 +59,12 @@ Result<ReplaySetup> parse_setup(int argc, char** argv, int first) {
   if (!period) return invalid_argument("--period: " + period.error().message);
   auto burst = args->get_int("burst", 1, kMaxExact);
   if (!burst) return std::unexpected(burst.error());
-  auto made = Limit::make(*algorithm, **limit, *period, *burst);
-  if (!made) return invalid_argument("--limit/--period/--burst: " + made.error().message);
+  auto max_delay = args->get_duration("max-delay");
+  if (!max_delay) return std::unexpected(max_delay.error());
+  auto made = Limit::make(*algorithm, **limit, *period, *burst, max_delay->value_or(0));
+  if (!made) {
+    return invalid_argument("--limit/--period/--burst/--max-delay: " + made.error().message);
+  }
   ReplaySetup setup{.limit = *made, .backend = args->get("backend").value_or("memory"), .file = {}};
   if (!args->positional().empty()) setup.file = args->positional()[0];
   return setup;
@@ -70,14 +75,15 @@ Result<ReplaySetup> parse_setup(int argc, char** argv, int first) {
 // at its done_us; its line is printed once the commit is made, after every line before it.
 class ReplayOutput {
  public:
-  explicit ReplayOutput(std::ostream& out) : out_(out) {}
+  // `delays`: the limit has a max_delay, and each line says its delay_us.
+  ReplayOutput(std::ostream& out, bool delays) : out_(out), delays_(delays) {}
 
   // The header, once.
   void start(bool usage) {
     if (std::exchange(started_, true)) return;
     usage_ = usage;
     out_ << "t_us,key,cost,allowed,remaining,retry_after_us,reset_after_us"
-         << (usage_ ? ",actual,done_us,refunded,charged\n" : "\n");
+         << (delays_ ? ",delay_us" : "") << (usage_ ? ",actual,done_us,refunded,charged\n" : "\n");
   }
 
   // The trace line's reservation (its cost the estimate), kept for its commit when admitted.
@@ -109,6 +115,7 @@ class ReplayOutput {
                       std::to_string(request.cost) + ',' + (d.allowed ? "1" : "0") + ',' +
                       std::to_string(d.remaining) + ',' + std::to_string(d.retry_after) + ',' +
                       std::to_string(d.reset_after);
+    if (delays_) row += ',' + std::to_string(d.delay);
     const bool waits = request.actual && d.allowed;
     if (usage_) {
       row += request.actual ? ',' + std::to_string(*request.actual) + ',' +
@@ -167,6 +174,7 @@ class ReplayOutput {
   std::ostream& out_;
   bool started_ = false;
   bool usage_ = false;
+  const bool delays_;
   std::deque<Row> rows_;     // held, in trace order
   std::size_t printed_ = 0;  // rows printed before rows_.front()
   std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;
@@ -301,7 +309,7 @@ int run_replay(int argc, char** argv, int first, std::istream& in, std::ostream&
   }
 
   // With usage columns a line's output waits for its commit: lines are printed in trace order.
-  ReplayOutput output(out);
+  ReplayOutput output(out, setup->limit.max_delay() > 0);
   std::string line;
   TraceParser parser;
   std::size_t number = 1;

@@ -58,9 +58,10 @@ Result<std::vector<Algorithm>> parse_algorithms(const std::string& text) {
 }
 
 Result<Setup> parse_setup(int argc, char** argv, int first) {
-  auto args = Args::parse(argc, argv, first,
-                          {"trace", "pattern", "rate", "duration", "keys", "seed", "limit",
-                           "period", "burst", "algorithms", "out", "csv", "svg", "trace-out"});
+  auto args =
+      Args::parse(argc, argv, first,
+                  {"trace", "pattern", "rate", "duration", "keys", "seed", "limit", "period",
+                   "burst", "max-delay", "algorithms", "out", "csv", "svg", "trace-out"});
   if (!args) return std::unexpected(args.error());
   if (!args->positional().empty()) {
     return invalid_argument("unexpected argument \"" + args->positional()[0] +
@@ -84,12 +85,29 @@ Result<Setup> parse_setup(int argc, char** argv, int first) {
   auto burst = args->get_int("burst", 1, kMaxExact);
   if (!burst) return std::unexpected(burst.error());
   setup.settings.burst = *burst;
+  auto max_delay = args->get_duration("max-delay");
+  if (!max_delay) return std::unexpected(max_delay.error());
+  setup.settings.max_delay = max_delay->value_or(0);
   if (args->has("algorithms")) {
     auto algorithms = parse_algorithms(*args->get("algorithms"));
     if (!algorithms) return std::unexpected(algorithms.error());
     setup.settings.algorithms = *algorithms;
   } else {
-    setup.settings.algorithms.assign(kAlgorithms.begin(), kAlgorithms.end());
+    for (Algorithm a : kAlgorithms) {
+      // With a delay, the algorithms that take one: a window compared without it would not say
+      // what the delay does.
+      if (setup.settings.max_delay == 0 || takes_max_delay(a)) {
+        setup.settings.algorithms.push_back(a);
+      }
+    }
+  }
+  if (setup.settings.max_delay > 0) {
+    for (Algorithm a : setup.settings.algorithms) {
+      if (!takes_max_delay(a)) {
+        return invalid_argument("--max-delay: " + max_delay_not_taken_message(a) +
+                                "; leave it out of --algorithms");
+      }
+    }
   }
   if (args->has("trace")) {
     for (const char* only : {"rate", "duration", "keys", "seed", "trace-out"}) {

@@ -31,30 +31,48 @@ void write_rates(JsonWriter& json, const std::vector<std::int64_t>& counts, Micr
 std::string limit_text(const Limit& limit) {
   std::string text = std::to_string(limit.limit()) + " per " + format_duration(limit.period());
   if (takes_burst(limit.algorithm())) text += ", burst " + std::to_string(limit.burst());
+  if (limit.max_delay() > 0) text += ", max_delay " + format_duration(limit.max_delay());
   return text;
+}
+
+// What a delayed request waits on average, in ms (0 when none waited).
+double mean_delay_ms(const AlgorithmOutcome& o) {
+  return o.delayed > 0 ? static_cast<double>(o.delay_sum) / static_cast<double>(o.delayed) / 1e3
+                       : 0;
 }
 
 }  // namespace
 
 std::string summary_csv(const Simulation& simulation) {
-  std::string out = "algorithm,offered,admitted,denied,max_admitted_in_any_period\n";
+  const bool shaped = simulation.max_delay > 0;
+  std::string out = "algorithm,offered,admitted,denied,max_admitted_in_any_period";
+  out += shaped ? ",delayed,mean_delay_ms,max_delay_ms\n" : "\n";
   for (const AlgorithmOutcome& o : simulation.outcomes) {
     out.append(algorithm_name(o.algorithm)).append(",");
     out += std::to_string(o.offered) + "," + std::to_string(o.admitted) + "," +
-           std::to_string(o.denied) + "," + std::to_string(o.max_admitted_in_any_period) + "\n";
+           std::to_string(o.denied) + "," + std::to_string(o.max_admitted_in_any_period);
+    if (shaped) {
+      out += "," + std::to_string(o.delayed) + "," + fixed(mean_delay_ms(o), 3) + "," +
+             fixed(static_cast<double>(o.delay_max) / 1e3, 3);
+    }
+    out += "\n";
   }
   return out;
 }
 
 std::string series_csv(const Simulation& simulation) {
-  std::string out = "bucket_start_s,bucket_s,algorithm,offered,admitted,denied\n";
+  const bool shaped = simulation.max_delay > 0;
+  std::string out = "bucket_start_s,bucket_s,algorithm,offered,admitted,denied";
+  out += shaped ? ",delayed\n" : "\n";
   for (const AlgorithmOutcome& o : simulation.outcomes) {
     for (std::size_t i = 0; i < simulation.offered_series.size(); ++i) {
       out += fixed(seconds(static_cast<Micros>(i) * simulation.bucket), 3) + "," +
              fixed(seconds(simulation.bucket), 3) + ",";
       out.append(algorithm_name(o.algorithm)).append(",");
       out += std::to_string(simulation.offered_series[i]) + "," +
-             std::to_string(o.admitted_series[i]) + "," + std::to_string(o.denied_series[i]) + "\n";
+             std::to_string(o.admitted_series[i]) + "," + std::to_string(o.denied_series[i]);
+      if (shaped) out += "," + std::to_string(o.delayed_series[i]);
+      out += "\n";
     }
   }
   return out;
@@ -76,7 +94,12 @@ std::string report_html(const Simulation& simulation, const SimulationSettings& 
       "<th title=\"the most one key got in any window of one period\">max in any period"
       "</th><th title=\"the most one key got within one period of its first request\">"
       "burst at start</th><th title=\"Jain's index of the keys' admission ratios\">"
-      "fairness</th></tr></thead>\n<tbody>\n";
+      "fairness</th>" +
+      std::string(simulation.max_delay > 0
+                      ? "<th title=\"admitted after a wait (max_delay)\">delayed</th><th>mean "
+                        "delay</th><th>longest delay</th>"
+                      : "") +
+      "</tr></thead>\n<tbody>\n";
   std::string notes;
   for (const AlgorithmOutcome& o : simulation.outcomes) {
     const std::string name(algorithm_name(o.algorithm));
@@ -91,7 +114,14 @@ std::string report_html(const Simulation& simulation, const SimulationSettings& 
             fixed(share, 1) + "</td><td data-field=\"max_admitted_in_any_period\">" +
             std::to_string(o.max_admitted_in_any_period) +
             "</td><td data-field=\"burst_at_start\">" + std::to_string(o.burst_at_start) +
-            "</td><td data-field=\"fairness\">" + fixed(o.fairness, 3) + "</td></tr>\n";
+            "</td><td data-field=\"fairness\">" + fixed(o.fairness, 3) + "</td>" +
+            (simulation.max_delay > 0
+                 ? "<td data-field=\"delayed\">" + std::to_string(o.delayed) +
+                       "</td><td data-field=\"mean_delay_ms\">" + fixed(mean_delay_ms(o), 1) +
+                       " ms</td><td data-field=\"max_delay_ms\">" +
+                       fixed(static_cast<double>(o.delay_max) / 1e3, 1) + " ms</td>"
+                 : "") +
+            "</tr>\n";
     if (o.max_admitted_in_any_period > o.limit.limit()) {
       notes += "<li class=\"warn\" data-exceeds=\"" + name + "\">" + name + " let one key have " +
                std::to_string(o.max_admitted_in_any_period) + " within one period of " +
@@ -167,6 +197,10 @@ std::string report_html(const Simulation& simulation, const SimulationSettings& 
     write_rates(json, o.admitted_series, simulation.bucket);
     json.key("denied_rate");
     write_rates(json, o.denied_series, simulation.bucket);
+    if (simulation.max_delay > 0) {
+      json.key("delayed_rate");  // drawn as its own series (src/pages/web/report.js)
+      write_rates(json, o.delayed_series, simulation.bucket);
+    }
     json.key("style").raw(pages::series_style_json(pages::series_style(a)));
     json.key("retry_histogram").begin_array();
     for (const std::int64_t count : o.retry_histogram) json.value(count);

@@ -53,6 +53,7 @@ Micros series_bucket(Micros span) {
 
 Result<Simulation> simulate(std::span<const TraceLine> trace, const SimulationSettings& settings) {
   Simulation out;
+  out.max_delay = settings.max_delay;
   if (!trace.empty()) {
     out.start = trace.front().at;
     for (const TraceLine& r : trace) out.start = std::min(out.start, r.at);
@@ -68,10 +69,11 @@ Result<Simulation> simulate(std::span<const TraceLine> trace, const SimulationSe
   for (Algorithm algorithm : settings.algorithms) {
     const std::optional<std::int64_t> burst =
         takes_burst(algorithm) ? settings.burst : std::optional<std::int64_t>();
-    Result<Limit> limit = Limit::make(algorithm, settings.limit, settings.period, burst);
+    Result<Limit> limit =
+        Limit::make(algorithm, settings.limit, settings.period, burst, settings.max_delay);
     if (!limit) {
       return invalid_argument(
-          "--limit/--period/--burst: " + std::string(algorithm_name(algorithm)) + ": " +
+          "--limit/--period/--burst/--max-delay: " + std::string(algorithm_name(algorithm)) + ": " +
           limit.error().message);
     }
     // The store `spillway replay --backend memory` makes: a manual clock, no background sweep,
@@ -83,6 +85,7 @@ Result<Simulation> simulate(std::span<const TraceLine> trace, const SimulationSe
     AlgorithmOutcome outcome{.algorithm = algorithm, .limit = *limit};
     outcome.admitted_series.assign(buckets, 0);
     outcome.denied_series.assign(buckets, 0);
+    outcome.delayed_series.assign(settings.max_delay > 0 ? buckets : 0, 0);
     std::map<std::string, KeyLog, std::less<>> keys;
     for (const TraceLine& r : trace) {
       Result<Decision> d = (*store)->check(r.key, *limit, r.cost, r.at);
@@ -96,7 +99,13 @@ Result<Simulation> simulate(std::span<const TraceLine> trace, const SimulationSe
         ++outcome.admitted;
         ++outcome.admitted_series[bucket];
         ++key.admitted;
-        key.log.emplace_back(r.at, r.cost);
+        key.log.emplace_back(r.at + d->delay, r.cost);  // when it proceeds
+        if (d->delay > 0) {
+          ++outcome.delayed;
+          ++outcome.delayed_series[bucket];
+          outcome.delay_sum += d->delay;
+          outcome.delay_max = std::max(outcome.delay_max, d->delay);
+        }
       } else {
         ++outcome.denied;
         ++outcome.denied_series[bucket];

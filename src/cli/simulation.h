@@ -25,6 +25,9 @@ struct SimulationSettings {
   std::int64_t limit = 0;
   Micros period = 0;
   std::optional<std::int64_t> burst;  // token_bucket and gcra only; the others ignore it
+  // Shaping (docs/SPEC.md §2.2): token_bucket and gcra only; 0 none. Then `algorithms` holds
+  // only those two (simulate refuses the others).
+  Micros max_delay = 0;
   std::vector<Algorithm> algorithms;  // in the order to report them
 };
 
@@ -51,6 +54,12 @@ struct AlgorithmOutcome {
   std::string most_denied_key;
   std::int64_t most_denied_key_offered = 0, most_denied_key_denied = 0;
   std::vector<std::int64_t> admitted_series, denied_series;  // per bucket
+  // With a max_delay: the admitted requests that wait (in admitted too), per bucket of their
+  // arrival, and what they wait: the sum and the longest (µs). The period figures above are
+  // then measured at the time each request proceeds (arrival + delay).
+  std::int64_t delayed = 0;
+  Micros delay_sum = 0, delay_max = 0;
+  std::vector<std::int64_t> delayed_series;
   std::array<std::int64_t, kRetryBuckets.size()> retry_histogram{};
 };
 
@@ -58,6 +67,7 @@ struct Simulation {
   Micros start = 0;   // the first request's time
   Micros bucket = 0;  // series bucket width
   std::vector<std::int64_t> offered_series;
+  Micros max_delay = 0;                    // settings.max_delay: the outcomes have delays
   std::vector<AlgorithmOutcome> outcomes;  // in settings.algorithms order
 };
 

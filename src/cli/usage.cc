@@ -96,6 +96,10 @@ std::vector<Option> limit_options(std::string_view limit_given) {
        limit_given == "required" ? "required" : "default: 1s"},
       {"--burst B", "token_bucket and gcra only: the most admitted at once, 1 to 2^52",
        "default: L"},
+      {"--max-delay D",
+       "token_bucket and gcra only: admit a request that fits within this wait, charged now, "
+       "and report its delay (shaping, docs/SPEC.md §2.2)",
+       "default: none"},
   };
 }
 
@@ -136,11 +140,12 @@ std::vector<Help> all_help() {
                     "default: standard input"});
   help.push_back(
       {"replay", "run a CSV trace through one limiter",
-       "replay --algorithm NAME --limit L --period P [--burst B] [--backend URL]\n"
-       "                       [FILE | -]",
+       "replay --algorithm NAME --limit L --period P [--burst B] [--max-delay D]\n"
+       "                       [--backend URL] [FILE | -]",
        "Runs a trace through one limiter on the trace's own clock and prints a header, then one "
        "line per request: t_us, key, cost, allowed (1 or 0), remaining, retry_after_us "
-       "and reset_after_us.",
+       "and reset_after_us; with --max-delay also delay_us, the wait of a request admitted after "
+       "one (0 for the others).",
        std::move(replay), durations() + "\n" + backends()});
 
   const PatternOptions pattern;
@@ -172,7 +177,8 @@ std::vector<Help> all_help() {
                       "default: all"});
   simulate.push_back({"--out FILE", "write the HTML report", "default: none"});
   simulate.push_back({"--csv FILE",
-                      "write the series: bucket_start_s,bucket_s,algorithm,offered,admitted,denied",
+                      "write the series: bucket_start_s,bucket_s,algorithm,offered,admitted,denied"
+                      " (and delayed, with --max-delay)",
                       "default: none"});
   simulate.push_back(
       {"--svg FILE", "write one SVG chart of what each algorithm admits", "default: none"});
@@ -181,10 +187,14 @@ std::vector<Help> all_help() {
   help.push_back(
       {"simulate", "what each algorithm admits of the same traffic",
        "simulate (--trace FILE | --pattern NAME [--rate R] [--duration D] [--keys K]\n"
-       "                         [--seed S]) --limit L --period P [--burst B] [--algorithms LIST]\n"
-       "                         [--out FILE] [--csv FILE] [--svg FILE] [--trace-out FILE]",
+       "                         [--seed S]) --limit L --period P [--burst B] [--max-delay D]\n"
+       "                         [--algorithms LIST] [--out FILE] [--csv FILE] [--svg FILE]\n"
+       "                         [--trace-out FILE]",
        "Runs the same traffic through each algorithm and prints "
-       "algorithm,offered,admitted,denied,max_admitted_in_any_period, one line per algorithm.",
+       "algorithm,offered,admitted,denied,max_admitted_in_any_period, one line per algorithm; "
+       "with --max-delay (token_bucket and gcra, the default --algorithms then) also delayed, "
+       "mean_delay_ms and max_delay_ms, and the periods are measured when requests proceed "
+       "(their time plus their delay).",
        std::move(simulate),
        "FILE of --out, --csv, --svg, --trace-out: \"-\" is standard output (for one of them; the "
        "summary then goes to standard error); every file written is announced on standard "
@@ -235,6 +245,7 @@ std::vector<Help> all_help() {
         "default: name=value lines"}});
   help.push_back({"bench", "load a backend and measure it",
                   "bench [--backend URL] [--algorithm NAME] [--limit L] [--period P] [--burst B]\n"
+                  "                      [--max-delay D]\n"
                   "                      [--concurrency N] [--keys K] [--duration D | --requests "
                   "N] [--rate R]\n"
                   "                      [--batch N] [--in-flight N] [--key-prefix P] [--json]\n"

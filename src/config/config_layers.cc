@@ -33,8 +33,8 @@ RateSpec parse_rate_spec(const YAML::Node& node, const std::string& path,
   const std::string text = scalar(node, path, "a rate such as 60/min");
   Result<Rate> rate = parse_rate(text);
   if (!rate) fail(node, path, rate.error().message);
-  Result<Limit> limit = Limit::make(layer.algorithm, rate->limit, rate->period, layer.burst);
-  if (limit) limit = limit->with_max_delay(layer.max_delay);
+  Result<Limit> limit =
+      Limit::make(layer.algorithm, rate->limit, rate->period, layer.burst, layer.max_delay);
   if (!limit) fail(node, path, "rate " + quote_for_error(text) + ": " + limit.error().message);
   return RateSpec{.limit = rate->limit, .period = rate->period, .burst = layer.burst};
 }

@@ -23,19 +23,23 @@ Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t c
     x_rem = state.tat_rem;
   }
   // (x - now) scaled: in [0, B*T] for a key that never delayed, up to B*T + max_delay * scale
-  // for one that did, and up to (1 + kDebtLimits)*B*T after a charge without a check.
+  // for one that did, up to (1 + kDebtLimits)*B*T + max_delay * scale after a charge without a
+  // check.
   std::int64_t debt = (x_us - at) * scale + x_rem;
-  // How much the request overshoots the tolerance, scaled, and that as a wait in µs: it fits
-  // once that much time passed.
-  const std::int64_t over = debt + cost * interval - tolerance;
+  // How much the request overshoots the tolerance, scaled, and that as a wait in µs from `at`:
+  // it fits once that much time passed. (debt - tolerance first: every sum stays below 2^53.)
+  const std::int64_t over = (debt - tolerance) + cost * interval;
   const Micros wait = over > 0 ? ceil_div(over, scale) : 0;
+  const Micros max_delay = cost > 0 ? limit.max_delay() : 0;  // a peek is never delayed
 
   Decision d{.allowed = false, .limit = limit.limit()};
   if (cost > limit.burst()) {
     d.retry_after = kNever;
-  } else if (wait <= limit.max_delay()) {
+  } else if (wait <= max_delay) {
     d.allowed = true;
-    d.delay = wait;  // 0 when it fits now; else shaping: admitted now, to proceed later
+    // Shaping: admitted now, to proceed at at + wait, counted from the caller's `now` as
+    // retry_after is.
+    if (wait > 0) d.delay = at + wait - now;
     if (cost > 0) {
       const std::int64_t rem = x_rem + cost * interval;
       x_us += rem / scale;
@@ -45,7 +49,7 @@ Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t c
     }
   } else {
     // Admitted (after the longest delay) at the first t with (x - t) * scale <= over past now.
-    d.retry_after = at + wait - limit.max_delay() - now;
+    d.retry_after = at + wait - max_delay - now;
   }
   d.remaining = std::max<std::int64_t>(0, (tolerance - debt) / interval);
   d.reset_after = x_us + (x_rem > 0 ? 1 : 0) - now;
@@ -75,8 +79,9 @@ std::int64_t settle(GcraState& state, const Limit& limit, Micros now, std::int64
   std::int64_t next = debt;
   Micros last = state.last;
   if (delta > 0) {
-    // A key that delayed may already owe more than the debt bound: then nothing more is owed.
-    const std::int64_t room = std::max<std::int64_t>(0, (1 + kDebtLimits) * tolerance - debt);
+    // Up to the debt bound past the delay queue (a key that delayed may be past it already).
+    const std::int64_t bound = (1 + kDebtLimits) * tolerance + limit.max_delay() * scale;
+    const std::int64_t room = std::max<std::int64_t>(0, bound - debt);
     next += std::min(delta, room / interval) * interval;
     last = at;
   } else {

@@ -2,9 +2,11 @@
 
 #include <numeric>
 
+#include "src/core/charge_mark.h"
+
 namespace spillway {
 Result<Limit> Limit::make(Algorithm algorithm, std::int64_t limit, Micros period,
-                          std::optional<std::int64_t> burst) {
+                          std::optional<std::int64_t> burst, Micros max_delay) {
   if (limit < 1) return invalid_argument("limit must be at least 1, got " + std::to_string(limit));
   if (period < 1) {
     return invalid_argument("period must be at least 1us, got " + std::to_string(period) + "us");
@@ -35,7 +37,7 @@ Result<Limit> Limit::make(Algorithm algorithm, std::int64_t limit, Micros period
     return invalid_argument("burst x period / gcd(limit, period) must be below 2^52; got " +
                             out.describe());
   }
-  return out;
+  return out.with_max_delay(max_delay);
 }
 
 Result<Limit> Limit::with_max_delay(Micros max_delay) const {
@@ -46,10 +48,13 @@ Result<Limit> Limit::with_max_delay(Micros max_delay) const {
   if (max_delay > 0 && !takes_max_delay(algorithm_)) {
     return invalid_argument(max_delay_not_taken_message(algorithm_));
   }
-  // The scaled wait joins B*T in the math: both below 2^52 keep every sum below 2^53.
-  if (max_delay >= kMaxExact / limit_units_) {
-    return invalid_argument("max_delay x limit / gcd(limit, period) must be below 2^52; got " +
-                            format_duration(max_delay) + " for " + describe());
+  // The scaled wait joins the debt bound (1 + kDebtLimits) * B*T: the sum must stay below 2^53,
+  // where the Lua mirror's doubles are exact.
+  const std::int64_t room = 2 * kMaxExact - 1 - (1 + core::kDebtLimits) * burst_ * period_units_;
+  if (max_delay > 0 && max_delay > room / limit_units_) {
+    return invalid_argument("max_delay " + format_duration(max_delay) + " is too long for " +
+                            describe() + ": at most " + format_duration(room / limit_units_) +
+                            " keeps the arithmetic exact");
   }
   Limit out = *this;
   out.max_delay_ = max_delay;

@@ -23,18 +23,19 @@ Decision decide(TokenBucketState& state, const Limit& limit, Micros now, std::in
   // What the request lacks, in units, and the refill time that gives it, in µs.
   const std::int64_t short_by = cost * per_token - units;
   const Micros wait = short_by > 0 ? ceil_div(short_by, per_micro) : 0;
+  const Micros max_delay = cost > 0 ? limit.max_delay() : 0;  // a peek is never delayed
 
   Decision d{.allowed = false, .limit = limit.limit()};
   if (cost > limit.burst()) {
     d.retry_after = kNever;
-  } else if (wait <= limit.max_delay()) {
+  } else if (wait <= max_delay) {
     d.allowed = true;
-    // 0 when it fits now; else shaping: admitted now, to proceed later, the bucket below empty.
-    d.delay = wait;
+    // Shaping (the bucket goes below empty): to proceed at at + wait, counted from `now`.
+    if (wait > 0) d.delay = at + wait - now;
     units -= cost * per_token;
     if (cost > 0) state = {.units = units, .last = at};
   } else {
-    d.retry_after = at + wait - limit.max_delay() - now;
+    d.retry_after = at + wait - max_delay - now;
   }
   d.remaining = std::max<std::int64_t>(0, units / per_token);  // a key in debt has none
   d.reset_after = at + ceil_div(capacity - units, per_micro) - now;
@@ -69,8 +70,9 @@ std::int64_t settle(TokenBucketState& state, const Limit& limit, Micros now, std
   const std::int64_t debt = capacity - units;
   std::int64_t next = debt;
   if (delta > 0) {
-    // As in gcra.cc: a bucket that delayed may already owe more than the debt bound.
-    const std::int64_t room = std::max<std::int64_t>(0, (1 + kDebtLimits) * capacity - debt);
+    // As in gcra.cc: up to the debt bound past the delay queue.
+    const std::int64_t bound = (1 + kDebtLimits) * capacity + limit.max_delay() * per_micro;
+    const std::int64_t room = std::max<std::int64_t>(0, bound - debt);
     next += std::min(delta, room / per_token) * per_token;
   } else {
     // As in gcra.cc: only a bucket that nothing touched since the mark.

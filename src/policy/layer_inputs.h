@@ -42,8 +42,8 @@ inline std::shared_ptr<const Limit> custom_limit(const LayerSpec& layer,
                                                  const TenantRecord& record) {
   auto own = record.limits.find(layer.name);
   if (own == record.limits.end()) return nullptr;
-  Result<Limit> made = Limit::make(layer.algorithm, own->second.limit, own->second.period);
-  if (made) made = made->with_max_delay(layer.max_delay);
+  Result<Limit> made = Limit::make(layer.algorithm, own->second.limit, own->second.period,
+                                   std::nullopt, layer.max_delay);
   return made ? std::make_shared<const Limit>(*made) : nullptr;
 }
 

@@ -16,8 +16,8 @@ namespace spillway::policy {
 namespace {
 
 Result<Limit> build_limit(const LayerSpec& layer, const RateSpec& rate, const std::string& what) {
-  Result<Limit> limit = Limit::make(layer.algorithm, rate.limit, rate.period, rate.burst);
-  if (limit) limit = limit->with_max_delay(layer.max_delay);
+  Result<Limit> limit =
+      Limit::make(layer.algorithm, rate.limit, rate.period, rate.burst, layer.max_delay);
   if (!limit) {
     return invalid_argument("layer \"" + layer.name + "\" " + what + ": " + limit.error().message);
   }

@@ -26,6 +26,8 @@ struct Group {
   std::optional<Error> error;
   std::vector<Decision> decisions;
   bool charged = false;  // every layer admitted and the cost was written
+  // Every layer admitted (reserve: charged; dry: would be): each one's state before, reported
+  // if another slot denies.
   std::vector<Decision> peeks;
   std::vector<Undo> undo;
 };
@@ -54,8 +56,8 @@ struct Request {
   std::size_t left = 0;  // calls not yet answered
 };
 
-// Reads a reply of the all-or-nothing script into `group`: the decisions and, for a reservation
-// that charged, the peeks and what undoes the charge.
+// Reads a reply of the all-or-nothing script into `group`: the decisions and, when every layer
+// admitted, the peeks; for a reservation that charged, also what undoes the charge.
 void read_reply(Group& group, Result<Reply> reply, bool reserving) {
   if (!reply) {
     group.error = reply.error();
@@ -72,8 +74,19 @@ void read_reply(Group& group, Result<Reply> reply, bool reserving) {
     all = all && d->allowed;
     group.decisions.push_back(*d);
   }
-  if (!all || !reserving) return;
+  if (!all) return;
   const auto& e = reply->elements;
+  if (!reserving) {  // a dry run: the peeks follow the decisions
+    for (std::size_t i = 0; i < n; ++i) {
+      Result<Decision> peek = decision_at(*reply, n + i);
+      if (!peek) {
+        group.error = peek.error();
+        return;
+      }
+      group.peeks.push_back(*peek);
+    }
+    return;
+  }
   if (e.size() != 2 * n * kFieldsPerDecision + 3 * n) {
     group.error = Error{Errc::kInternal, "unexpected reply shape from the reserve script"};
     return;
@@ -104,7 +117,7 @@ void answer(Request& request) {
   }
   Decisions decisions(request.keys.size());
   for (const Group& g : request.groups) {
-    const bool peeked = !admitted && g.charged;
+    const bool peeked = !admitted && !g.peeks.empty();
     for (std::size_t i = 0; i < g.layers.size(); ++i) {
       decisions[g.layers[i]] = peeked ? g.peeks[i] : g.decisions[i];
     }

@@ -134,8 +134,8 @@ Result<void> check_against(const policy::Policy& policy, const TenantRecord& rec
                  field);
     }
     // As the layer will build it (src/policy/layer_inputs.h): its algorithm and its delay.
-    Result<Limit> limit = Limit::make((*layer)->algorithm, rate.limit, rate.period);
-    if (limit) limit = limit->with_max_delay((*layer)->max_delay);
+    Result<Limit> limit = Limit::make((*layer)->algorithm, rate.limit, rate.period, std::nullopt,
+                                      (*layer)->max_delay);
     if (!limit) return bad(where + "\"" + field + "\": " + limit.error().message, field);
   }
   return {};

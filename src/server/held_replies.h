@@ -5,10 +5,12 @@
 //
 // Thread safety: every member from any thread. Answers run on the runtime's thread when due, on
 // release_all()'s caller when released early, and never twice. Ownership: holds each answer until
-// it ran; release_all() (also from the destructor) runs the ones still held.
+// it ran; release_all() (also from the destructor) runs the ones still held and waits for any
+// running on the runtime's thread, so that nothing an answer uses is destroyed under it.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -31,11 +33,15 @@ class HeldReplies {
   HeldReplies(const HeldReplies&) = delete;
   HeldReplies& operator=(const HeldReplies&) = delete;
 
-  // Runs `answer` in `delay` µs. False when `capacity` answers are held already: `answer` is not
-  // kept (the caller answers otherwise). After release_all(), runs it at once (early) instead.
-  bool hold(Micros delay, Answer answer);
+  enum class Held {
+    kHeld,      // `answer` runs in `delay` µs (or early, at release_all())
+    kFull,      // `capacity` answers are held already: `answer` was not kept
+    kReleased,  // release_all() ran already: `answer` was not kept (answer at once)
+  };
+  Held hold(Micros delay, Answer answer);
 
-  // Runs every held answer now (early), and every later one as it comes. Returns how many.
+  // Runs every held answer now (early), then waits for those running on the runtime's thread;
+  // later holds are kReleased. Returns how many it ran.
   std::size_t release_all();
 
   std::size_t held() const;
@@ -54,7 +60,9 @@ class HeldReplies {
   Runtime& runtime_;
   std::atomic<std::size_t> capacity_;
   mutable std::mutex mutex_;
+  std::condition_variable finished_;  // running_ went down
   std::unordered_map<std::uint64_t, std::shared_ptr<Entry>> held_;
+  std::size_t running_ = 0;  // answers due() took out and is running
   std::uint64_t next_id_ = 0;
   bool released_ = false;
 };

@@ -102,8 +102,12 @@ const std::shared_ptr<const Service::Settings>& Service::settings() const {
 }
 
 void Service::Reply::operator()(HttpResponse response) const {
-  service->metrics_.request(endpoint, response.status, started.elapsed().count());
-  respond(std::move(response));
+  count(response.status);
+  send(std::move(response));
+}
+
+void Service::Reply::count(int status) const {
+  service->metrics_.request(endpoint, status, started.elapsed().count());
 }
 
 // HEAD is allowed wherever GET is: the connection sends the headers without the body.

@@ -76,7 +76,7 @@ class Service {
     metrics_sources_.push_back(std::move(source));
   }
   // Shutdown: sends every GET /v1/auth answer held for its delay now (admitted, with
-  // X-Spillway-Delay: released-early), and later ones at once. Returns how many were held.
+  // X-Spillway-Released: shutdown), and later ones at once. Returns how many were held.
   std::size_t release_held();
 
  private:
@@ -102,6 +102,10 @@ class Service {
     Stopwatch started;
     Responder respond;
     void operator()(HttpResponse response) const;
+    // The two halves of operator(), for an answer sent later than it was decided (shaping): the
+    // metrics count the decision's latency, not the hold.
+    void count(int status) const;
+    void send(HttpResponse response) const { respond(std::move(response)); }
   };
 
   Result<std::shared_ptr<Settings>> build(const policy::Config& config) const;

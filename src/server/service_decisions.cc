@@ -153,8 +153,7 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   if (!limit_value) return reply(error_response(400, "\"limit\" is required"));
   if (!period) return reply(error_response(400, "\"period\" is required"));
   if (cost < 0) return reply(error_response(400, "\"cost\" must be 0 or more"));
-  auto made = Limit::make(algorithm, *limit_value, *period, burst);
-  if (made) made = made->with_max_delay(max_delay);
+  auto made = Limit::make(algorithm, *limit_value, *period, burst, max_delay);
   if (!made) return reply(error_response(400, made.error().message));
   const auto on_error = settings()->on_error;
   if (lease && reserve) {
@@ -428,15 +427,26 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
 
 void Service::hold(HttpResponse response, Micros delay, const Reply& reply) {
   auto held = std::make_shared<HttpResponse>(std::move(response));
-  const bool kept = held_.hold(delay, [this, held, reply](bool early) {
-    if (early) {
-      // Shutdown: the request was admitted and charged; it goes now rather than never.
-      metrics_.delayed("released_early");
-      held->headers.emplace_back("X-Spillway-Released", "shutdown");
-    }
-    reply(std::move(*held));
-  });
-  if (kept) return metrics_.delayed("held");
+  const auto released_early = [this](HttpResponse& answer) {
+    // Shutdown: the request was admitted and charged; it goes now rather than never.
+    metrics_.delayed("released_early");
+    answer.headers.emplace_back("X-Spillway-Released", "shutdown");
+  };
+  const int status = held->status;
+  switch (held_.hold(delay, [held, reply, released_early](bool early) {
+    if (early) released_early(*held);
+    reply.send(std::move(*held));
+  })) {
+    case HeldReplies::Held::kHeld:
+      // The decision's latency: the hold is counted apart (spillway_delayed_*).
+      reply.count(status);
+      return metrics_.delayed("held");
+    case HeldReplies::Held::kReleased:
+      released_early(*held);
+      return reply(std::move(*held));
+    case HeldReplies::Held::kFull:
+      break;
+  }
   // server.max_delayed answers are held already: denied, for nginx (its charge stays: the
   // limiter errs towards less traffic, never more).
   metrics_.delayed("refused");

@@ -123,19 +123,22 @@ struct QueueModel {
     Micros delay;
   };
 
+  // A request of `cost` at `now`; a peek (cost 0) is never delayed. The delay is counted from
+  // the caller's `now`, as retry_after is, even when `now` is behind the key's time.
   Answer offer(Micros now, std::int64_t cost) {
     if (cost > burst) return {false, 0};
+    const std::int64_t longest = cost > 0 ? max_delay : 0;
     const std::int64_t at = std::max<std::int64_t>(now, seen);
     const std::int64_t q = std::max<std::int64_t>(queue_end, at * scale);
     const std::int64_t proceed = std::max<std::int64_t>(at * scale, q + cost * interval - burst * interval);
     // The wait in whole µs, rounded up.
     const std::int64_t wait = (proceed - at * scale + scale - 1) / scale;
-    if (wait > max_delay) return {false, 0};
+    if (wait > longest) return {false, 0};
     if (cost > 0) {
       queue_end = q + cost * interval;
       seen = at;
     }
-    return {true, static_cast<Micros>(wait)};
+    return {true, wait > 0 ? at + wait - now : 0};
   }
 };
 
@@ -158,7 +161,8 @@ void check_against_queue_model(Algorithm algorithm) {
     };
     SHAPED_CHECK(d.allowed == want.allowed);
     SHAPED_CHECK(d.delay == want.delay);
-    SHAPED_CHECK(d.delay >= 0 && d.delay <= c.max_delay);
+    SHAPED_CHECK(d.delay >= 0);
+    SHAPED_CHECK(r.cost > 0 || d.delay == 0);
     SHAPED_CHECK(d.delay == 0 || d.remaining == 0);
     SHAPED_CHECK(d.allowed == (d.retry_after == 0));
   }
@@ -296,23 +300,49 @@ TEST(Shaping, ACostAboveTheBurstNeverFitsWhateverTheDelay) {
   EXPECT_EQ(d.retry_after, kNever);
 }
 
-TEST(Shaping, ADebtChargeOnADelayedKeyNeverGivesBack) {
-  // A key queued past the debt bound (2*B*T) by delays: a charge without a check owes nothing
-  // more, and must not move the key back either.
+TEST(Shaping, ADebtChargeOnADelayedKeyIsChargedUpToTheBoundPastTheQueue) {
+  // 1/s, burst 1, 10 s of delay: eight queued at 0 owe 8 s. A charge without a check (usage above
+  // an estimate) may go on to (1 + kDebtLimits)*B*T + D = 12 s, never further, never back.
   const Limit lim = *make_limit(Algorithm::kGcra, 1, kMicrosPerSecond, 1)
                          .with_max_delay(10 * kMicrosPerSecond);
   core::GcraState s;
   for (int i = 0; i < 8; ++i) ASSERT_TRUE(core::decide(s, lim, 0, 1).allowed);
-  const core::GcraState before = s;
+  EXPECT_EQ(core::settle(s, lim, 0, 3, core::ChargeMark{.at = -1}), 3);
+  EXPECT_EQ(s.tat_us, 11 * kMicrosPerSecond);
+  EXPECT_EQ(core::settle(s, lim, 0, 3, core::ChargeMark{.at = -1}), 1);
   EXPECT_EQ(core::settle(s, lim, 0, 3, core::ChargeMark{.at = -1}), 0);
-  EXPECT_EQ(s.tat_us, before.tat_us);
-  core::TokenBucketState t;
+  EXPECT_EQ(s.tat_us, 12 * kMicrosPerSecond);
   const Limit tl = *make_limit(Algorithm::kTokenBucket, 1, kMicrosPerSecond, 1)
                         .with_max_delay(10 * kMicrosPerSecond);
+  core::TokenBucketState t;
   for (int i = 0; i < 8; ++i) ASSERT_TRUE(core::decide(t, tl, 0, 1).allowed);
-  const core::TokenBucketState tb = t;
+  EXPECT_EQ(core::settle(t, tl, 0, 3, core::ChargeMark{.at = -1}), 3);
+  EXPECT_EQ(core::settle(t, tl, 0, 3, core::ChargeMark{.at = -1}), 1);
   EXPECT_EQ(core::settle(t, tl, 0, 3, core::ChargeMark{.at = -1}), 0);
-  EXPECT_EQ(t.units, tb.units);
+  // The next request would wait 12 s > 10 s: denied until the queue is 10 s long again.
+  const Decision d = core::decide(s, lim, 0, 1);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.retry_after, 2 * kMicrosPerSecond);
+}
+
+TEST(Shaping, APeekIsNeverDelayedAndADelayCountsFromTheCallersNow) {
+  const Limit lim = *make_limit(Algorithm::kGcra, 1, kMicrosPerSecond, 1)
+                         .with_max_delay(5 * kMicrosPerSecond);
+  core::GcraState s;
+  ASSERT_EQ(core::decide(s, lim, 10 * kMicrosPerSecond, 1).delay, 0);
+  ASSERT_EQ(core::decide(s, lim, 10 * kMicrosPerSecond, 1).delay, kMicrosPerSecond);
+  // The key owes 1 s past its burst: a peek says so (denied, retry in 1 s), charges nothing.
+  const core::GcraState before = s;
+  const Decision peek = core::decide(s, lim, 10 * kMicrosPerSecond, 0);
+  EXPECT_FALSE(peek.allowed);
+  EXPECT_EQ(peek.delay, 0);
+  EXPECT_EQ(peek.retry_after, kMicrosPerSecond);
+  EXPECT_EQ(s.tat_us, before.tat_us);
+  // A caller whose clock is 300 ms behind the key's is decided at the key's time, and told to
+  // wait from its own: 2 s + 300 ms.
+  const Decision behind = core::decide(s, lim, 10 * kMicrosPerSecond - 300'000, 1);
+  EXPECT_TRUE(behind.allowed);
+  EXPECT_EQ(behind.delay, 2 * kMicrosPerSecond + 300'000);
 }
 
 TEST(Shaping, MaxDelayIsRefusedWhereItCannotBeExact) {
@@ -334,7 +364,10 @@ TEST(Shaping, MaxDelayIsRefusedWhereItCannotBeExact) {
   auto huge = make_limit(Algorithm::kGcra, 1'000'000'000, 1).with_max_delay(
       365 * 24 * 3600 * kMicrosPerSecond);
   ASSERT_FALSE(huge.has_value());
-  EXPECT_NE(huge.error().message.find("below 2^52"), std::string::npos);
+  EXPECT_NE(huge.error().message.find("is too long for gcra 1000000000/1us"), std::string::npos)
+      << huge.error().message;
+  EXPECT_NE(huge.error().message.find("keeps the arithmetic exact"), std::string::npos)
+      << huge.error().message;
   // describe() names the delay, so logs and errors show it.
   EXPECT_EQ(make_limit(Algorithm::kGcra, 5, kMicrosPerSecond, 1)
                 .with_max_delay(2 * kMicrosPerSecond)

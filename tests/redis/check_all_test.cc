@@ -181,7 +181,20 @@ void check_all_like_memory(Store& redis) {
     auto got = redis.check_all(layers, cost, now);
     RC_ASSERT(expected.has_value());
     RC_ASSERT(got.has_value());
-    RC_ASSERT(*expected == *got);
+    if (!(*expected == *got)) {
+      std::string why = "step " + std::to_string(step) + " now " + std::to_string(now) + ":";
+      for (std::size_t i = 0; i < layers.size(); ++i) {
+        const Decision& e = (*expected)[i];
+        const Decision& g = (*got)[i];
+        why += "\n  " + std::string(layers[i].key) + " " + layers[i].limit->describe() +
+               " memory {" + std::to_string(e.allowed) + "," + std::to_string(e.remaining) + "," +
+               std::to_string(e.retry_after) + "," + std::to_string(e.reset_after) + "," +
+               std::to_string(e.delay) + "} redis {" + std::to_string(g.allowed) + "," +
+               std::to_string(g.remaining) + "," + std::to_string(g.retry_after) + "," +
+               std::to_string(g.reset_after) + "," + std::to_string(g.delay) + "}";
+      }
+      RC_FAIL(why);
+    }
   }
 }
 

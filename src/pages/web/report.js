@@ -58,15 +58,23 @@
     const name = 'algorithm-' + a.name;
     const target = place(name);
     if (!target) return;
-    draw(name, { title: a.name + ': offered, admitted, denied per second', width: width(false),
-                 height: 220, scales: { x: { time: false } },
-                 series: [{ label: 't (s)' }, offered(),
-                          { label: 'admitted', stroke: a.style.admitted, width: 3,
-                            points: { show: false } },
-                          { label: 'denied', stroke: a.style.denied, width: 1.5,
-                            points: { show: false } }],
-                 axes: [xAxis, yAxis('requests / s')] },
-         [data.t, data.offered, a.admitted_rate, a.denied_rate], target);
+    const series = [{ label: 't (s)' }, offered(),
+                    { label: 'admitted', stroke: a.style.admitted, width: 3,
+                      points: { show: false } },
+                    { label: 'denied', stroke: a.style.denied, width: 1.5,
+                      points: { show: false } }];
+    const columns = [data.t, data.offered, a.admitted_rate, a.denied_rate];
+    // With a max_delay: the admitted requests that waited their turn, dotted in the admitted
+    // colour (part of admitted, drawn below it).
+    if (a.delayed_rate) {
+      series.push({ label: 'delayed', stroke: a.style.admitted, width: 1.5, dash: [2, 4],
+                    points: { show: false } });
+      columns.push(a.delayed_rate);
+    }
+    draw(name, { title: a.name + ': offered, admitted, denied' + (a.delayed_rate ? ', delayed' : '') +
+                   ' per second', width: width(false),
+                 height: 220, scales: { x: { time: false } }, series: series,
+                 axes: [xAxis, yAxis('requests / s')] }, columns, target);
   });
 
   // How long denied requests are told to wait: a histogram, one group of bars per retry_after
