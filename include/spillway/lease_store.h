@@ -21,6 +21,10 @@
 // gave to a lease request of exactly the request's cost is remembered until its retry_after has
 // passed (as OverLimitCache does): denied checks do not each cost a round trip.
 //
+// A limit with a max_delay (shaping, Limit::with_max_delay) is never leased: its wait is only
+// exact from the shared state, so its checks go to the shared store as an exact layer's do (a
+// Policy refuses the pair outright).
+//
 // Answers from a lease have Decision::local set; their `remaining` is the shared store's remaining
 // when the lease was charged plus what the lease still holds (an estimate: other processes' use
 // since is unknown), their `reset_after` the shared store's, less the time since.

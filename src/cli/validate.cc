@@ -75,6 +75,14 @@ std::vector<std::string> auth_warnings(const policy::Config& config) {
                          "(add " +
                          layer.by_endpoint->attribute + " to key)");
     }
+    if (layer.max_delay > 0 && config.server.max_delayed == 0) {
+      const int line = config.lines.of(path + ".max_delay");
+      warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + path +
+                         ".max_delay: layer " + layer.name +
+                         " delays, but server.max_delayed is 0: every /v1/auth request it admits "
+                         "after a delay is refused (403) and stays charged; POST /v1/check "
+                         "answers delay_ms");
+    }
   }
   return warnings;
 }

@@ -23,14 +23,15 @@ const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
       {"serve",
        {"--config", "--listen", "--backend", "--grpc-listen", "--rls-config", "--require-backend"}},
-      {"replay", {"--algorithm", "--limit", "--period", "--burst", "--backend", "FILE"}},
+      {"replay",
+       {"--algorithm", "--limit", "--period", "--burst", "--max-delay", "--backend", "FILE"}},
       {"simulate",
        {"--trace", "--pattern", "--rate", "--duration", "--keys", "--seed", "--limit", "--period",
-        "--burst", "--algorithms", "--out", "--csv", "--svg", "--trace-out"}},
+        "--burst", "--max-delay", "--algorithms", "--out", "--csv", "--svg", "--trace-out"}},
       {"bench",
-       {"--backend", "--algorithm", "--limit", "--period", "--burst", "--concurrency", "--keys",
-        "--duration", "--requests", "--rate", "--http", "--threads", "--batch", "--in-flight",
-        "--key-prefix", "--json", "--body", "--body-file"}},
+       {"--backend", "--algorithm", "--limit", "--period", "--burst", "--max-delay",
+        "--concurrency", "--keys", "--duration", "--requests", "--rate", "--http", "--threads",
+        "--batch", "--in-flight", "--key-prefix", "--json", "--body", "--body-file"}},
       {"validate", {"FILE", "--rls", "--json"}},
   };
   return all;

@@ -75,6 +75,25 @@ TEST(ValidateBinary, WarnsOfAnEndpointLayerWhoseKeyLacksTheRoute) {
       << run.err;
 }
 
+TEST(ValidateBinary, WarnsOfADelayingLayerWhenNoAnswerMayBeHeld) {
+  const std::string yaml =
+      "layers:\n  - name: smooth\n    key: [ip]\n    limit: 5/s\n    max_delay: 1s\n";
+  const std::string held = write_config(yaml);
+  Outcome ok = run_binary("validate " + held);
+  std::remove(held.c_str());
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.err, "");  // server.max_delayed's default holds 10,000
+  const std::string none = write_config("server:\n  max_delayed: 0\n" + yaml);
+  Outcome run = run_binary("validate " + none);
+  std::remove(none.c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("warning: line 7: layers[0].max_delay: layer smooth delays, but "
+                         "server.max_delayed is 0: every /v1/auth request it admits after a "
+                         "delay is refused (403) and stays charged"),
+            std::string::npos)
+      << run.err;
+}
+
 TEST(ValidateBinary, WarnsOfRoutesOnAnAttributeAuthDoesNotProvide) {
   const std::string path = write_config(
       "layers:\n  - name: endpoint\n    key: [api_key, path]\n"
