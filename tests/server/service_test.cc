@@ -32,11 +32,9 @@ using Running = testing::RunningService;
 
 Running start_service(const std::string& backend,
                       policy::Config config = policy::default_config()) {
-  std::unique_ptr<Store> store =
-      testing::open_test_store(backend == "redis"     ? service_redis().url()
-                               : backend == "cluster" ? testing::shared_cluster().url()
-                                                      : backend,
-                               "svc", /*connected=*/false);
+  std::unique_ptr<Store> store = testing::open_test_store(
+      testing::backend_url(backend, [] { return service_redis().url(); }), "svc",
+      /*connected=*/false);
   if (!store) return {};
   config.server.trusted_proxies = {*policy::parse_cidr("127.0.0.1/32")};
   return testing::start_service(std::move(config), std::move(store));

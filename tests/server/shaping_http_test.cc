@@ -17,7 +17,6 @@
 #include "src/config/config.h"
 #include "src/server/service.h"
 #include "tests/support/http_client.h"
-#include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/running_service.h"
 
@@ -39,11 +38,9 @@ testing::RunningService start_shaped(const std::string& backend, const std::stri
     return {};
   }
   config->server.trusted_proxies = {*policy::parse_cidr("127.0.0.1/32")};
-  std::unique_ptr<Store> store =
-      testing::open_test_store(backend == "redis"     ? shaping_redis().url()
-                               : backend == "cluster" ? testing::shared_cluster().url()
-                                                      : backend,
-                               "shape", /*connected=*/false);
+  std::unique_ptr<Store> store = testing::open_test_store(
+      testing::backend_url(backend, [] { return shaping_redis().url(); }), "shape",
+      /*connected=*/false);
   if (!store) return {};
   return testing::start_service(std::move(*config), std::move(store));
 }

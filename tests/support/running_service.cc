@@ -10,6 +10,7 @@
 
 #include "spillway/memory_store.h"
 #include "spillway/redis_store.h"
+#include "tests/support/redis_cluster.h"
 
 namespace spillway::testing {
 
@@ -54,6 +55,12 @@ std::unique_ptr<Store> open_test_store(const std::string& memory_or_url,
     return nullptr;
   }
   return std::move(*opened);
+}
+
+std::string backend_url(const std::string& backend, const std::function<std::string()>& redis_url) {
+  if (backend == "redis") return redis_url();
+  if (backend == "cluster") return shared_cluster().url();
+  return backend;
 }
 
 }  // namespace spillway::testing

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,5 +35,10 @@ RunningService start_service(policy::Config config, std::unique_ptr<Store> store
 // (ADD_FAILURE) and returns null.
 std::unique_ptr<Store> open_test_store(const std::string& memory_or_url,
                                        const std::string& key_prefix, bool connected);
+
+// What a test parameterised by backend name opens: "memory" as it is, "redis" the URL that
+// `redis_url` gives (called only then, so that a memory run starts no redis-server), "cluster"
+// the shared Redis Cluster's (tests/support/redis_cluster.h).
+std::string backend_url(const std::string& backend, const std::function<std::string()>& redis_url);
 
 }  // namespace spillway::testing
