@@ -15,7 +15,8 @@
     end
     local debt = (x_us - at) * scale + x_rem
     -- How much the request overshoots the tolerance, scaled, and that as a wait in µs from at.
-    local over = (debt - tolerance) + cost * interval
+    -- (min: a cost above B is never admitted, as in the C++.)
+    local over = (debt - tolerance) + min(cost, burst) * interval
     local wait = 0
     if over > 0 then
       wait = -floor(-over / scale)

@@ -21,7 +21,7 @@
     end
 
     -- What the request lacks, in units, and the refill time that gives it, in µs.
-    local short = cost * per_token - units
+    local short = min(cost, burst) * per_token - units  -- (min: as gcra's)
     local wait = 0
     if short > 0 then
       wait = -floor(-short / per_micro)

@@ -28,7 +28,8 @@ Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t c
   std::int64_t debt = (x_us - at) * scale + x_rem;
   // How much the request overshoots the tolerance, scaled, and that as a wait in µs from `at`:
   // it fits once that much time passed. (debt - tolerance first: every sum stays below 2^53.)
-  const std::int64_t over = (debt - tolerance) + cost * interval;
+  // A cost above B is never admitted (kNever below): min() keeps the product in range for it.
+  const std::int64_t over = (debt - tolerance) + std::min(cost, limit.burst()) * interval;
   const Micros wait = over > 0 ? ceil_div(over, scale) : 0;
   const Micros max_delay = cost > 0 ? limit.max_delay() : 0;  // a peek is never delayed
 

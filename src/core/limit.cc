@@ -50,11 +50,14 @@ Result<Limit> Limit::with_max_delay(Micros max_delay) const {
   }
   // The scaled wait joins the debt bound (1 + kDebtLimits) * B*T: the sum must stay below 2^53,
   // where the Lua mirror's doubles are exact.
-  const std::int64_t room = 2 * kMaxExact - 1 - (1 + core::kDebtLimits) * burst_ * period_units_;
-  if (max_delay > 0 && max_delay > room / limit_units_) {
-    return invalid_argument("max_delay " + format_duration(max_delay) + " is too long for " +
-                            describe() + ": at most " + format_duration(room / limit_units_) +
-                            " keeps the arithmetic exact");
+  // (Only a bucket algorithm gets here with a delay: make() keeps its B * period_units below 2^52.)
+  if (max_delay > 0) {
+    const std::int64_t room = 2 * kMaxExact - 1 - (1 + core::kDebtLimits) * burst_ * period_units_;
+    if (max_delay > room / limit_units_) {
+      return invalid_argument("max_delay " + format_duration(max_delay) + " is too long for " +
+                              describe() + ": at most " + format_duration(room / limit_units_) +
+                              " keeps the arithmetic exact");
+    }
   }
   Limit out = *this;
   out.max_delay_ = max_delay;

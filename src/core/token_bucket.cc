@@ -21,7 +21,8 @@ Decision decide(TokenBucketState& state, const Limit& limit, Micros now, std::in
   }
 
   // What the request lacks, in units, and the refill time that gives it, in µs.
-  const std::int64_t short_by = cost * per_token - units;
+  // A cost above B is never admitted (kNever below): min() keeps the product in range for it.
+  const std::int64_t short_by = std::min(cost, limit.burst()) * per_token - units;
   const Micros wait = short_by > 0 ? ceil_div(short_by, per_micro) : 0;
   const Micros max_delay = cost > 0 ? limit.max_delay() : 0;  // a peek is never delayed
 
