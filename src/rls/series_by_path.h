@@ -21,6 +21,15 @@ class SeriesByPath {
   static constexpr std::size_t kMaxSeries = 10000;
   using Counters = std::array<Value, N>;
 
+  SeriesByPath() = default;
+  SeriesByPath(const SeriesByPath&) = delete;
+  SeriesByPath& operator=(const SeriesByPath&) = delete;
+  // Takes the lock once, so that an update made on another thread (a store's callback, which
+  // counts before it answers) is ordered before the series go. The caller waited for that answer
+  // through gRPC, whose own synchronisation ThreadSanitizer cannot see (Debian's library is not
+  // instrumented): without this, a shutdown right after a call is reported as a race.
+  ~SeriesByPath() { std::lock_guard lock(mutex_); }
+
   // Runs change(counters) on the series of (domain, path), zero the first time, under the lock.
   template <typename Change>
   void update(std::string_view domain, std::string_view path, Change change) {
