@@ -178,6 +178,19 @@ HttpResponse policy_backend_error_response(bool allow, bool for_nginx, const Err
   return response;
 }
 
+HttpResponse held_answers_full_response(Micros delay) {
+  HttpResponse response{.status = 403};
+  response.content_type = {};  // as nginx's other answers: no body, no type
+  response.headers.emplace_back("X-Spillway-Denied-By", "server.max_delayed");
+  response.headers.emplace_back("Retry-After",
+                                std::to_string(ceil_to_unit(delay, kMicrosPerSecond)));
+  return response;
+}
+
+void mark_released_early(HttpResponse& response) {
+  response.headers.emplace_back("X-Spillway-Released", "shutdown");
+}
+
 HttpResponse reservation_refused_response(const Error& error) {
   std::string body;
   JsonWriter(body)

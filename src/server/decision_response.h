@@ -19,6 +19,12 @@ namespace spillway::server {
 // time the answer was held before it was sent.
 inline constexpr std::string_view kDelayHeader = "X-Spillway-Delay-Ms";
 
+// GET /v1/auth admitted after `delay` µs while server.max_delayed answers are held already: a
+// 403 for nginx (X-Spillway-Denied-By: server.max_delayed, Retry-After: the delay in s).
+HttpResponse held_answers_full_response(Micros delay);
+// The mark of a held answer sent before its time, at shutdown (X-Spillway-Released: shutdown).
+void mark_released_early(HttpResponse& response);
+
 // `status` with {"error": message}.
 HttpResponse error_response(int status, std::string_view message);
 

@@ -430,7 +430,7 @@ void Service::hold(HttpResponse response, Micros delay, const Reply& reply) {
   const auto released_early = [this](HttpResponse& answer) {
     // Shutdown: the request was admitted and charged; it goes now rather than never.
     metrics_.delayed("released_early");
-    answer.headers.emplace_back("X-Spillway-Released", "shutdown");
+    mark_released_early(answer);
   };
   const int status = held->status;
   switch (held_.hold(delay, [held, reply, released_early](bool early) {
@@ -450,12 +450,7 @@ void Service::hold(HttpResponse response, Micros delay, const Reply& reply) {
   // server.max_delayed answers are held already: denied, for nginx (its charge stays: the
   // limiter errs towards less traffic, never more).
   metrics_.delayed("refused");
-  HttpResponse refused{.status = 403};
-  refused.content_type = {};
-  refused.headers.emplace_back("X-Spillway-Denied-By", "server.max_delayed");
-  refused.headers.emplace_back("Retry-After",
-                               std::to_string(ceil_to_unit(delay, kMicrosPerSecond)));
-  reply(std::move(refused));
+  reply(held_answers_full_response(delay));
 }
 
 std::size_t Service::release_held() { return held_.release_all(); }

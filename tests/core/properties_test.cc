@@ -27,9 +27,12 @@
 #include "src/core/sliding_window.h"
 #include "src/core/token_bucket.h"
 #include "tests/core/state_testing.h"
+#include "tests/support/whole_range.h"
 
 namespace spillway {
 namespace {
+
+using testing::pick_whole_range;
 
 using core::FixedWindowState;
 using core::GcraState;
@@ -63,31 +66,24 @@ struct Params {
   std::int64_t burst;
 };
 
-// A value in [lo, hi) drawn from the whole range whatever rapidcheck's current size (inRange alone
-// shrinks its range with the size, which would make most early traces trivial). Still shrinks.
-template <typename T>
-T pick(T lo, T hi) {
-  return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
-}
-
 Params gen_params() {
   Params p{};
-  p.limit = pick<std::int64_t>(1, 51);
-  switch (pick(0, 4)) {
+  p.limit = pick_whole_range<std::int64_t>(1, 51);
+  switch (pick_whole_range(0, 4)) {
     case 0:  // tiny periods: T below 1 µs when P < L
-      p.period = pick<Micros>(1, 100);
+      p.period = pick_whole_range<Micros>(1, 100);
       break;
     case 1:  // whole-µs emission interval
-      p.period = p.limit * pick<Micros>(1, 200'001);
+      p.period = p.limit * pick_whole_range<Micros>(1, 200'001);
       break;
     case 2:  // round seconds
-      p.period = kMicrosPerSecond * pick<Micros>(1, 11);
+      p.period = kMicrosPerSecond * pick_whole_range<Micros>(1, 11);
       break;
     default:
-      p.period = pick<Micros>(1, 10'000'001);
+      p.period = pick_whole_range<Micros>(1, 10'000'001);
       break;
   }
-  p.burst = pick<std::int64_t>(1, 61);
+  p.burst = pick_whole_range<std::int64_t>(1, 61);
   return p;
 }
 
@@ -95,24 +91,25 @@ std::vector<Req> gen_trace(const Params& p, Micros start_max = 1'000'000'000'000
   const int n = *rc::gen::inRange(1, 201);
   const Micros tee = std::max<Micros>(1, p.period / p.limit);
   const std::int64_t cost_top = std::max(p.limit, p.burst) + 3;  // exclusive
-  Micros t = pick<Micros>(0, start_max);
+  Micros t = pick_whole_range<Micros>(0, start_max);
   std::vector<Req> trace;
   trace.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
-    const int kind = pick(0, 100);
+    const int kind = pick_whole_range(0, 100);
     Micros dt = 0;
     if (kind < 30) {
       dt = 0;
     } else if (kind < 65) {
-      dt = pick<Micros>(1, 2 * tee + 2);
+      dt = pick_whole_range<Micros>(1, 2 * tee + 2);
     } else if (kind < 88) {
-      dt = pick<Micros>(1, 2 * p.period + 2);
+      dt = pick_whole_range<Micros>(1, 2 * p.period + 2);
     } else {
-      dt = -pick<Micros>(1, p.period + 2);
+      dt = -pick_whole_range<Micros>(1, p.period + 2);
     }
     t = std::max<Micros>(0, t + dt);
-    const int ck = pick(0, 10);
-    const std::int64_t cost = ck == 0 ? 0 : (ck < 6 ? 1 : pick<std::int64_t>(0, cost_top));
+    const int ck = pick_whole_range(0, 10);
+    const std::int64_t cost =
+        ck == 0 ? 0 : (ck < 6 ? 1 : pick_whole_range<std::int64_t>(0, cost_top));
     trace.push_back(Req{t, cost});
   }
   return trace;
@@ -454,10 +451,10 @@ RC_GTEST_PROP(Properties, SlidingWindowMatchesReferenceModel, ()) {
 
 // Log-uniform-ish: a decimal order of magnitude first, then a value below it.
 std::int64_t log_pick(int max_exp10) {
-  const int e = pick(0, max_exp10 + 1);
+  const int e = pick_whole_range(0, max_exp10 + 1);
   std::int64_t top = 1;
   for (int i = 0; i < e; ++i) top *= 10;
-  return pick<std::int64_t>(1, top + 1);
+  return pick_whole_range<std::int64_t>(1, top + 1);
 }
 
 template <typename State>

@@ -30,9 +30,12 @@
 #include "spillway/limit.h"
 #include "src/core/charge_mark.h"
 #include "tests/core/state_testing.h"
+#include "tests/support/whole_range.h"
 
 namespace spillway {
 namespace {
+
+using testing::pick_whole_range;
 
 using test_util::AlgoTraits;
 using test_util::limit_for;
@@ -42,11 +45,6 @@ using test_util::show_state;
 template <typename State>
 class Settle : public ::testing::Test {};
 TYPED_TEST_SUITE(Settle, test_util::AllStateTypes, test_util::AlgorithmNames);
-
-template <typename T>
-T pick_between(T lo, T hi) {
-  return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
-}
 
 // The largest cost `state` admits at `now` (admission is monotone in the cost).
 template <typename State>
@@ -73,20 +71,20 @@ void charge(State& state, const Limit& limit, Micros now, std::int64_t cost) {
 
 template <typename State>
 Limit gen_limit() {
-  const std::int64_t l = pick_between<std::int64_t>(1, 41);
+  const std::int64_t l = pick_whole_range<std::int64_t>(1, 41);
   Micros period = 0;
-  switch (pick_between(0, 3)) {
+  switch (pick_whole_range(0, 3)) {
     case 0:
-      period = pick_between<Micros>(1, 100);
+      period = pick_whole_range<Micros>(1, 100);
       break;
     case 1:
-      period = l * pick_between<Micros>(1, 10'001);
+      period = l * pick_whole_range<Micros>(1, 10'001);
       break;
     default:
-      period = pick_between<Micros>(1, 10'000'001);
+      period = pick_whole_range<Micros>(1, 10'000'001);
       break;
   }
-  return limit_for<State>(l, period, pick_between<std::int64_t>(1, 41));
+  return limit_for<State>(l, period, pick_whole_range<std::int64_t>(1, 41));
 }
 
 struct Open {
@@ -105,29 +103,29 @@ TYPED_TEST(Settle, NeverCreditsMoreThanTheActualCostsWould) {
     State model{};
     std::vector<Open> open;
     std::string log = "limit " + limit.describe() + ":";
-    Micros now = pick_between<Micros>(0, 1'000'000'000);
+    Micros now = pick_whole_range<Micros>(0, 1'000'000'000);
     Micros seen = now;
     const int steps = *rc::gen::inRange(1, 120);
     for (int step = 0; step < steps; ++step) {
-      const int kind = pick_between(0, 100);
+      const int kind = pick_whole_range(0, 100);
       if (kind < 25) {
-        now += pick_between<Micros>(0, 2 * tee + 2);
+        now += pick_whole_range<Micros>(0, 2 * tee + 2);
       } else if (kind < 32) {
-        now += pick_between<Micros>(0, 2 * limit.period() + 2);
+        now += pick_whole_range<Micros>(0, 2 * limit.period() + 2);
       } else if (kind < 35) {
-        now = std::max<Micros>(0, now - pick_between<Micros>(0, limit.period() + 1));
+        now = std::max<Micros>(0, now - pick_whole_range<Micros>(0, limit.period() + 1));
       } else if (kind < 50) {  // a plain check
-        const std::int64_t cost = pick_between<std::int64_t>(0, top + 1);
+        const std::int64_t cost = pick_whole_range<std::int64_t>(0, top + 1);
         log += " check(" + std::to_string(now) + "," + std::to_string(cost) + ")";
         if (core::decide(key, limit, now, cost).allowed) charge(model, limit, now, cost);
       } else if (kind < 78) {  // a reservation; its actual cost is known to the model in advance
-        const std::int64_t estimate = pick_between<std::int64_t>(1, top + 1);
-        const int fate = pick_between(0, 10);
+        const std::int64_t estimate = pick_whole_range<std::int64_t>(1, top + 1);
+        const int fate = pick_whole_range(0, 10);
         const std::int64_t actual =
             fate == 0 ? 0
-                      : (fate < 7 ? pick_between<std::int64_t>(0, estimate + 1)
-                                  : estimate + pick_between<std::int64_t>(0, top + 1));
-        const bool expires = pick_between(0, 8) == 0;
+                      : (fate < 7 ? pick_whole_range<std::int64_t>(0, estimate + 1)
+                                  : estimate + pick_whole_range<std::int64_t>(0, top + 1));
+        const bool expires = pick_whole_range(0, 8) == 0;
         log += " reserve(" + std::to_string(now) + "," + std::to_string(estimate) + "->" +
                (expires ? std::string("expires") : std::to_string(actual)) + ")";
         if (core::decide(key, limit, now, estimate).allowed) {
@@ -140,7 +138,7 @@ TYPED_TEST(Settle, NeverCreditsMoreThanTheActualCostsWould) {
         }
       } else if (!open.empty()) {  // settle one open reservation
         const std::size_t i =
-            static_cast<std::size_t>(pick_between<int>(0, static_cast<int>(open.size())));
+            static_cast<std::size_t>(pick_whole_range<int>(0, static_cast<int>(open.size())));
         const Open r = open[i];
         open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
         log += " settle(" + std::to_string(now) + "," + std::to_string(r.estimate) + "->" +
@@ -191,18 +189,18 @@ TYPED_TEST(Settle, AReservationSettledAloneLeavesTheKeyAsTheActualCostWould) {
     const std::int64_t top = max_cost<State>(limit);
     // A history first, so that the key is not always fresh.
     State key{};
-    Micros now = pick_between<Micros>(0, 1'000'000'000);
-    for (int i = pick_between(0, 6); i > 0; --i) {
-      now += pick_between<Micros>(0, limit.period() + 1);
-      core::decide(key, limit, now, pick_between<std::int64_t>(0, top + 1));
+    Micros now = pick_whole_range<Micros>(0, 1'000'000'000);
+    for (int i = pick_whole_range(0, 6); i > 0; --i) {
+      now += pick_whole_range<Micros>(0, limit.period() + 1);
+      core::decide(key, limit, now, pick_whole_range<std::int64_t>(0, top + 1));
     }
-    const std::int64_t estimate = pick_between<std::int64_t>(1, top + 1);
-    const std::int64_t actual = pick_between<std::int64_t>(0, estimate + 1);
+    const std::int64_t estimate = pick_whole_range<std::int64_t>(1, top + 1);
+    const std::int64_t actual = pick_whole_range<std::int64_t>(0, estimate + 1);
     State model = key;
     if (!core::decide(key, limit, now, estimate).allowed) return;
     const core::ChargeMark mark = core::mark(key, limit);
     charge(model, limit, now, actual);
-    const Micros later = now + pick_between<Micros>(0, 2 * limit.period() + 2);
+    const Micros later = now + pick_whole_range<Micros>(0, 2 * limit.period() + 2);
     const std::int64_t back = core::settle(key, limit, later, actual - estimate, mark);
     RC_ASSERT(back <= estimate - actual);
     if (!still_counts<State>(limit, mark.at, later)) return;

@@ -20,9 +20,12 @@
 #include "src/core/gcra.h"
 #include "src/core/token_bucket.h"
 #include "tests/core/state_testing.h"
+#include "tests/support/whole_range.h"
 
 namespace spillway {
 namespace {
+
+using testing::pick_whole_range;
 
 using test_util::make_limit;
 using test_util::show;
@@ -40,49 +43,44 @@ struct ShapedCase {
   std::vector<ShapedRequest> trace;
 };
 
-template <typename T>
-T shaped_pick(T lo, T hi) {
-  return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
-}
-
 // Traces that mostly move forward in steps near T, with bursts at one instant (what shaping is
 // for), some pauses and, unless `forward_only`, some steps back.
 ShapedCase gen_shaped_case(bool forward_only) {
   ShapedCase c{};
-  c.limit = shaped_pick<std::int64_t>(1, 41);
-  c.period = shaped_pick(0, 3) == 0 ? shaped_pick<Micros>(1, 200)
-                                    : c.limit * shaped_pick<Micros>(1, 100'001);
-  c.burst = shaped_pick<std::int64_t>(1, 21);
+  c.limit = pick_whole_range<std::int64_t>(1, 41);
+  c.period = pick_whole_range(0, 3) == 0 ? pick_whole_range<Micros>(1, 200)
+                                         : c.limit * pick_whole_range<Micros>(1, 100'001);
+  c.burst = pick_whole_range<std::int64_t>(1, 21);
   const Micros tee = std::max<Micros>(1, c.period / c.limit);
-  switch (shaped_pick(0, 4)) {
+  switch (pick_whole_range(0, 4)) {
     case 0:
-      c.max_delay = shaped_pick<Micros>(1, tee + 2);  // less than one request's worth
+      c.max_delay = pick_whole_range<Micros>(1, tee + 2);  // less than one request's worth
       break;
     case 1:
-      c.max_delay = shaped_pick<Micros>(1, 3 * c.period + 2);
+      c.max_delay = pick_whole_range<Micros>(1, 3 * c.period + 2);
       break;
     default:
-      c.max_delay = tee * shaped_pick<Micros>(1, 30);
+      c.max_delay = tee * pick_whole_range<Micros>(1, 30);
       break;
   }
   const int n = *rc::gen::inRange(1, 151);
-  Micros t = shaped_pick<Micros>(0, 1'000'000'000'000);
+  Micros t = pick_whole_range<Micros>(0, 1'000'000'000'000);
   for (int i = 0; i < n; ++i) {
-    const int kind = shaped_pick(0, 100);
+    const int kind = pick_whole_range(0, 100);
     Micros dt = 0;
     if (kind < 40) {
       dt = 0;
     } else if (kind < 80) {
-      dt = shaped_pick<Micros>(1, 2 * tee + 2);
+      dt = pick_whole_range<Micros>(1, 2 * tee + 2);
     } else if (kind < 92 || forward_only) {
-      dt = shaped_pick<Micros>(1, 2 * c.period + c.max_delay + 2);
+      dt = pick_whole_range<Micros>(1, 2 * c.period + c.max_delay + 2);
     } else {
-      dt = -shaped_pick<Micros>(1, c.period + 2);
+      dt = -pick_whole_range<Micros>(1, c.period + 2);
     }
     t = std::max<Micros>(0, t + dt);
-    const int ck = shaped_pick(0, 10);
+    const int ck = pick_whole_range(0, 10);
     const std::int64_t cost =
-        ck == 0 ? 0 : (ck < 7 ? 1 : shaped_pick<std::int64_t>(0, c.burst + 3));
+        ck == 0 ? 0 : (ck < 7 ? 1 : pick_whole_range<std::int64_t>(0, c.burst + 3));
     c.trace.push_back({t, cost});
   }
   return c;
@@ -114,7 +112,7 @@ struct QueueModel {
   std::int64_t scale;     // L' = L / gcd(L, P): model times are µs * scale
   std::int64_t interval;  // T * scale = P'
   std::int64_t burst;
-  std::int64_t max_delay;  // µs
+  std::int64_t max_delay;       // µs
   std::int64_t queue_end = -1;  // q, scaled; -1: empty since forever
   std::int64_t seen = -1;       // the latest time seen by an admission, µs
 
@@ -130,7 +128,8 @@ struct QueueModel {
     const std::int64_t longest = cost > 0 ? max_delay : 0;
     const std::int64_t at = std::max<std::int64_t>(now, seen);
     const std::int64_t q = std::max<std::int64_t>(queue_end, at * scale);
-    const std::int64_t proceed = std::max<std::int64_t>(at * scale, q + cost * interval - burst * interval);
+    const std::int64_t proceed =
+        std::max<std::int64_t>(at * scale, q + cost * interval - burst * interval);
     // The wait in whole µs, rounded up.
     const std::int64_t wait = (proceed - at * scale + scale - 1) / scale;
     if (wait > longest) return {false, 0};
@@ -156,8 +155,9 @@ void check_against_queue_model(Algorithm algorithm) {
     const Decision d = core::decide(s, lim, r.now, r.cost);
     const QueueModel::Answer want = model.offer(r.now, r.cost);
     const auto context = [&] {
-      return describe_case(c, i) + "\ndecision: " + show(d) + "\nmodel: allowed=" +
-             (want.allowed ? "true" : "false") + " delay=" + std::to_string(want.delay);
+      return describe_case(c, i) + "\ndecision: " + show(d) +
+             "\nmodel: allowed=" + (want.allowed ? "true" : "false") +
+             " delay=" + std::to_string(want.delay);
     };
     SHAPED_CHECK(d.allowed == want.allowed);
     SHAPED_CHECK(d.delay == want.delay);
@@ -273,8 +273,8 @@ RC_GTEST_PROP(ShapingProperties, NoDelayIsThePlainLimit, ()) {
 
 TEST(Shaping, FiveRequestsAtOnceAgainstOneASecondAreSpacedByASecond) {
   // nginx's limit_req rate=1r/s burst=4 nodelay-less: 1 now, then one a second.
-  const Limit lim = *make_limit(Algorithm::kGcra, 1, kMicrosPerSecond, 1)
-                         .with_max_delay(4 * kMicrosPerSecond);
+  const Limit lim =
+      *make_limit(Algorithm::kGcra, 1, kMicrosPerSecond, 1).with_max_delay(4 * kMicrosPerSecond);
   core::GcraState s;
   const Micros t0 = 5'000'000;
   for (int i = 0; i < 5; ++i) {
@@ -303,8 +303,8 @@ TEST(Shaping, ACostAboveTheBurstNeverFitsWhateverTheDelay) {
 TEST(Shaping, ADebtChargeOnADelayedKeyIsChargedUpToTheBoundPastTheQueue) {
   // 1/s, burst 1, 10 s of delay: eight queued at 0 owe 8 s. A charge without a check (usage above
   // an estimate) may go on to (1 + kDebtLimits)*B*T + D = 12 s, never further, never back.
-  const Limit lim = *make_limit(Algorithm::kGcra, 1, kMicrosPerSecond, 1)
-                         .with_max_delay(10 * kMicrosPerSecond);
+  const Limit lim =
+      *make_limit(Algorithm::kGcra, 1, kMicrosPerSecond, 1).with_max_delay(10 * kMicrosPerSecond);
   core::GcraState s;
   for (int i = 0; i < 8; ++i) ASSERT_TRUE(core::decide(s, lim, 0, 1).allowed);
   EXPECT_EQ(core::settle(s, lim, 0, 3, core::ChargeMark{.at = -1}), 3);
@@ -326,8 +326,8 @@ TEST(Shaping, ADebtChargeOnADelayedKeyIsChargedUpToTheBoundPastTheQueue) {
 }
 
 TEST(Shaping, APeekIsNeverDelayedAndADelayCountsFromTheCallersNow) {
-  const Limit lim = *make_limit(Algorithm::kGcra, 1, kMicrosPerSecond, 1)
-                         .with_max_delay(5 * kMicrosPerSecond);
+  const Limit lim =
+      *make_limit(Algorithm::kGcra, 1, kMicrosPerSecond, 1).with_max_delay(5 * kMicrosPerSecond);
   core::GcraState s;
   ASSERT_EQ(core::decide(s, lim, 10 * kMicrosPerSecond, 1).delay, 0);
   ASSERT_EQ(core::decide(s, lim, 10 * kMicrosPerSecond, 1).delay, kMicrosPerSecond);
@@ -346,8 +346,7 @@ TEST(Shaping, APeekIsNeverDelayedAndADelayCountsFromTheCallersNow) {
 }
 
 TEST(Shaping, MaxDelayIsRefusedWhereItCannotBeExact) {
-  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingLog,
-                      Algorithm::kSlidingWindow}) {
+  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingLog, Algorithm::kSlidingWindow}) {
     auto made = make_limit(a, 10, kMicrosPerSecond).with_max_delay(500'000);
     ASSERT_FALSE(made.has_value());
     EXPECT_NE(made.error().message.find("max_delay applies only to token_bucket and gcra, not " +
@@ -361,8 +360,8 @@ TEST(Shaping, MaxDelayIsRefusedWhereItCannotBeExact) {
   ASSERT_FALSE(negative.has_value());
   EXPECT_NE(negative.error().message.find("must not be negative"), std::string::npos);
   // The scaled wait must stay exact: 10^9 per µs for a year is far past 2^52.
-  auto huge = make_limit(Algorithm::kGcra, 1'000'000'000, 1).with_max_delay(
-      365 * 24 * 3600 * kMicrosPerSecond);
+  auto huge = make_limit(Algorithm::kGcra, 1'000'000'000, 1)
+                  .with_max_delay(365 * 24 * 3600 * kMicrosPerSecond);
   ASSERT_FALSE(huge.has_value());
   EXPECT_NE(huge.error().message.find("is too long for gcra 1000000000/1us"), std::string::npos)
       << huge.error().message;

@@ -26,9 +26,12 @@
 #include "src/core/token_bucket.h"
 #include "tests/core/state_testing.h"
 #include "tests/support/poll.h"
+#include "tests/support/whole_range.h"
 
 namespace spillway {
 namespace {
+
+using testing::pick_whole_range;
 
 using test_util::AlgoTraits;
 using test_util::limit_for;
@@ -53,16 +56,11 @@ MemoryStoreOptions manual_options(std::shared_ptr<ManualClock> clock, std::size_
 // Differential: one key in the store decides exactly like the pure function on its own state.
 // ------------------------------------------------------------------------------------------------
 
-template <typename T>
-T store_pick(T lo, T hi) {  // whole range regardless of rapidcheck's size; still shrinks
-  return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
-}
-
 template <typename State>
 void store_matches_pure() {
-  const std::int64_t limit = store_pick<std::int64_t>(1, 51);
-  const Micros period = store_pick<Micros>(1, 10'000'001);
-  const std::int64_t burst = store_pick<std::int64_t>(1, 61);
+  const std::int64_t limit = pick_whole_range<std::int64_t>(1, 51);
+  const Micros period = pick_whole_range<Micros>(1, 10'000'001);
+  const std::int64_t burst = pick_whole_range<std::int64_t>(1, 61);
   const Limit lim = limit_for<State>(limit, period, burst);
   const int n = *rc::gen::inRange(1, 151);
   const std::string key = *rc::gen::nonEmpty(rc::gen::container<std::string>(
@@ -75,23 +73,24 @@ void store_matches_pure() {
     bool sweep_before;
   };
   std::vector<Step> steps;
-  Micros t = store_pick<Micros>(0, 1'000'000'000'000);
+  Micros t = pick_whole_range<Micros>(0, 1'000'000'000'000);
   for (int i = 0; i < n; ++i) {
-    const int kind = store_pick(0, 10);
+    const int kind = pick_whole_range(0, 10);
     Micros dt = 0;
     if (kind < 3) {
       dt = 0;
     } else if (kind < 6) {
-      dt = store_pick<Micros>(1, period / limit + 2);
+      dt = pick_whole_range<Micros>(1, period / limit + 2);
     } else if (kind < 9) {
-      dt = store_pick<Micros>(1, 2 * period + 2);
+      dt = pick_whole_range<Micros>(1, 2 * period + 2);
     } else {
-      dt = -store_pick<Micros>(1, period + 2);
+      dt = -pick_whole_range<Micros>(1, period + 2);
     }
     t = std::max<Micros>(0, t + dt);
-    const std::int64_t cost =
-        store_pick(0, 2) == 0 ? 1 : store_pick<std::int64_t>(0, std::max(limit, burst) + 3);
-    steps.push_back(Step{t, cost, store_pick(0, 8) == 0});
+    const std::int64_t cost = pick_whole_range(0, 2) == 0
+                                  ? 1
+                                  : pick_whole_range<std::int64_t>(0, std::max(limit, burst) + 3);
+    steps.push_back(Step{t, cost, pick_whole_range(0, 8) == 0});
   }
   // A sweep at time s may forget a key that is idle at s; that changes nothing for any later
   // request at or after s. So sweep only at the earliest time still to come.

@@ -39,9 +39,12 @@
 #include "tests/support/redis_cluster.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/reservation_checks.h"
+#include "tests/support/whole_range.h"
 
 namespace spillway {
 namespace {
+
+using testing::pick_whole_range;
 
 using namespace std::chrono_literals;
 
@@ -122,12 +125,6 @@ bool same(const Result<T>& a, const Result<T>& b) {
 // The differential property.
 // ------------------------------------------------------------------------------------------------
 
-// Uniform in [lo, hi), whatever the size of the case.
-template <typename T>
-T pick_redis(T lo, T hi) {
-  return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
-}
-
 // A store compared with the memory store.
 struct Backend {
   std::string name;
@@ -197,11 +194,12 @@ std::int64_t estimate_of_cost(const Made& made) {
 }
 
 Limit random_limit() {
-  const Algorithm algorithm = kAlgorithms[static_cast<std::size_t>(pick_redis(0, kAlgorithmCount))];
-  const std::int64_t limit = pick_redis<std::int64_t>(1, 6);
-  const Micros period = pick_redis<Micros>(100, 3'001);
+  const Algorithm algorithm =
+      kAlgorithms[static_cast<std::size_t>(pick_whole_range(0, kAlgorithmCount))];
+  const std::int64_t limit = pick_whole_range<std::int64_t>(1, 6);
+  const Micros period = pick_whole_range<Micros>(100, 3'001);
   std::optional<std::int64_t> burst;
-  if (takes_burst(algorithm)) burst = pick_redis<std::int64_t>(1, 6);
+  if (takes_burst(algorithm)) burst = pick_whole_range<std::int64_t>(1, 6);
   Result<Limit> made = Limit::make(algorithm, limit, period, burst);
   if (!made) RC_FAIL("Limit::make: " + made.error().message);
   return *made;
@@ -245,7 +243,7 @@ void reservations_like_memory(bool with_cluster) {
   std::unique_ptr<RedisStore> cluster;
   bool dry_run_first = true;
   if (with_cluster) {
-    dry_run_first = pick_redis(0, 2) == 0;
+    dry_run_first = pick_whole_range(0, 2) == 0;
     cluster = open_reservation_store(testing::shared_cluster().url(), prefix, dry_run_first);
     if (!cluster) RC_FAIL("no Redis Cluster store");
     others.push_back({"cluster", cluster.get()});
@@ -258,12 +256,13 @@ void reservations_like_memory(bool with_cluster) {
   // 1 to 3 targets of 1 to 3 layers each; a later target's first layer is sometimes the first
   // target's (one key that two kinds of request share).
   std::deque<Limit> limits;  // stable addresses
-  std::vector<std::vector<RedisTestLayer>> targets(static_cast<std::size_t>(pick_redis(1, 4)));
+  std::vector<std::vector<RedisTestLayer>> targets(
+      static_cast<std::size_t>(pick_whole_range(1, 4)));
   for (std::size_t t = 0; t < targets.size(); ++t) {
-    const int layer_count = pick_redis(1, 4);
+    const int layer_count = pick_whole_range(1, 4);
     for (int j = 0; j < layer_count; ++j) {
       const std::string label = "layer" + std::to_string(j);
-      if (t > 0 && j == 0 && pick_redis(0, 4) == 0) {
+      if (t > 0 && j == 0 && pick_whole_range(0, 4) == 0) {
         targets[t].push_back({targets[0][0].key, targets[0][0].limit, label});
       } else {
         limits.push_back(random_limit());
@@ -276,15 +275,16 @@ void reservations_like_memory(bool with_cluster) {
     }
   }
   const auto pick_target = [&]() -> const std::vector<RedisTestLayer>& {
-    return targets[static_cast<std::size_t>(pick_redis<int>(0, static_cast<int>(targets.size())))];
+    return targets[static_cast<std::size_t>(
+        pick_whole_range<int>(0, static_cast<int>(targets.size())))];
   };
   // The keyed limits of a request: each layer charged the request's cost or, now and then, a
   // cost of its own (a layer that counts something else).
   const auto keyed = [](const std::vector<RedisTestLayer>& layers, std::string& text) {
     std::vector<KeyedLimit> checks;
     for (const RedisTestLayer& layer : layers) {
-      const std::int64_t own = pick_redis(0, 3) == 0
-                                   ? pick_redis<std::int64_t>(0, layer.limit->limit() + 2)
+      const std::int64_t own = pick_whole_range(0, 3) == 0
+                                   ? pick_whole_range<std::int64_t>(0, layer.limit->limit() + 2)
                                    : kRequestCost;
       checks.push_back({layer.key, layer.limit, own});
       text += " " + layer.key + (own == kRequestCost ? "" : "@" + std::to_string(own));
@@ -294,10 +294,10 @@ void reservations_like_memory(bool with_cluster) {
 
   std::vector<Made> open;
   std::vector<Made> settled;
-  Micros now = pick_redis<Micros>(1'000'000, 2'000'000);
-  const int steps = pick_redis(1, 50);
+  Micros now = pick_whole_range<Micros>(1'000'000, 2'000'000);
+  const int steps = pick_whole_range(1, 50);
   for (int s = 0; s < steps; ++s) {
-    const int kind = pick_redis(0, 100);
+    const int kind = pick_whole_range(0, 100);
     Step step = kind < 18   ? Step::kTime
                 : kind < 30 ? Step::kCheck
                 : kind < 50 ? Step::kReserve
@@ -317,13 +317,14 @@ void reservations_like_memory(bool with_cluster) {
     const std::string at = " now=" + std::to_string(now);
 
     if (step == Step::kTime) {
-      const int how = pick_redis(0, 8);
+      const int how = pick_whole_range(0, 8);
       if (how < 5) {
-        now += pick_redis<Micros>(0, 400);
+        now += pick_whole_range<Micros>(0, 400);
       } else if (how < 7) {
-        now += pick_redis<Micros>(0, 6'001);  // past every period: windows roll, buckets refill
+        now +=
+            pick_whole_range<Micros>(0, 6'001);  // past every period: windows roll, buckets refill
       } else {
-        now = std::max<Micros>(0, now - pick_redis<Micros>(0, 1'500));  // back in time
+        now = std::max<Micros>(0, now - pick_whole_range<Micros>(0, 1'500));  // back in time
       }
       continue;
     }
@@ -331,7 +332,7 @@ void reservations_like_memory(bool with_cluster) {
     if (step == Step::kCheck) {
       std::string text = "check_all" + at;
       const std::vector<KeyedLimit> checks = keyed(pick_target(), text);
-      const std::int64_t cost = pick_redis<std::int64_t>(0, 4);
+      const std::int64_t cost = pick_whole_range<std::int64_t>(0, 4);
       text += " cost=" + std::to_string(cost);
       const auto want =
           all.on_all(text, [&](Store& store) { return store.check_all(checks, cost, now); });
@@ -343,13 +344,13 @@ void reservations_like_memory(bool with_cluster) {
       std::string text = "reserve" + at;
       const std::vector<RedisTestLayer>& layers = pick_target();
       const std::vector<KeyedLimit> checks = keyed(layers, text);
-      const std::int64_t cost = pick_redis<std::int64_t>(0, 4);
+      const std::int64_t cost = pick_whole_range<std::int64_t>(0, 4);
       Made made;
       made.id = new_reservation_id();
       for (std::size_t j = 0; j < layers.size(); ++j) {
         made.labels.push_back(layers[j].label);
         made.estimates.push_back(cost_of(checks[j], cost));
-        made.metered.push_back(pick_redis(0, 3) == 0);
+        made.metered.push_back(pick_whole_range(0, 3) == 0);
       }
       std::vector<ReservedLayer> reserved;  // views of made.labels, complete by now
       for (std::size_t j = 0; j < layers.size(); ++j) {
@@ -377,12 +378,13 @@ void reservations_like_memory(bool with_cluster) {
       for (const RedisTestLayer& layer : layers) {
         const std::int64_t room = std::max(layer.limit->limit(), layer.limit->burst());
         most = std::max(most, room);
-        const std::int64_t own =
-            pick_redis(0, 3) == 0 ? pick_redis<std::int64_t>(0, room + 4) : kRequestCost;
+        const std::int64_t own = pick_whole_range(0, 3) == 0
+                                     ? pick_whole_range<std::int64_t>(0, room + 4)
+                                     : kRequestCost;
         checks.push_back({layer.key, layer.limit, own});
         text += " " + layer.key + (own == kRequestCost ? "" : "@" + std::to_string(own));
       }
-      const std::int64_t cost = pick_redis<std::int64_t>(0, most + 4);
+      const std::int64_t cost = pick_whole_range<std::int64_t>(0, most + 4);
       text += " cost=" + std::to_string(cost);
       const Result<StoreRequest> request =
           StoreRequest::make(checks, cost, now, Operation::kCharge);
@@ -397,10 +399,10 @@ void reservations_like_memory(bool with_cluster) {
     }
 
     if (step == Step::kAgain) {  // a second settlement of a settled id: a conflict everywhere
-      const Made& made =
-          settled[static_cast<std::size_t>(pick_redis<int>(0, static_cast<int>(settled.size())))];
-      const bool cancel = pick_redis(0, 2) == 0;
-      const std::int64_t cost = pick_redis<std::int64_t>(0, 5);
+      const Made& made = settled[static_cast<std::size_t>(
+          pick_whole_range<int>(0, static_cast<int>(settled.size())))];
+      const bool cancel = pick_whole_range(0, 2) == 0;
+      const std::int64_t cost = pick_whole_range<std::int64_t>(0, 5);
       const Settlement settlement{.id = made.id, .cancel = cancel, .cost = cost, .now = now};
       const auto want = all.on_all(
           "settle again " + made.id + (cancel ? " cancel" : " cost=" + std::to_string(cost)) + at,
@@ -420,7 +422,7 @@ void reservations_like_memory(bool with_cluster) {
 
     // The others settle (or try to settle) an open reservation.
     const std::size_t index =
-        static_cast<std::size_t>(pick_redis<int>(0, static_cast<int>(open.size())));
+        static_cast<std::size_t>(pick_whole_range<int>(0, static_cast<int>(open.size())));
     const Made& made = open[index];
     std::vector<LayerCost> costs;
     std::optional<std::int64_t> single;
@@ -428,41 +430,44 @@ void reservations_like_memory(bool with_cluster) {
     if (step == Step::kUnknownLabel) {
       // Refused, changing nothing: the reservation stays open, and a valid settlement of it (now
       // or later) still works.
-      if (pick_redis(0, 2) == 0) costs.push_back({made.labels.front(), 0});
+      if (pick_whole_range(0, 2) == 0) costs.push_back({made.labels.front(), 0});
       costs.push_back({"no-such-layer", 1});
-      if (pick_redis(0, 2) == 0) std::reverse(costs.begin(), costs.end());
+      if (pick_whole_range(0, 2) == 0) std::reverse(costs.begin(), costs.end());
       const Settlement settlement{.id = made.id, .costs = costs, .now = now};
       const auto want = all.on_all("settle " + made.id + " naming an unknown label" + at,
                                    [&](Store& store) { return store.settle_and_wait(settlement); });
       if (want || want.error().code != Errc::kInvalidArgument) {
         all.fail("expected kInvalidArgument");
       }
-      if (pick_redis(0, 2) == 0) continue;
+      if (pick_whole_range(0, 2) == 0) continue;
       costs.clear();
       single = estimate_of_cost(made);
     } else if (step == Step::kCommit) {
       const std::int64_t estimate = estimate_of_cost(made);
-      const int fate = pick_redis(0, 3);
-      single = fate == 0   ? (estimate == 0 ? 0 : pick_redis<std::int64_t>(0, estimate))  // below
-               : fate == 1 ? estimate                                                     // at
-                           : estimate + pick_redis<std::int64_t>(1, 5);  // above: debt
+      const int fate = pick_whole_range(0, 3);
+      single = fate == 0
+                   ? (estimate == 0 ? 0 : pick_whole_range<std::int64_t>(0, estimate))  // below
+               : fate == 1 ? estimate                                                   // at
+                           : estimate + pick_whole_range<std::int64_t>(1, 5);  // above: debt
     } else if (step == Step::kCommitByLabel) {
       for (std::size_t j = 0; j < made.labels.size(); ++j) {
-        if (pick_redis(0, 2) == 0) {
-          costs.push_back({made.labels[j], pick_redis<std::int64_t>(0, made.estimates[j] + 4)});
+        if (pick_whole_range(0, 2) == 0) {
+          costs.push_back(
+              {made.labels[j], pick_whole_range<std::int64_t>(0, made.estimates[j] + 4)});
         }
       }
       if (costs.empty()) {
         costs.push_back(
-            {made.labels.back(), pick_redis<std::int64_t>(0, made.estimates.back() + 4)});
+            {made.labels.back(), pick_whole_range<std::int64_t>(0, made.estimates.back() + 4)});
       }
-      if (pick_redis(0, 2) == 0) std::reverse(costs.begin(), costs.end());
-      if (pick_redis(0, 3) == 0) single = pick_redis<std::int64_t>(0, estimate_of_cost(made) + 4);
+      if (pick_whole_range(0, 2) == 0) std::reverse(costs.begin(), costs.end());
+      if (pick_whole_range(0, 3) == 0)
+        single = pick_whole_range<std::int64_t>(0, estimate_of_cost(made) + 4);
     } else {  // kCancel: every layer back to 0, whatever else the settlement says
       cancel = true;
-      if (pick_redis(0, 3) == 0)
-        costs.push_back({made.labels.front(), pick_redis<std::int64_t>(0, 5)});
-      if (pick_redis(0, 3) == 0) single = pick_redis<std::int64_t>(0, 5);
+      if (pick_whole_range(0, 3) == 0)
+        costs.push_back({made.labels.front(), pick_whole_range<std::int64_t>(0, 5)});
+      if (pick_whole_range(0, 3) == 0) single = pick_whole_range<std::int64_t>(0, 5);
     }
     std::string text = "settle " + made.id + (cancel ? " cancel" : "");
     if (single) text += " cost=" + std::to_string(*single);
