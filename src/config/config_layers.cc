@@ -27,6 +27,14 @@ struct LayerContext {
   Micros max_delay = 0;
 };
 
+// "off", "0" or a zero with a valid unit ("0ms", "00s"): a field that may be switched off.
+bool is_zero_duration(const std::string& text) {
+  if (text == "off") return true;
+  const std::size_t unit = text.find_first_not_of('0');
+  if (text.empty() || unit == 0) return false;  // empty, or does not start with 0
+  return unit == std::string::npos || parse_duration("1" + text.substr(unit)).has_value();
+}
+
 // "60/min", checked by Limit::make so that a config that validates can always be built.
 RateSpec parse_rate_spec(const YAML::Node& node, const std::string& path,
                          const LayerContext& layer) {
@@ -282,7 +290,9 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
   if (const Entry* delay = fields.find("max_delay"))
     collect([&] {
       const std::string delay_path = fields.path("max_delay");
-      const Micros value = std::chrono::microseconds(millis(*delay, delay_path)).count();
+      // `off`, `0`, or a zero with a unit (`0ms`): no delay (a duration is otherwise above 0).
+      const bool off = delay->value.IsScalar() && is_zero_duration(delay->value.Scalar());
+      const Micros value = off ? 0 : std::chrono::microseconds(millis(*delay, delay_path)).count();
       if (value > 0 && !takes_max_delay(context.algorithm)) {
         fail(delay->value, delay_path, max_delay_not_taken_message(context.algorithm));
       }

@@ -98,6 +98,22 @@ TEST(ShapingConfig, EveryWrongMaxDelayIsRefusedNamingTheFieldAndWhy) {
       << window.error().message;
 }
 
+TEST(ShapingConfig, ZeroOrOffIsNoDelayOnAnyAlgorithm) {
+  for (const char* off : {"0", "off", "0ms", "00s"}) {
+    Result<Config> config = parse_config(
+        shaped_layer("    algorithm: fixed_window\n    max_delay: " + std::string(off) + "\n"));
+    ASSERT_TRUE(config.has_value()) << off << ": " << config.error().message;
+    EXPECT_EQ(config->policy.layers[0].max_delay, 0);
+  }
+  // A zero that is not a duration is still an error naming the field.
+  for (const char* bad : {"0.5s", "0x", "0 ms", "Off"}) {
+    Result<Config> config = parse_config(shaped_layer("    max_delay: " + std::string(bad) + "\n"));
+    ASSERT_FALSE(config.has_value()) << bad;
+    EXPECT_NE(config.error().message.find("layers[0].max_delay"), std::string::npos)
+        << config.error().message;
+  }
+}
+
 TEST(ShapingConfig, MaxDelayedZeroIsAllowedAndMeansNoneHeld) {
   Result<Config> config = parse_config("server:\n  max_delayed: 0\n");
   ASSERT_TRUE(config.has_value()) << config.error().message;
