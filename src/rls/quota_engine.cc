@@ -194,7 +194,8 @@ void QuotaStream::next(std::shared_ptr<Report> report) {
       leave(key, held);
       held.path = match.stat_path;
     }
-    const std::int64_t demand = demand_of(usage, gap, fill);
+    const std::int64_t demand =
+        held.demand.add(saturating_add(usage.allowed, usage.denied), gap, fill);
     return share(std::move(report), limit, std::move(key), ttl, fill, demand);
   }
   Done done = std::move(report->done);
@@ -274,9 +275,14 @@ void QuotaStream::limited(std::shared_ptr<Report> report, const Limit& limit, st
   if (same) fill = known.fill_interval;
   // A new bucket starts full (size); the refill, tokens per fill seconds, is charged from where
   // the last charge ended to the expiry Envoy arms (a trip after now) — whole seconds as it reads.
+  // The same bucket again pays what its whole refill up to the new expiry, rounded up once, adds
+  // to what it paid (rounding each report's part up would overcharge a token per report).
   const Micros from = same ? std::max(known.charged_until, now) : now;
-  const std::int64_t charge =
-      (same ? 0 : std::int64_t{size}) + QuotaCost::refill(tokens, fill, until - from);
+  const std::int64_t refill =
+      same ? std::max<std::int64_t>(0, QuotaCost::refill(tokens, fill, until - known.refill_start) -
+                                           known.refill_charged)
+           : QuotaCost::refill(tokens, fill, until - from);
+  const std::int64_t charge = (same ? 0 : std::int64_t{size}) + refill;
   // Kept as a reservation until it is settled (the next reports), at most a day past its span.
   const Micros keep =
       (until - now) + 2 * std::max<Micros>(interval_, kMicrosPerSecond) + 10 * kMicrosPerSecond;
@@ -326,7 +332,12 @@ void QuotaStream::limited(std::shared_ptr<Report> report, const Limit& limit, st
       close(held);
       held.tokens = 0;
     } else {
-      if (!same) close(held);  // Envoy replaces its bucket: the old one's charges settle
+      if (!same) {
+        close(held);  // Envoy replaces its bucket: the old one's charges settle
+        held.refill_start = held_charge->from;
+        held.refill_charged = 0;
+      }
+      held.refill_charged += held_charge->estimate - held_charge->size;
       held.open.push_back(std::move(*held_charge));
       held.tokens = tokens;
       held.max_tokens = size;

@@ -5,25 +5,25 @@
 // the same rules file and the same shared key as ShouldRateLimit (rls_match.h), so RLS calls and
 // RLQS quotas count against one limit. A limited bucket gets a token bucket in the terms Envoy's
 // filter reads (docs/SPEC.md §9.7): every duration whole seconds; `fill_interval` F = the limit's
-// period (at least 1 s); `tokens_per_fill` r = the Envoy's max-min fair share, per F, of the
-// limit between the Envoys (streams, on every server of the backend: QuotaShares) holding the
-// bucket by their demands (what each saw; a starting size while not known), plus an even part of
-// what the shares leave, up to 1.25 × its demand; `max_tokens` =
-// what r/F brings in one ttl; ttl = the longest time I seen between two reports of a bucket on
-// the stream + max(I/2, 600 ms), rounded up (60 s or less before any is seen). Before an
-// assignment is sent, what Envoy can admit under it is charged to the shared key as a reservation
-// — quota leases handed to Envoy (§2.3): a changed bucket costs max_tokens (Envoy starts it full)
-// plus its refill r/F per second until the expiry (+ kQuotaGrace for the answer's trip); the same
-// bucket again costs the refill from the end of the last charge to the new expiry. What Envoy
-// did not use comes back by settling those reservations (§2.1's refund rule): all of what its
-// reports did not use once its bucket is replaced, ended or abandoned; while it is extended,
-// what was produced and could no longer be held (more than max_tokens past what it used). A share
-// within a tenth of the bucket in force keeps it. When the shared key has less left than a new
-// bucket costs, the bucket in force is extended instead, else a smaller one, and with nothing
-// left DENY_ALL. A bucket without requests for kQuotaIdleReports reports (and 10 s) is abandoned
-// (AbandonAction). No rule or an unknown domain: ALLOW_ALL; `unlimited`: ALLOW_ALL;
-// requests_per_unit 0: DENY_ALL; a bucket naming a caller whose tenant record is blocked
-// (rls.tenant_key): DENY_ALL, nothing charged.
+// period (at least 1 s); `tokens_per_fill` r = the Envoy's max-min fair share, per F, of the limit
+// between the Envoys (streams, on every server of the backend: QuotaShares) holding the bucket by
+// their demands (what each saw, over at least 1 s of reports: quota_demand.h; a starting size while
+// not known), plus an even part of what the shares leave, up to 1.25 × its demand; `max_tokens` =
+// what r/F brings in one ttl; ttl = the longest time I seen between two reports of a bucket on the
+// stream + max(I/2, 600 ms), rounded up (60 s or less before any is seen). Before an assignment is
+// sent, what Envoy can admit under it is charged to the shared key as a reservation — quota leases
+// handed to Envoy (§2.3): a changed bucket costs max_tokens (Envoy starts it full) plus its refill
+// r/F per second until the expiry (+ kQuotaGrace for the answer's trip); the same bucket again
+// costs the refill from the end of the last charge to the new expiry (rounded up once over the
+// bucket's life, not per report). What Envoy did not use comes back by settling those reservations
+// (§2.1's refund rule): all of what its reports did not use once its bucket is replaced, ended or
+// abandoned; while it is extended, what was produced and could no longer be held (more than
+// max_tokens past what it used). A share within a tenth of the bucket in force keeps it. When the
+// shared key has less left than a new bucket costs, the bucket in force is extended instead, else a
+// smaller one, and with nothing left DENY_ALL. A bucket without requests for kQuotaIdleReports
+// reports (and 10 s) is abandoned (AbandonAction). No rule or an unknown domain: ALLOW_ALL;
+// `unlimited`: ALLOW_ALL; requests_per_unit 0: DENY_ALL; a bucket naming a caller whose tenant
+// record is blocked (rls.tenant_key): DENY_ALL, nothing charged.
 //
 // The bound holds while Envoy does what its filter (global_client_impl.cc) does: an assignment
 // whose max_tokens, tokens_per_fill and fill_interval.nanos equal the one in force keeps the
@@ -47,6 +47,7 @@
 #include "spillway/quota_shares.h"
 #include "spillway/store.h"
 #include "src/config/config.h"
+#include "src/rls/quota_demand.h"
 #include "src/rls/rls_config.h"
 #include "src/rls/rls_request.h"
 #include "src/rls/series_by_path.h"
@@ -162,9 +163,12 @@ class QuotaStream {
     std::uint32_t max_tokens = 0;  // and its max_tokens
     Micros fill_interval = 0;      // whole seconds
     Micros charged_until = 0;      // the refill was charged up to here (the expiry + kQuotaGrace)
-    Micros last_report = -1;       // when this bucket was last reported (server clock; -1: never)
-    Micros idle_since = -1;        // the start of the reports without requests in a row (-1: none)
+    Micros refill_start = 0;       // from here (when the bucket in force began)
+    std::int64_t refill_charged = 0;  // its refill charged so far: rounded up once, not per report
+    Micros last_report = -1;  // when this bucket was last reported (server clock; -1: never)
+    Micros idle_since = -1;   // the start of the reports without requests in a row (-1: none)
     int idle_reports = 0;
+    DemandWindow demand;       // the Envoy's demand (quota_demand.h)
     std::string path;          // the metrics label (the rules' stat path)
     bool member = false;       // in QuotaShares
     std::vector<Charge> open;  // the charges of the bucket in force, oldest first

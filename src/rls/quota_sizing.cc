@@ -43,13 +43,6 @@ QuotaSizing sizing_for(const Limit& limit, Micros ttl, Micros fill) {
   return out;
 }
 
-std::int64_t demand_of(const QuotaUsage& usage, Micros gap, Micros fill) {
-  if (gap <= 0) return -1;
-  const double seen = static_cast<double>(usage.allowed) + static_cast<double>(usage.denied);
-  const double want = std::ceil(seen * static_cast<double>(fill) / static_cast<double>(gap));
-  return static_cast<std::int64_t>(std::clamp(want, 1.0, 1e15));
-}
-
 double max_min_share(double capacity, const std::vector<std::int64_t>& demands, double unknown) {
   if (demands.empty()) return unknown;
   const auto asked = [capacity](std::int64_t d) {

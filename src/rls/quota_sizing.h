@@ -1,9 +1,9 @@
 // The sizes of RLQS token-bucket assignments (src/rls/quota_engine.h, docs/SPEC.md §9.7): the
 // assignment's time to live from the report interval seen, what an assignment costs the shared key
 // (QuotaCost: Envoy's bucket starts full and refills until its expiry), what a limit allows one
-// Envoy per fill interval (QuotaSizing), an Envoy's demand from its report, and its max-min fair
-// share of the limit by the demands. Times are Micros (every ttl whole seconds, as Envoy reads
-// only seconds); tokens and costs are the limit's units. Pure functions; thread-safe.
+// Envoy per fill interval (QuotaSizing), and an Envoy's max-min fair share of the limit by the
+// demands (src/rls/quota_demand.h measures them). Times are Micros (every ttl whole seconds, as
+// Envoy reads only seconds); tokens and costs are the limit's units. Pure functions; thread-safe.
 #pragma once
 
 #include <algorithm>
@@ -74,10 +74,6 @@ struct QuotaSizing {
 };
 
 QuotaSizing sizing_for(const Limit& limit, Micros ttl, Micros fill);
-
-// An Envoy's demand per F: the requests it saw (allowed + denied) over `gap`, scaled to F; -1
-// when not known (gap 0: a bucket Envoy just created).
-std::int64_t demand_of(const QuotaUsage& usage, Micros gap, Micros fill);
 
 // What the member whose demand is demands[0] is given of `capacity`: its max-min fair share by
 // the demands (a demand of -1, not known, asks for all: each member asking less than an even

@@ -414,8 +414,17 @@ describe('RLQS across two servers sharing one Redis', () => {
       // each share within 10 % and at least 90 % of the limit used, is checked on the injected
       // clock by QuotaEngine.EnvoysShareALimitMaxMinFairAndUseMostOfIt.
       assert.ok(all > 0, 'the Envoys admitted nothing after the warm-up');
+      // On a failure, each Envoy's assignments in turn (tokens per fill/max tokens/ttl s).
+      const told = (e) => e.assignments
+        .map((a) => (a.strategy.token_bucket
+          ? `${a.strategy.token_bucket.tokens_per_fill.value}/${a.strategy.token_bucket.max_tokens}/${a.ttl}`
+          : a.strategy.blanket_rule))
+        .join(' ');
       [0.4, 0.4, 0.2].forEach((share, i) => {
-        assert.ok(admitted[i] >= 0.7 * share * all, `Envoy ${i}: ${admitted[i]} of ${all}, max-min share ${share}`);
+        assert.ok(
+          admitted[i] >= 0.7 * share * all,
+          `Envoy ${i}: ${admitted[i]} of ${all}, max-min share ${share}; told ${envoys.map(told).join(' | ')}`,
+        );
       });
       // Per-bucket metrics, labelled by the rules' stat path (no descriptor values): server 0
       // holds Envoys 0 and 2, server 1 Envoy 1; what they used, as reported, and what was charged.

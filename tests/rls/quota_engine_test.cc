@@ -39,6 +39,9 @@ descriptors:
   - key: name
     value: closed
     rate_limit: {unit: second, requests_per_unit: 0}
+  - key: name
+    value: per_second
+    rate_limit: {unit: second, requests_per_unit: 40, algorithm: gcra, burst: 240}
 )");
   EXPECT_TRUE(domain.has_value()) << domain.error().message;
   auto all = std::make_shared<RlsRules>();
@@ -223,6 +226,7 @@ struct QeEnvoy {
   std::uint64_t denied = 0;
   std::uint64_t admitted = 0;
   int expired_before_report = 0;
+  int new_buckets = 0;  // token buckets started (a new bucket costs the shared key a full one)
 
   explicit QeEnvoy(const QuotaService& service, Micros every) : stream(service), interval(every) {}
 
@@ -232,6 +236,7 @@ struct QeEnvoy {
                       a.max_tokens == action.max_tokens &&
                       a.tokens_per_fill == action.tokens_per_fill;
     if (a.strategy == QuotaStrategy::kTokenBucket && !same) {
+      ++new_buckets;
       tokens = a.max_tokens;
       refilled = now;
       per_second =
@@ -276,14 +281,17 @@ struct QeFleet {
     e.last_report = now;
     e.receive((*got)[0], now);
   }
-  // `demand[i]` requests per 100 ms from Envoy i, for `seconds`.
-  void run(const std::vector<int>& demand, int seconds) {
+  // `demand[i]` requests per 100 ms from Envoy i, for `seconds`; with `every`, Envoy i sends
+  // demand[i] × every[i] requests at once every every[i] ticks (the same rate, in bursts).
+  void run(const std::vector<int>& demand, int seconds, const std::vector<int>& every = {}) {
     const Micros step = kSecond / 10;
     for (int tick = 0; tick < seconds * 10; ++tick) {
       const Micros now = f.clock->now();
       for (std::size_t i = 0; i < envoys.size(); ++i) {
         QeEnvoy& e = *envoys[i];
-        for (int r = 0; r < demand[i]; ++r) {
+        const int burst = every.empty() ? 1 : every[i];
+        const int sent = tick % burst == 0 ? demand[i] * burst : 0;
+        for (int r = 0; r < sent; ++r) {
           e.admit(now);
           if (!e.created) {  // the first request creates the bucket and reports it at once
             report(e, now);
@@ -346,6 +354,35 @@ TEST(QuotaEngine, EnvoysShareALimitMaxMinFairAndUseMostOfIt) {
   }
   EXPECT_GE(total, 0.9 * 40) << "the limit used under over-demand";
   EXPECT_LE(total, (2400.0 + (300 + 4) * 40) / 300) << "within the bound over the window";
+}
+
+TEST(QuotaEngine, EnvoysReportingEveryQuarterSecondAreNotResizedOnCountingNoise) {
+  // The demands of the test above on 40/s (F = 1 s), every Envoy reporting every 250 ms; the
+  // first sends its 10/s as 2 requests every 200 ms, so one report alone reads 6.7, 10 or 13.3/s.
+  // Measured over 1 s of reports the demands are steady, and extending a bucket pays its refill
+  // rounded up once, not a token more per report: once settled, no Envoy is given a new bucket
+  // (each costs the shared key a full one, never given back while others charge it), and the
+  // shares hold.
+  QuotaFixture f;
+  QeFleet fleet{f, {}, "per_second"};
+  for (int i = 0; i < 3; ++i) {
+    fleet.envoys.push_back(std::make_unique<QeEnvoy>(f.service, kSecond / 4));
+  }
+  fleet.run({1, 2, 5}, 10, {2, 1, 1});
+  std::vector<std::uint64_t> before;
+  std::vector<int> started;
+  for (const auto& e : fleet.envoys) {
+    before.push_back(e->admitted);
+    started.push_back(e->new_buckets);
+  }
+  fleet.run({1, 2, 5}, 60, {2, 1, 1});
+  const std::vector<double> share = {10, 15, 15};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const QeEnvoy& e = *fleet.envoys[i];
+    EXPECT_EQ(e.new_buckets - started[i], 0) << "Envoy " << i << " was resized";
+    const double rate = static_cast<double>(e.admitted - before[i]) / 60;
+    EXPECT_GE(rate, 0.9 * share[i]) << "Envoy " << i << " got " << rate << "/s";
+  }
 }
 
 TEST(QuotaEngine, AnIdleBucketIsAbandonedAndItsShareFreed) {
