@@ -4,8 +4,9 @@
 --
 -- KEYS[i]  the state of layer i; with a record (below), one more key last: the record's
 -- ARGV     now (µs or ''), ttl_floor (ms), mode (0 decide, 1 reserve, 2 dry), record ('' none,
---          else the record's ttl in ms), then eight values per layer i:
---          algorithm number, limit, period, burst, limit_units, period_units, max_delay, cost
+--          else the record's ttl in ms), then nine values per layer i:
+--          algorithm number, limit, period, burst, limit_units, period_units, max_delay, reserved,
+--          cost
 --          (what this layer is charged: layers may count different things, e.g. requests and
 --          tokens)
 --          then, with a record: per layer its index in the reservation (1-based), then the
@@ -38,15 +39,15 @@ local n = #KEYS
 if record_ttl ~= '' then n = n - 1 end
 local layers = {}
 for i = 1, n do
-  local a = 4 + (i - 1) * 8
+  local a = 4 + (i - 1) * 9
   layers[i] = {decide_by_id[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
                tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]),
-               tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8])}
+               tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9])}
 end
 
 local function run(i, c, commit)
   local l = layers[i]
-  return l[1](KEYS[i], l[2], l[3], l[4], l[5], l[6], l[7], c, commit)
+  return l[1](KEYS[i], l[2], l[3], l[4], l[5], l[6], l[7], l[8], c, commit)
 end
 
 local function put(out, i, r)
@@ -61,7 +62,7 @@ end
 
 local results, all_admit = {}, true
 for i = 1, n do
-  results[i] = {run(i, layers[i][8], false)}
+  results[i] = {run(i, layers[i][9], false)}
   if not results[i][1] then all_admit = false end
 end
 local undo = {}
@@ -75,7 +76,7 @@ elseif all_admit and dry then
 end
 for i = 1, n do
   if all_admit and not dry then
-    results[i] = {run(i, layers[i][8], true)}
+    results[i] = {run(i, layers[i][9], true)}
   elseif results[i][1] and not all_admit then
     results[i] = {run(i, 0, false)}
   end
@@ -84,12 +85,12 @@ end
 if all_admit and not dry and record_ttl ~= '' then
   local record = {keys = {}, layers = {}, slots = {}}
   for i = 1, n do
-    local l, algorithm = layers[i], tonumber(ARGV[5 + (i - 1) * 8])
+    local l, algorithm = layers[i], tonumber(ARGV[5 + (i - 1) * 9])
     local at, debt = mark_by_id[algorithm](KEYS[i], l[2], l[3], l[4], l[5], l[6])
-    record.keys[i] = {KEYS[i], tonumber(ARGV[4 + 8 * n + i]), algorithm, l[2], l[3], l[4], l[5],
-                      l[6], l[8], at, debt, l[7]}
+    record.keys[i] = {KEYS[i], tonumber(ARGV[4 + 9 * n + i]), algorithm, l[2], l[3], l[4], l[5],
+                      l[6], l[9], at, debt, l[7]}
   end
-  local a = 5 + 9 * n  -- m, then the triples
+  local a = 5 + 10 * n  -- m, then the triples
   for j = 1, tonumber(ARGV[a]) do
     local t = a + 3 * (j - 1)
     record.layers[j] = {ARGV[t + 1], ARGV[t + 2] == '1', tonumber(ARGV[t + 3])}

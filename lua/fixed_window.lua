@@ -1,6 +1,7 @@
   -- fixed_window: mirrors src/core/fixed_window.cc. State: pack(window, count).
   do
-    local limit, period, cost = limit + 0, period + 0, cost + 0
+    -- limit: what this request may fill, less what higher priorities keep (reserved).
+    local limit, period, cost = limit - reserved, period + 0, cost + 0
     local v = redis.call('GET', key)
     local state_window, count = 0, 0
     if v then state_window, count = unpack('<dd', v) end

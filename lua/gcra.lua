@@ -1,7 +1,9 @@
   -- gcra: mirrors src/core/gcra.cc. State: pack(tat_us, tat_rem, last),
   -- tat = tat_us + tat_rem / limit_units.
   do
-    local burst, cost, scale, interval = burst + 0, cost + 0, limit_units + 0, period_units + 0
+    -- burst: what this request may fill, less what higher priorities keep (reserved).
+    local burst, cost = burst - reserved, cost + 0
+    local scale, interval = limit_units + 0, period_units + 0
     local tolerance, max_delay = burst * interval, max_delay + 0
     if cost == 0 then max_delay = 0 end  -- a peek is never delayed
     local v = redis.call('GET', key)

@@ -6,8 +6,8 @@
 -- KEYS[i]  the state of check i
 -- ARGV     now (µs, or '' to use the server's TIME), ttl_floor (ms; 0 except in replay), then
 --          per check i: limit, period (µs), burst, limit_units, period_units, max_delay (µs, 0
---          for none), cost (in the single-algorithm scripts, one value, -1 - cost, when check i
---          has check i-1's limit)
+--          for none), reserved (capacity kept for higher priorities, 0 for none), cost (in the
+--          single-algorithm scripts, one value, -1 - cost, when check i has check i-1's limit)
 -- Returns  (single-algorithm scripts) one string: per check i, five little-endian doubles:
 --          allowed (0/1), remaining, retry_after (µs), reset_after (µs), delay (µs); the caller
 --          knows the limit. The all-or-nothing script replies with integers
@@ -26,8 +26,9 @@
 --
 -- An algorithm's block (lua/<name>.lua) is statements, not a function, for the same reason: the
 -- single-algorithm scripts are the hot path. The block reads the locals key, limit, period,
--- burst, limit_units, period_units, max_delay, cost and commit; it sets allowed (boolean),
--- remaining, retry_after and reset_after, and delay (µs, already 0) when it admits after a wait;
+-- burst, limit_units, period_units, max_delay, reserved, cost and commit; it sets allowed
+-- (boolean), remaining, retry_after and reset_after, and delay (µs, already 0) when it admits
+-- after a wait;
 -- it writes the key only when it admits cost > 0 and commit is true
 -- (false: a dry run): it sets `state` (the packed value) and `idle_at` (µs), and lua/write.lua,
 -- pasted after it, writes them with the TTL. The numbers may arrive as ARGV

@@ -22,21 +22,22 @@
 -- settlement finds it (2) until the reservation would have expired.
 --
 -- Debt     (Operation::kCharge: usage reported after the work, no reservation) ARGV[3] 'debt':
---          KEYS[i] a key, ARGV[4..] eight values per key as lua/all_or_nothing.lua takes them
---          (the last is its cost). Each key is charged its cost without a check (settle_<name>
---          with no mark: debt, bounded); the reply is six integers per key as
---          lua/all_or_nothing.lua's, a peek after it with allowed 1 (charged) and no delay.
+--          KEYS[i] a key, ARGV[4..] nine values per key as lua/all_or_nothing.lua takes them
+--          (the last is its cost; reserved is not read: a charge is not a check). Each key is
+--          charged its cost without a check (settle_<name> with no mark: debt, bounded); the
+--          reply is six integers per key as lua/all_or_nothing.lua's, a peek after it with
+--          allowed 1 (charged) and no delay.
 if ARGV[3] == 'debt' then
   local out = {}
   for i = 1, #KEYS do
-    local a = 3 + (i - 1) * 8
+    local a = 3 + (i - 1) * 9
     local algorithm, limit, period, burst = tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3],
                                             ARGV[a + 4]
-    local limit_units, period_units, cost = ARGV[a + 5], ARGV[a + 6], ARGV[a + 8] + 0
+    local limit_units, period_units, cost = ARGV[a + 5], ARGV[a + 6], ARGV[a + 9] + 0
     settle_by_id[algorithm](KEYS[i], limit, period, burst, limit_units, period_units, ARGV[a + 7],
                             cost, -1, 0)
     local _, remaining, retry_after, reset_after = decide_by_id[algorithm](
-        KEYS[i], limit, period, burst, limit_units, period_units, 0, 0, false)
+        KEYS[i], limit, period, burst, limit_units, period_units, 0, 0, 0, false)
     local o = #out
     out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, limit + 0, remaining,
                                                                  retry_after, reset_after
@@ -90,7 +91,7 @@ for _, k in ipairs(record.keys) do
   local done = settle_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], k[12] or 0,
                                        actual[index] - k[9], k[10], k[11])
   local allowed, remaining, retry_after, reset_after =
-      decide_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], 0, 0, false)
+      decide_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], 0, 0, 0, false)
   local o = #out
   out[o + 1], out[o + 2], out[o + 3], out[o + 4] = index, done, allowed and 1 or 0, k[4]
   out[o + 5], out[o + 6], out[o + 7] = remaining, retry_after, reset_after

@@ -1,7 +1,8 @@
   -- sliding_log: mirrors src/core/sliding_log.cc. State: a sorted set, one member "at:cost" per
   -- distinct admission time (score = at), so members never collide and equal times merge.
   do
-    local limit, period, cost = limit + 0, period + 0, cost + 0
+    -- limit: what this request may fill, less what higher priorities keep (reserved).
+    local limit, period, cost = limit - reserved, period + 0, cost + 0
     local function int(x) return string.format('%.0f', x) end
     local function parse_entry(member)
       local a, c = string.match(member, '^(%d+):(%d+)$')

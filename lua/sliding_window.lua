@@ -1,6 +1,7 @@
   -- sliding_window: mirrors src/core/sliding_window.cc. State: pack(last, previous, current).
   do
-    local limit, period, cost = limit + 0, period + 0, cost + 0
+    -- limit: what this request may fill, less what higher priorities keep (reserved).
+    local limit, period, cost = limit - reserved, period + 0, cost + 0
     local v = redis.call('GET', key)
     local last, s_previous, s_current = 0, 0, 0
     if v then last, s_previous, s_current = unpack('<ddd', v) end

@@ -2,6 +2,9 @@
   do
     local burst, cost, per_token, per_micro = burst + 0, cost + 0, period_units + 0, limit_units + 0
     local capacity, max_delay = burst * per_token, max_delay + 0
+    -- What higher priorities keep is not there for this request; burst: what it may fill.
+    local kept = reserved * per_token
+    burst = burst - reserved
     if cost == 0 then max_delay = 0 end  -- a peek is never delayed
     local v = redis.call('GET', key)
 
@@ -21,7 +24,7 @@
     end
 
     -- What the request lacks, in units, and the refill time that gives it, in µs.
-    local short = min(cost, burst) * per_token - units  -- (min: as gcra's)
+    local short = min(cost, burst) * per_token - (units - kept)  -- (min: as gcra's)
     local wait = 0
     if short > 0 then
       wait = -floor(-short / per_micro)
@@ -45,8 +48,8 @@
     if allowed and cost > 0 and commit then
       state, idle_at = pack('<dd', units, at), at + full_in
     end
-    remaining = floor(units / per_token)
-    if remaining * per_token > units then remaining = remaining - 1 end
+    remaining = floor((units - kept) / per_token)
+    if remaining * per_token > units - kept then remaining = remaining - 1 end
     remaining = max(0, remaining)  -- a key in debt has none
   end
   -- @mark

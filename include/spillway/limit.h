@@ -42,6 +42,13 @@ class Limit {
   // (takes_max_delay); max_delay * limit_units() must stay below 2^52.
   Result<Limit> with_max_delay(Micros max_delay) const;
 
+  // A copy whose admissions leave `reserved` cost units of its capacity to requests of a higher
+  // priority (load shedding, docs/SPEC.md §2.4): a request is admitted only if it fits within
+  // admit_capacity() = capacity() - reserved, while what it is charged, and the key's state, are
+  // the limit's own, so every priority counts against one state. 0 <= reserved <= capacity();
+  // a peek is decided the same way (its `remaining` is what this priority may still use).
+  Result<Limit> with_reserved(std::int64_t reserved) const;
+
   LimitKind kind() const { return LimitKind::kRate; }
   Algorithm algorithm() const { return algorithm_; }
   std::int64_t limit() const { return limit_; }
@@ -50,6 +57,9 @@ class Limit {
   // The longest wait a request may be admitted with (µs); 0: a request that does not fit now is
   // denied.
   Micros max_delay() const { return max_delay_; }
+  // The capacity kept for higher priorities, and what is left to admit into (cost units).
+  std::int64_t reserved() const { return reserved_; }
+  std::int64_t admit_capacity() const { return capacity() - reserved_; }
   // The most cost units an idle key admits back to back, which is what a decision's `remaining`
   // counts down from: B for token_bucket and gcra, L for the windows. The limit that rate limit
   // headers pairing a limit with a remaining report (X-RateLimit-Limit on HTTP, RateLimit-Limit
@@ -61,7 +71,8 @@ class Limit {
   std::int64_t limit_units() const { return limit_units_; }
   std::int64_t period_units() const { return period_units_; }
 
-  // "gcra 60/1m burst 60" ("... max_delay 500ms" when it delays), for logs and errors.
+  // "gcra 60/1m burst 60" ("... max_delay 500ms" when it delays, "... reserved 12" when it keeps
+  // capacity for higher priorities), for logs and errors.
   std::string describe() const;
 
   friend bool operator==(const Limit&, const Limit&) = default;
@@ -76,6 +87,7 @@ class Limit {
   std::int64_t limit_units_ = 1;
   std::int64_t period_units_ = 1;
   Micros max_delay_ = 0;
+  std::int64_t reserved_ = 0;
 };
 
 }  // namespace spillway

@@ -5,7 +5,7 @@
 namespace spillway::core {
 
 Decision decide(FixedWindowState& state, const Limit& limit, Micros now, std::int64_t cost) {
-  const std::int64_t cap = limit.limit();
+  const std::int64_t cap = limit.admit_capacity();  // L less what higher priorities keep
   const Micros period = limit.period();
   const bool active = state.count > 0;
   const Micros at = active ? std::max(now, state.window * period) : now;
@@ -13,7 +13,7 @@ Decision decide(FixedWindowState& state, const Limit& limit, Micros now, std::in
   const Micros window_end = (window + 1) * period;
   std::int64_t used = (active && state.window == window) ? state.count : 0;
 
-  Decision d{.allowed = false, .limit = cap};
+  Decision d{.allowed = false, .limit = limit.limit()};
   if (cost <= cap && used + cost <= cap) {
     d.allowed = true;
     used += cost;

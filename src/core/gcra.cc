@@ -10,8 +10,9 @@ namespace spillway::core {
 // T = period_units / limit_units µs, so c*T adds c*period_units to x_rem.
 Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t cost) {
   const std::int64_t scale = limit.limit_units();
-  const std::int64_t interval = limit.period_units();       // T, scaled
-  const std::int64_t tolerance = limit.burst() * interval;  // B*T, scaled
+  const std::int64_t interval = limit.period_units();  // T, scaled
+  const std::int64_t burst = limit.admit_capacity();   // B less what higher priorities keep
+  const std::int64_t tolerance = burst * interval;     // B*T, scaled
 
   const bool active = state.last != kNoTime;
   const Micros at = active ? std::max(now, state.last) : now;
@@ -29,12 +30,12 @@ Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t c
   // How much the request overshoots the tolerance, scaled, and that as a wait in µs from `at`:
   // it fits once that much time passed. (debt - tolerance first: every sum stays below 2^53.)
   // A cost above B is never admitted (kNever below): min() keeps the product in range for it.
-  const std::int64_t over = (debt - tolerance) + std::min(cost, limit.burst()) * interval;
+  const std::int64_t over = (debt - tolerance) + std::min(cost, burst) * interval;
   const Micros wait = over > 0 ? ceil_div(over, scale) : 0;
   const Micros max_delay = cost > 0 ? limit.max_delay() : 0;  // a peek is never delayed
 
   Decision d{.allowed = false, .limit = limit.limit()};
-  if (cost > limit.burst()) {
+  if (cost > burst) {
     d.retry_after = kNever;
   } else if (wait <= max_delay) {
     d.allowed = true;

@@ -64,11 +64,23 @@ Result<Limit> Limit::with_max_delay(Micros max_delay) const {
   return out;
 }
 
+Result<Limit> Limit::with_reserved(std::int64_t reserved) const {
+  if (reserved < 0 || reserved > capacity()) {
+    return invalid_argument("reserved must be between 0 and the capacity " +
+                            std::to_string(capacity()) + " of " + describe() + ", got " +
+                            std::to_string(reserved));
+  }
+  Limit out = *this;
+  out.reserved_ = reserved;
+  return out;
+}
+
 std::string Limit::describe() const {
   std::string text = std::string(algorithm_name(algorithm_)) + " " + std::to_string(limit_) + "/" +
                      format_duration(period_);
   if (takes_burst(algorithm_)) text += " burst " + std::to_string(burst_);
   if (max_delay_ > 0) text += " max_delay " + format_duration(max_delay_);
+  if (reserved_ > 0) text += " reserved " + std::to_string(reserved_);
   return text;
 }
 

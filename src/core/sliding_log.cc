@@ -41,14 +41,14 @@ void add_entry(SlidingLogState& state, const LiveLog& live, std::int64_t cost) {
 }  // namespace
 
 Decision decide(SlidingLogState& state, const Limit& limit, Micros now, std::int64_t cost) {
-  const std::int64_t cap = limit.limit();
+  const std::int64_t cap = limit.admit_capacity();  // L less what higher priorities keep
   const Micros period = limit.period();
   auto& entries = state.entries;
   const LiveLog live = live_at(state, limit, now);
   const std::size_t first_live = live.first_live;
   std::int64_t used = live.used;
 
-  Decision d{.allowed = false, .limit = cap};
+  Decision d{.allowed = false, .limit = limit.limit()};
   if (cost <= cap && used + cost <= cap) {
     d.allowed = true;
     if (cost > 0) {

@@ -12,7 +12,7 @@ namespace {
 // window w+1 (previous = current, current = 0), or at the latest at the start of window w+2.
 Micros first_fit(std::int64_t previous, std::int64_t current, std::int64_t window,
                  const Limit& limit, std::int64_t cost) {
-  const std::int64_t cap = limit.limit();
+  const std::int64_t cap = limit.admit_capacity();
   const Micros period = limit.period();
   const std::int64_t room = cap - current - cost;
   if (room >= 0 && previous > 0) {
@@ -53,13 +53,13 @@ Counts counts_at(const SlidingWindowState& state, const Limit& limit, Micros now
 }  // namespace
 
 Decision decide(SlidingWindowState& state, const Limit& limit, Micros now, std::int64_t cost) {
-  const std::int64_t cap = limit.limit();
+  const std::int64_t cap = limit.admit_capacity();  // L less what higher priorities keep
   const Micros period = limit.period();
   const auto [at, window, previous, current_before] = counts_at(state, limit, now);
   std::int64_t current = current_before;
   const Micros elapsed = at - window * period;  // r
 
-  Decision d{.allowed = false, .limit = cap};
+  Decision d{.allowed = false, .limit = limit.limit()};
   if (cost <= cap && previous * (period - elapsed) + (current + cost) * period <= cap * period) {
     d.allowed = true;
     current += cost;

@@ -20,14 +20,17 @@ Decision decide(TokenBucketState& state, const Limit& limit, Micros now, std::in
     units = elapsed >= ceil_div(missing, per_micro) ? capacity : state.units + elapsed * per_micro;
   }
 
-  // What the request lacks, in units, and the refill time that gives it, in µs.
-  // A cost above B is never admitted (kNever below): min() keeps the product in range for it.
-  const std::int64_t short_by = std::min(cost, limit.burst()) * per_token - units;
+  // What the request lacks, in units, and the refill time that gives it, in µs: what higher
+  // priorities keep is not there for it. A cost above B is never admitted (kNever below): min()
+  // keeps the product in range for it.
+  const std::int64_t burst = limit.admit_capacity();
+  const std::int64_t kept = limit.reserved() * per_token;
+  const std::int64_t short_by = std::min(cost, burst) * per_token - (units - kept);
   const Micros wait = short_by > 0 ? ceil_div(short_by, per_micro) : 0;
   const Micros max_delay = cost > 0 ? limit.max_delay() : 0;  // a peek is never delayed
 
   Decision d{.allowed = false, .limit = limit.limit()};
-  if (cost > limit.burst()) {
+  if (cost > burst) {
     d.retry_after = kNever;
   } else if (wait <= max_delay) {
     d.allowed = true;
@@ -38,7 +41,7 @@ Decision decide(TokenBucketState& state, const Limit& limit, Micros now, std::in
   } else {
     d.retry_after = at + wait - max_delay - now;
   }
-  d.remaining = std::max<std::int64_t>(0, units / per_token);  // a key in debt has none
+  d.remaining = std::max<std::int64_t>(0, (units - kept) / per_token);  // in debt: none
   d.reset_after = at + ceil_div(capacity - units, per_micro) - now;
   return d;
 }

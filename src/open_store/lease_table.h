@@ -39,10 +39,12 @@ inline constexpr int kMaxRounds = 8;
 inline constexpr std::int64_t kIdleLeaseAges = 10;
 
 // Whether the check is decided from a lease: it has a LeaseSpec and costs something, and its
-// limit does not delay (a wait is only exact from the shared state: such a check goes to the
-// shared store, as an exact layer does; a policy refuses the pair, spillway/lease.h).
+// limit neither delays nor keeps a reserve for higher priorities (a wait, and what the other
+// priorities left, are only exact from the shared state: such a check goes to the shared store,
+// as an exact layer does; a policy refuses the pair, spillway/lease.h).
 inline bool leased(const KeyedLimit& check, std::int64_t cost) {
-  return check.lease != nullptr && cost > 0 && check.limit->max_delay() == 0;
+  return check.lease != nullptr && cost > 0 && check.limit->max_delay() == 0 &&
+         check.limit->reserved() == 0;
 }
 
 // Where (limit, key) lives: its shard, and its entry's name in a buffer of this thread's (valid

@@ -115,9 +115,9 @@ std::optional<Decision> OverLimitCache::Impl::lookup(std::string_view key, const
   if (cost <= 0 || table.size() == 0) return std::nullopt;
   std::optional<DenialTable::Denial> denial = table.find(limit_key(limit, key), cost, at);
   if (!denial) return std::nullopt;
-  // A cost above the limit never passes; any other cost above the cached one waits at least as
-  // long as the cached denial (its retry_after is then a lower bound).
-  const bool never = denial->forever || cost > std::max(limit.limit(), limit.burst());
+  // A cost above what the limit admits into never passes; any other cost above the cached one
+  // waits at least as long as the cached denial (its retry_after is then a lower bound).
+  const bool never = denial->forever || cost > limit.admit_capacity();
   return Decision{.allowed = false,
                   .limit = limit.limit(),
                   .remaining = 0,

@@ -43,8 +43,8 @@ class Batcher {
     std::string key;                      // the Redis key
     std::uint16_t slot;                   // key_slot(key)
     std::string now;                      // "" for the server's TIME
-    std::array<std::int64_t, 7> numbers;  // limit, period, burst, limit_units, period_units,
-                                          // max_delay, cost
+    std::array<std::int64_t, 8> numbers;  // limit, period, burst, limit_units, period_units,
+                                          // max_delay, reserved, cost
     ScriptTarget::Deadline deadline;      // when the check was submitted + the store's timeout
     Store::AllCallback done;              // gets one decision (the batcher's checks are single)
   };

@@ -30,12 +30,13 @@
 
 namespace spillway::redis {
 
-// One layer: its Redis key, its slot, and the eight numbers the script takes (algorithm number,
-// limit, period, burst, limit_units, period_units, max_delay, and the layer's cost, last).
+// One layer: its Redis key, its slot, and the nine numbers the script takes (algorithm number,
+// limit, period, burst, limit_units, period_units, max_delay, reserved, and the layer's cost,
+// last).
 struct SlotKey {
   std::string key;
   std::uint16_t slot;
-  std::array<std::int64_t, 8> numbers;
+  std::array<std::int64_t, 9> numbers;
 };
 
 // A reservation over several slots (usage-based limits, docs/SPEC.md §5.3): each slot's reserve

@@ -212,7 +212,8 @@ void RedisStore::Impl::decide(const StoreRequest& request, AllCallback done) {
          .slot = slot,
          .now = now ? std::to_string(*now) : std::string(),
          .numbers = {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
-                     limit.period_units(), limit.max_delay(), request.cost_of(0)},
+                     limit.period_units(), limit.max_delay(), limit.reserved(),
+                     request.cost_of(0)},
          .deadline = redis::deadline_in(options_.timeout),
          .done = std::move(done)});
   }
@@ -242,7 +243,8 @@ std::vector<redis::SlotKey> RedisStore::Impl::slot_keys(const StoreRequest& requ
         {std::move(redis_key),
          slot,
          {static_cast<std::int64_t>(algorithm_index(l.algorithm())), l.limit(), l.period(),
-          l.burst(), l.limit_units(), l.period_units(), l.max_delay(), request.cost_of(i)}});
+          l.burst(), l.limit_units(), l.period_units(), l.max_delay(), l.reserved(),
+          request.cost_of(i)}});
   }
   return keys;
 }
@@ -252,7 +254,7 @@ void RedisStore::Impl::all_or_nothing_call(const std::vector<redis::SlotKey>& ke
                                            std::span<const std::string> record_args,
                                            AllCallback done) {
   auto args = std::make_shared<std::vector<std::string>>();
-  args->reserve(8 + keys.size() * 8 + record_args.size());
+  args->reserve(8 + keys.size() * 10 + record_args.size());
   const bool record = !record_key.empty();
   args->insert(args->end(), {"", "", std::to_string(keys.size() + (record ? 1 : 0))});
   for (const redis::SlotKey& k : keys) args->push_back(k.key);

@@ -317,7 +317,7 @@ void RedisStore::Impl::charge(const StoreRequest& request, AllCallback done) {
       [keys, now = now ? std::to_string(*now) : std::string(),
        ttl_floor = std::to_string(options_.ttl_floor.count())](const redis::SlotCall& call) {
         auto args = std::make_shared<std::vector<std::string>>();
-        args->reserve(6 + call.keys.size() * 8);
+        args->reserve(6 + call.keys.size() * 10);
         *args = {"", "", std::to_string(call.keys.size())};
         for (std::size_t i : call.keys) args->push_back((*keys)[i].key);
         args->insert(args->end(), {now, ttl_floor, "debt"});

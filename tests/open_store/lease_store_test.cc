@@ -386,6 +386,25 @@ TEST(LeaseStore, ANonLeasedRequestAndAPeekGoStraightToTheSharedStore) {
   EXPECT_EQ(a.calls->others.load(), 2);
 }
 
+TEST(LeaseStore, ALimitKeepingAReserveForHigherPrioritiesIsDecidedExactly) {
+  // What the other priorities left is only known to the shared state: no lease, every check
+  // exact, and the reserve holds (10 with 4 kept: the 7th sheddable request is denied).
+  LeaseFixture f;
+  Instance a(f.shared, f.clock);
+  const Limit plain = lease_limit(Algorithm::kGcra, 10, kSecond);
+  const Limit lower = *plain.with_reserved(4);
+  const LeaseSpec spec{};
+  for (int i = 0; i < 6; ++i) {
+    const Decision d = a.one("shared", lower, spec, kLeaseStart);
+    EXPECT_TRUE(d.allowed) << i;
+    EXPECT_FALSE(d.local) << i;
+  }
+  EXPECT_FALSE(a.one("shared", lower, spec, kLeaseStart).allowed);
+  EXPECT_EQ(a.calls->reserves.load(), 0) << "no lease was taken";
+  EXPECT_EQ(a.calls->others.load(), 7);
+  EXPECT_EQ(f.peek("shared", plain, kLeaseStart).remaining, 4) << "the reserve is left";
+}
+
 TEST(LeaseStore, AResetEndsTheLeaseWithoutGivingItBack) {
   LeaseFixture f;
   Instance a(f.shared, f.clock);

@@ -257,6 +257,20 @@ TEST(OverLimitCache, SeparateLimitsOfOneKeyAreSeparateEntries) {
   EXPECT_FALSE(other.local);
 }
 
+TEST(OverLimitCache, ALowerPrioritysDenialDoesNotDenyAHigherOne) {
+  // One key, one state: 3 per second with 2 kept for higher priorities. The sheddable request
+  // denied is remembered for its own view of the limit only.
+  CacheFixture f;
+  const Limit all = cache_limit(Algorithm::kFixedWindow, 3, kMicrosPerSecond);
+  const Limit lower = *all.with_reserved(2);
+  ASSERT_TRUE(f.check("olc-priority", lower).allowed);
+  ASSERT_FALSE(f.check("olc-priority", lower).allowed);
+  EXPECT_TRUE(f.check("olc-priority", lower).local) << "the lower priority's denial is cached";
+  const Decision higher = f.check("olc-priority", all);
+  EXPECT_TRUE(higher.allowed) << "the reserve is the higher priority's";
+  EXPECT_FALSE(higher.local);
+}
+
 TEST(OverLimitCache, CheckAllWithACachedKeyDeniesWithoutACallAndChargesNothing) {
   CacheFixture f;
   const Limit tight = cache_limit(Algorithm::kFixedWindow, 1, kMicrosPerSecond);

@@ -156,25 +156,39 @@ void check_all_like_memory(Store& redis) {
       *Limit::make(Algorithm::kTokenBucket, 2, 500, 3), *Limit::make(Algorithm::kGcra, 6, 1'100, 2),
       // Shaping (docs/SPEC.md §2.2): delays on every backend.
       *Limit::make(Algorithm::kTokenBucket, 3, 600, 1)->with_max_delay(700),
-      *Limit::make(Algorithm::kGcra, 4, 800, 2)->with_max_delay(450)};
+      *Limit::make(Algorithm::kGcra, 4, 800, 2)->with_max_delay(450),
+      // Lower priorities' views of the first window and the first gcra (docs/SPEC.md §2.4): on
+      // the same keys as those (one state), admissions that leave the reserve.
+      *Limit::make(Algorithm::kFixedWindow, 4, 1'000)->with_reserved(2),
+      *Limit::make(Algorithm::kGcra, 6, 1'100, 2)->with_reserved(1)};
+  // Which key group each limit uses: a lower priority's view shares its limit's keys.
+  const std::vector<std::size_t> group = {0, 1, 2, 3, 4, 5, 6, 0, 4};
   MemoryStore memory;
   Micros now = 0;
   const int steps = *rc::gen::inRange(1, 40);
   for (int step = 0; step < steps; ++step) {
     now += *rc::gen::inRange<Micros>(0, 300);
     // A random subset of layers, each with one of two keys.
+    // (At most one view of a group per request.)
     std::vector<std::string> names;
     std::vector<KeyedLimit> layers;
+    std::vector<std::size_t> picked;
+    std::vector<bool> grouped(limits.size(), false);
     for (std::size_t i = 0; i < limits.size(); ++i) {
-      if (*rc::gen::inRange(0, 3) == 0) continue;
-      names.push_back("k" + std::to_string(i) + "-" + std::to_string(*rc::gen::inRange(0, 2)));
+      if (*rc::gen::inRange(0, 3) == 0 || grouped[group[i]]) continue;
+      grouped[group[i]] = true;
+      names.push_back("k" + std::to_string(group[i]) + "-" +
+                      std::to_string(*rc::gen::inRange(0, 2)));
+      picked.push_back(i);
     }
-    if (names.empty()) names.push_back("k0-0");
+    if (names.empty()) {
+      names.push_back("k0-0");
+      picked.push_back(0);
+    }
     for (std::size_t i = 0; i < names.size(); ++i) {
       // Some layers have a cost of their own (they count tokens where others count requests).
       const std::int64_t own = *rc::gen::inRange<std::int64_t>(-3, 5);
-      layers.push_back({names[i], &limits[static_cast<std::size_t>(names[i][1] - '0')],
-                        own < 0 ? kRequestCost : own});
+      layers.push_back({names[i], &limits[picked[i]], own < 0 ? kRequestCost : own});
     }
     const std::int64_t cost = *rc::gen::inRange<std::int64_t>(0, 4);
     auto expected = memory.check_all(layers, cost, now);

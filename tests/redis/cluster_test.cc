@@ -227,7 +227,7 @@ RC_GTEST_PROP(ReserveRefund, RefundRestoresExactlyWhenUntouchedAndElseKeepsTheCh
                                        std::to_string(now),
                                        "300000"};
       for (std::int64_t n : {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
-                             limit.period_units(), limit.max_delay(), op.cost}) {
+                             limit.period_units(), limit.max_delay(), limit.reserved(), op.cost}) {
         args.push_back(std::to_string(n));
       }
       Result<redis::Reply> reply = client->call(args);
@@ -236,9 +236,9 @@ RC_GTEST_PROP(ReserveRefund, RefundRestoresExactlyWhenUntouchedAndElseKeepsTheCh
     } else {  // a reservation: the all-or-nothing script in reserve mode, one key
       std::vector<std::string> args = script_args(redis::all_or_nothing_script_source(), 1);
       args.insert(args.end(), {prefix + key, std::to_string(now), "300000", "1", ""});
-      for (std::int64_t n :
-           {static_cast<std::int64_t>(algorithm_index(algorithm)), limit.limit(), limit.period(),
-            limit.burst(), limit.limit_units(), limit.period_units(), limit.max_delay(), op.cost}) {
+      for (std::int64_t n : {static_cast<std::int64_t>(algorithm_index(algorithm)), limit.limit(),
+                             limit.period(), limit.burst(), limit.limit_units(),
+                             limit.period_units(), limit.max_delay(), limit.reserved(), op.cost}) {
         args.push_back(std::to_string(n));
       }
       Result<redis::Reply> reply = client->call(args);
