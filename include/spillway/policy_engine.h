@@ -38,8 +38,13 @@ struct LayerDecision {
 struct PolicyDecision {
   bool allowed = true;
   std::optional<std::string> denied_by;  // layer name
-  std::string denied_key;                // the denying layer's key (empty when admitted)
-  Decision top;                          // what the top-level fields and headers describe
+  // Denied by a layer that kept part of its capacity from the request's priority (load shedding,
+  // docs/SPEC.md §2.4): answered apart from a plain limit. `priority`: the request's level
+  // (empty when the policy has no priorities).
+  bool shed = false;
+  std::string priority;
+  std::string denied_key;  // the denying layer's key (empty when admitted)
+  Decision top;            // what the top-level fields and headers describe
   Micros top_period = 0;
   std::int64_t top_capacity =
       0;  // its limit's capacity() (0 when no layer applied): X-RateLimit-Limit
@@ -91,8 +96,15 @@ class Policy {
     std::int64_t cost = kRequestCost;
     // The layer's lease (spec()'s), when it is decided from quota leases.
     const LeaseSpec* lease = nullptr;
+    // The request's priority level (spec()'s), null when the policy has no priorities. `limit`
+    // is that level's view of the layer's limit: it keeps limit->reserved() from the request.
+    const std::string* priority = nullptr;
+    std::shared_ptr<const Limit> view;  // owns that view when it keeps something
   };
   Result<std::vector<Check>> resolve(const Attributes& attributes) const;
+  // The index of the request's priority level in spec().priority->levels (the policy has
+  // priorities): its attribute's value, the default when absent; an unknown value is an error.
+  Result<std::size_t> priority_level(const Attributes& attributes) const;
 
   // Resolves, checks all-or-nothing, and combines; the answer goes to `done` as the store's does
   // (Store::decide). Errors: bad attributes (kInvalidArgument) or the store's error. The caller
@@ -160,6 +172,9 @@ class Policy {
     std::shared_ptr<const RouteTable> routes;  // by_endpoint: route i limited by route_limits[i]
     std::vector<Limit> route_limits;
     std::vector<std::string> route_names;  // route i as written: its part of the layer's key
+    // Per priority level (PrioritySpec::levels' order): the permille of the capacity kept from
+    // it by the levels above (0 for the highest). Empty: the layer keeps nothing.
+    std::vector<std::int64_t> kept_permille;
   };
   explicit Policy(PolicySpec spec, std::shared_ptr<const TenantDirectory> tenants)
       : spec_(std::move(spec)), tenants_(std::move(tenants)) {}
@@ -179,5 +194,9 @@ class Policy {
   std::vector<std::string> route_attributes_;
   std::vector<std::string> cost_attributes_;
 };
+
+// What a layer keeps from a priority level that is kept `permille` of a limit's `capacity`: the
+// capacity less what that level may fill, floor(capacity x (1000 - permille) / 1000).
+std::int64_t kept_units(std::int64_t capacity, std::int64_t permille);
 
 }  // namespace spillway::policy

@@ -95,6 +95,12 @@ struct LayerSpec {
   // deny now but admits after a wait of at most this long is admitted and charged now, and the
   // answer carries the wait (Limit::with_max_delay, docs/SPEC.md §2.2). 0: no delay.
   Micros max_delay = 0;
+  // `reserve: {critical: 20%}`: a share of this layer's capacity kept for requests of a priority
+  // (PolicySpec::priority), in permille, per level: requests below that level admit only into what
+  // the shares of the levels above theirs leave (Limit::with_reserved, docs/SPEC.md §2.4). Every
+  // level named is a level of the policy's priorities; the shares add up to at most 1000. Empty:
+  // every priority uses the whole limit.
+  std::map<std::string, std::int64_t> reserve;
   // Exactly one of these three is set.
   std::optional<RateSpec> limit;
   std::optional<PlanSelector> by_plan;
@@ -102,8 +108,20 @@ struct LayerSpec {
   friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };
 
+// A request's priority (load shedding, docs/SPEC.md §2.4): the attribute that carries it, its
+// levels from the highest down, and the level of a request that does not say (an unknown value is
+// an error naming the attribute).
+struct PrioritySpec {
+  std::string attribute = "priority";
+  std::vector<std::string> levels;  // e.g. {"critical", "normal", "sheddable"}
+  std::string default_level;        // one of levels
+  friend bool operator==(const PrioritySpec&, const PrioritySpec&) = default;
+};
+
 struct PolicySpec {
   std::vector<LayerSpec> layers;
+  // Needed by any layer's `reserve`; none: requests have no priority.
+  std::optional<PrioritySpec> priority;
   friend bool operator==(const PolicySpec&, const PolicySpec&) = default;
 };
 

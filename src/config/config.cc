@@ -31,7 +31,7 @@ Config parse_document(const YAML::Node& root) {
          "the config must be a mapping with server, backend and layers, not " +
              std::string(kind_of(root)));
   }
-  Fields fields(root, "", {"server", "backend", "layers", "rls", "tenants"});
+  Fields fields(root, "", {"server", "backend", "priority", "layers", "rls", "tenants"});
   if (const Entry* rls = fields.find("rls")) collect([&] { parse_rls(rls->value, config.rls); });
   if (const Entry* tenants = fields.find("tenants")) {
     collect([&] { parse_tenants(tenants->value, config.tenants); });
@@ -42,9 +42,15 @@ Config parse_document(const YAML::Node& root) {
   if (const Entry* backend = fields.find("backend")) {
     collect([&] { parse_backend(backend->value, config.backend); });
   }
-  if (const Entry* layers = fields.find("layers")) {
-    collect([&] { config.policy = parse_layers(layers->value); });
+  std::optional<PrioritySpec> priority;
+  if (const Entry* section = fields.find("priority")) {
+    // A section with an error leaves no levels: the layers' reserves then say nothing more.
+    if (!collect([&] { priority = parse_priority(section->value); })) priority = PrioritySpec{};
   }
+  if (const Entry* layers = fields.find("layers")) {
+    collect([&] { config.policy = parse_layers(layers->value, priority); });
+  }
+  config.policy.priority = std::move(priority);
   return config;
 }
 

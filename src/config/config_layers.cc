@@ -162,13 +162,13 @@ void parse_selector(const YAML::Node& node, const std::string& path, const Field
                     const LayerContext& context, LayerSpec& layer);
 
 // A share of a limit: "10%", "2.5%" (to a tenth of a percent), in thousandths: 1..1000.
-std::int64_t share_permille(const Entry& entry, const std::string& path) {
+// A share such as "10%" or "12.5%", in permille (0.1% to 100%); `what` names it in errors.
+std::int64_t share_permille(const Entry& entry, const std::string& path, std::string_view what) {
   const std::string text = scalar(entry.value, path, "a share such as 10%");
   const auto bad = [&] {
     fail(entry.value, path,
-         "max_share " + quote_for_error(text) +
-             " must be a percentage from 0.1% to 100%, such "
-             "as 10%");
+         std::string(what) + " " + quote_for_error(text) +
+             " must be a percentage from 0.1% to 100%, such as 10%");
   };
   if (text.size() < 2 || text.back() != '%') bad();
   const std::string number = text.substr(0, text.size() - 1);
@@ -208,19 +208,64 @@ void parse_sync(const Fields& fields, LayerSpec& layer) {
       });
     }
     if (const Entry* share = settings.find("max_share")) {
-      collect(
-          [&] { spec.max_share_permille = share_permille(*share, settings.path("max_share")); });
+      collect([&] {
+        spec.max_share_permille = share_permille(*share, settings.path("max_share"), "max_share");
+      });
     }
   }
   layer.lease = spec;
 }
 
+// `reserve: {critical: 20%}` (docs/SPEC.md §2.4): per priority level, the share of the layer's
+// capacity kept for requests of that level or above.
+void parse_reserve(const Fields& fields, const std::optional<PrioritySpec>& priority,
+                   LayerSpec& layer) {
+  const Entry* entry = fields.find("reserve");
+  if (entry == nullptr) return;
+  const std::string path = fields.path("reserve");
+  if (!priority) {
+    fail(entry->value, path,
+         "a reserve is kept for priority levels: add priority: {levels: [critical, normal], "
+         "default: normal} at the top of the file");
+  }
+  if (layer.lease) {
+    fail(entry->value, path,
+         "a leased layer (sync: lease) cannot keep a reserve: what the other priorities left is "
+         "only known to the shared state (use sync: exact)");
+  }
+  if (priority->levels.empty()) throw ConfigError{};  // the section's own error was reported
+  expect_map(entry->value, path, "a mapping of priority level to share, such as {critical: 20%}");
+  Fields shares(entry->value, path, priority->levels);
+  std::int64_t total = 0;
+  for (const std::string& level : priority->levels) {
+    if (const Entry* share = shares.find(level)) {
+      collect([&] {
+        const std::int64_t permille = share_permille(*share, shares.path(level), "a reserve");
+        layer.reserve[level] = permille;
+        total += permille;
+      });
+    }
+  }
+  if (total > 1000) {
+    fail(entry->value, path,
+         "the shares add up to " + std::to_string(total / 10) + "." + std::to_string(total % 10) +
+             "%, more than 100%");
+  }
+  if (!layer.reserve.empty() && layer.reserve.size() == 1 &&
+      layer.reserve.begin()->first == priority->levels.back()) {
+    fail(entry->value, path,
+         "a share kept for " + quote_for_error(priority->levels.back()) +
+             ", the lowest level, keeps nothing from anyone: name a higher level");
+  }
+}
+
 LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
-                      const std::vector<LayerSpec>& earlier) {
+                      const std::vector<LayerSpec>& earlier,
+                      const std::optional<PrioritySpec>& priority) {
   expect_map(node, path, "a mapping with name, key and a limit");
   Fields fields(node, path,
                 {"name", "key", "algorithm", "limit", "burst", "max_delay", "by_plan",
-                 "by_endpoint", "mode", "cost", "sync", "lease"});
+                 "by_endpoint", "mode", "cost", "sync", "lease", "reserve"});
   LayerSpec layer;
   collect([&] {
     const Entry& name = fields.require("name");
@@ -302,6 +347,7 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
       layer.max_delay = value;
     });
   collect([&] { parse_selector(node, path, fields, context, layer); });
+  collect([&] { parse_reserve(fields, priority, layer); });
   return layer;
 }
 
@@ -338,7 +384,7 @@ void parse_selector(const YAML::Node& node, const std::string& path, const Field
 
 }  // namespace
 
-PolicySpec parse_layers(const YAML::Node& node) {
+PolicySpec parse_layers(const YAML::Node& node, const std::optional<PrioritySpec>& priority) {
   const std::string path = "layers";
   if (!node.IsSequence() || node.size() == 0) {
     fail(node, path,
@@ -349,7 +395,9 @@ PolicySpec parse_layers(const YAML::Node& node) {
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string layer_path = path + "[" + std::to_string(i) + "]";
     // A layer with an error is kept for the name checks of the later ones.
-    collect([&] { policy.layers.push_back(parse_layer(node[i], layer_path, policy.layers)); });
+    collect([&] {
+      policy.layers.push_back(parse_layer(node[i], layer_path, policy.layers, priority));
+    });
   }
   return policy;
 }

@@ -24,8 +24,11 @@ void parse_rls(const YAML::Node& node, RlsConfig& rls);
 // `tenants:` (a null node leaves the defaults).
 void parse_tenants(const YAML::Node& node, TenantsConfig& tenants);
 
+// `priority:` (docs/SPEC.md §2.4): the attribute, the levels from the highest down, the default.
+PrioritySpec parse_priority(const YAML::Node& node);
+
 // `layers:`: a non-empty list; each layer's rates are checked by Limit::make, so that a config
-// that validates can always be built.
-PolicySpec parse_layers(const YAML::Node& node);
+// that validates can always be built. A layer's `reserve` names levels of `priority`.
+PolicySpec parse_layers(const YAML::Node& node, const std::optional<PrioritySpec>& priority);
 
 }  // namespace spillway::policy

@@ -4,6 +4,7 @@
 // endpoint layer's route table are built here, so a request only looks them up. Also the sorted
 // lists of the attributes layers read (attributes_used, route_attributes, cost_attributes).
 // Errors are kInvalidArgument naming the layer. Pure; the Policy made is immutable.
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,12 +25,71 @@ Result<Limit> build_limit(const LayerSpec& layer, const RateSpec& rate, const st
   return limit;
 }
 
+// A layer's `reserve` as the permille kept from each priority level: the shares of the levels
+// above it, added up.
+Result<std::vector<std::int64_t>> kept_by_level(const LayerSpec& layer,
+                                                const std::optional<PrioritySpec>& priority) {
+  const std::string where = "layer \"" + layer.name + "\": reserve";
+  if (!priority) return invalid_argument(where + " needs the policy's priority levels");
+  if (layer.lease) {
+    return invalid_argument(where + " cannot be kept by a leased layer (sync: lease): what the " +
+                            "other priorities left is only known to the shared state");
+  }
+  std::vector<std::int64_t> kept(priority->levels.size(), 0);
+  std::int64_t total = 0;
+  for (const auto& [level, permille] : layer.reserve) {
+    const auto at = std::find(priority->levels.begin(), priority->levels.end(), level);
+    if (at == priority->levels.end()) {
+      return invalid_argument(where + " names \"" + level + "\", not a priority level");
+    }
+    if (permille < 1 || permille > 1000) {
+      return invalid_argument(where + " of \"" + level + "\" must be from 0.1% to 100%");
+    }
+    total += permille;
+    // Kept from every level below this one.
+    for (auto below = at + 1; below != priority->levels.end(); ++below) {
+      kept[static_cast<std::size_t>(below - priority->levels.begin())] += permille;
+    }
+  }
+  if (total > 1000) {
+    return invalid_argument(where + " adds up to " + std::to_string(total / 10) + "." +
+                            std::to_string(total % 10) + "%, more than 100%");
+  }
+  return kept;
+}
+
 }  // namespace
+
+std::int64_t kept_units(std::int64_t capacity, std::int64_t permille) {
+  // floor(C x k / 1000) without the product (C < 2^52 times k <= 1000 passes 2^63): C = 1000q + r.
+  const std::int64_t k = 1000 - permille;
+  const std::int64_t fill = capacity / 1000 * k + capacity % 1000 * k / 1000;
+  return capacity - fill;
+}
 
 Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
                                                    std::shared_ptr<const TenantDirectory> tenants,
                                                    UntilLoaded until_loaded) {
   if (spec.layers.empty()) return invalid_argument("a policy needs at least one layer");
+  if (spec.priority) {
+    const PrioritySpec& p = *spec.priority;
+    if (auto problem = attribute_name_problem(p.attribute)) {
+      return invalid_argument("priority attribute \"" + p.attribute + "\" " + *problem);
+    }
+    if (p.levels.empty()) return invalid_argument("priority levels must name at least one level");
+    std::set<std::string> seen;
+    for (const std::string& level : p.levels) {
+      if (!is_name(level) || !seen.insert(level).second) {
+        return invalid_argument(
+            "priority levels must be unique names of letters, digits, '_' or "
+            "'-': \"" +
+            level + "\"");
+      }
+    }
+    if (!seen.contains(p.default_level)) {
+      return invalid_argument("priority default \"" + p.default_level + "\" is not a level");
+    }
+  }
   std::shared_ptr<Policy> policy(new Policy(std::move(spec), std::move(tenants)));
   policy->until_loaded_ = until_loaded;
   std::set<std::string> names;
@@ -68,6 +128,12 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
         return invalid_argument("layer \"" + layer.name + "\": attribute \"" +
                                 std::string(attribute) + "\" " + *problem);
       }
+    }
+    std::vector<std::int64_t> kept;
+    if (!layer.reserve.empty()) {
+      auto made = kept_by_level(layer, policy->spec_.priority);
+      if (!made) return std::unexpected(made.error());
+      kept = std::move(*made);
     }
     const int selectors =
         layer.limit.has_value() + layer.by_plan.has_value() + layer.by_endpoint.has_value();
@@ -111,6 +177,7 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
       }
       built.routes = std::make_shared<const RouteTable>(std::move(*routes));
     }
+    built.kept_permille = std::move(kept);
     policy->built_.push_back(std::move(built));
   }
   std::set<std::string> used, routed, costs;
@@ -122,6 +189,7 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
       costs.insert(layer.cost);
     }
     if (layer.by_plan) used.insert(layer.by_plan->attribute);
+    if (!layer.reserve.empty()) used.insert(policy->spec_.priority->attribute);
     if (layer.by_endpoint) {
       used.insert(layer.by_endpoint->attribute);
       if (layer.mode == LayerMode::kEnforce) routed.insert(layer.by_endpoint->attribute);

@@ -47,6 +47,8 @@ PolicyDecision policy_decision(const Policy& policy, const std::vector<Policy::C
                                const Outcome& outcome) {
   PolicyDecision out;
   out.allowed = outcome.admitted;
+  if (!checks.empty() && checks.front().priority != nullptr)
+    out.priority = *checks.front().priority;
   out.layers.reserve(checks.size());
   bool blocked = false;  // a blocked caller's answer names the first blocking layer only
   for (std::size_t i = 0; i < checks.size(); ++i) {
@@ -60,10 +62,11 @@ PolicyDecision policy_decision(const Policy& policy, const std::vector<Policy::C
     const Policy::Check& top = checks[*outcome.top];
     out.top = *outcome.items[*outcome.top].decision;
     out.top_period = top.limit->period();
-    out.top_capacity = top.limit->capacity();
+    out.top_capacity = top.limit->admit_capacity();  // what this priority may fill
     if (!out.allowed) {
       out.denied_by = policy.layer_name(top.layer);
       out.denied_key = top.key;
+      out.shed = top.limit->reserved() > 0 && !top.blocked;
     }
   } else {
     out.top = Decision{.allowed = true};  // no layer applied

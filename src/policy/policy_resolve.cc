@@ -76,9 +76,34 @@ Result<std::optional<std::size_t>> Policy::match_route(const LayerSpec& layer,
   return built.routes->match(*path, method);
 }
 
+// The request's priority level: its priority attribute's value, or the default when it gives none;
+// an unknown value is an error naming the attribute (a typo must not quietly pick a level).
+Result<std::size_t> Policy::priority_level(const Attributes& attributes) const {
+  const PrioritySpec& p = *spec_.priority;
+  const std::string* value = find_attribute(attributes, p.attribute);
+  const std::string& level = value == nullptr || value->empty() ? p.default_level : *value;
+  const auto at = std::find(p.levels.begin(), p.levels.end(), level);
+  if (at == p.levels.end()) {
+    std::string known;
+    for (const std::string& l : p.levels) known += (known.empty() ? "" : ", ") + l;
+    return std::unexpected(Error{Errc::kInvalidArgument,
+                                 "attribute \"" + p.attribute + "\" must be one of " + known +
+                                     ", got " + quote_for_error(level, 40),
+                                 p.attribute});
+  }
+  return static_cast<std::size_t>(at - p.levels.begin());
+}
+
 Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes) const {
   std::vector<Check> checks;
   checks.reserve(spec_.layers.size());
+  std::size_t level = 0;
+  if (spec_.priority) {
+    Result<std::size_t> found = priority_level(attributes);
+    if (!found) return std::unexpected(found.error());
+    level = *found;
+  }
+  const std::string* priority = spec_.priority ? &spec_.priority->levels[level] : nullptr;
   for (std::size_t i = 0; i < spec_.layers.size(); ++i) {
     const LayerSpec& layer = spec_.layers[i];
     const BuiltLayer& built = built_[i];
@@ -196,8 +221,17 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
       }
       cost = *parsed;
     }
+    // The request's priority's view of the limit, when the layer keeps a share from it.
+    std::shared_ptr<const Limit> view;
+    const std::int64_t kept = built.kept_permille.empty() ? 0 : built.kept_permille[level];
+    if (kept > 0) {
+      Result<Limit> made = limit->with_reserved(kept_units(limit->capacity(), kept));
+      if (!made) return std::unexpected(made.error());
+      view = std::make_shared<const Limit>(std::move(*made));
+      limit = view.get();
+    }
     checks.push_back({i, std::move(key), limit, plan_name, std::move(custom), blocked, cost,
-                      layer.lease ? &*layer.lease : nullptr});
+                      layer.lease ? &*layer.lease : nullptr, priority, std::move(view)});
   }
   return checks;
 }

@@ -125,6 +125,9 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
     } else {
       json.null_member("denied_by");
     }
+    // Load shedding (docs/SPEC.md §2.4): denied within the share kept from its priority.
+    if (d.shed) json.member("shed", true);
+    if (!d.priority.empty()) json.member("priority", d.priority);
     if (d.shadow_checked) {
       json.key("shadow_denied").begin_array();
       for (const std::string& name : d.shadow_denied) json.value(name);
@@ -152,6 +155,7 @@ HttpResponse policy_decision_response(const policy::PolicyDecision& d, bool for_
       break;
     }
   }
+  if (d.shed) response.headers.emplace_back(kShedHeader, "1");
   if (for_nginx && d.allowed && d.delay > 0) {
     // Held for this long before it was sent (Service::hold): for nginx's logs.
     response.headers.emplace_back(kDelayHeader, std::to_string(millis_up(d.delay)));

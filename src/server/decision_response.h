@@ -18,6 +18,9 @@ namespace spillway::server {
 // On GET /v1/auth's answer to a request admitted after a delay (shaping): the delay in ms, the
 // time the answer was held before it was sent.
 inline constexpr std::string_view kDelayHeader = "X-Spillway-Delay-Ms";
+// A denial within the share a layer kept from the request's priority (docs/SPEC.md §2.4): "1".
+// nginx maps it to 503 (examples/nginx/spillway.conf); /v1/check says it in its body as well.
+inline constexpr std::string_view kShedHeader = "X-Spillway-Shed";
 
 // GET /v1/auth admitted after `delay` µs while server.max_delayed answers are held already: a
 // 403 for nginx (X-Spillway-Denied-By: server.max_delayed, Retry-After: the delay in s).

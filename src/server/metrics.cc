@@ -92,6 +92,12 @@ void Metrics::delayed(std::string_view outcome) {
   ++entry(shard.counters.delayed, outcome);
 }
 
+void Metrics::shed(std::string_view layer, std::string_view priority) {
+  Shard& shard = local();
+  const std::lock_guard lock(shard.mutex);
+  ++shard.counters.shed[{std::string(layer), std::string(priority)}];
+}
+
 void Metrics::outcome(bool allowed) {
   Shard& shard = local();
   const std::lock_guard lock(shard.mutex);
@@ -111,6 +117,7 @@ void Metrics::Counters::add(const Counters& other) {
   for (const auto& [kind, count] : other.backend_errors) backend_errors[kind] += count;
   for (const auto& [event, count] : other.reservations) entry(reservations, event) += count;
   for (const auto& [what, count] : other.delayed) entry(delayed, what) += count;
+  for (const auto& [key, count] : other.shed) shed[key] += count;
   for (const auto& [layer, units] : other.settled_units) {
     auto& total = entry(settled_units, layer);
     total[0] += units[0];
@@ -182,6 +189,16 @@ std::string Metrics::render() const {
                          "sent early at shutdown (released_early).");
     for (const auto& [what, count] : sum.delayed) {
       append_metric_sample(out, "spillway_delayed_requests_total", {{"outcome", what}}, count);
+    }
+  }
+  // Load shedding's family appears once a request was shed (most servers keep no reserve).
+  if (!sum.shed.empty()) {
+    append_metric_family(out, "spillway_shed_requests_total", MetricType::kCounter,
+                         "Requests denied by a layer within the share it keeps for higher "
+                         "priorities (reserve), by layer and the request's priority.");
+    for (const auto& [key, count] : sum.shed) {
+      append_metric_sample(out, "spillway_shed_requests_total",
+                           {{"layer", key.first}, {"priority", key.second}}, count);
     }
   }
   // The usage-based limits' families appear once a reservation was made (most servers make none).

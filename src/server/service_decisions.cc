@@ -48,12 +48,16 @@ std::size_t header_lines(const HttpRequest& request, std::string_view name) {
 }
 
 std::string_view header_display_name(std::string_view name) {
+  if (name == "x-spillway-priority") return "X-Spillway-Priority";
   return name == "x-original-uri" ? "X-Original-URI" : "X-Original-Method";
 }
 
 // GET /v1/auth builds its attributes from headers: a missing or bad attribute is named with the
 // header that carries it, or as one the endpoint cannot provide.
-std::string auth_attribute_message(const Error& error) {
+std::string auth_attribute_message(const Error& error, const policy::Policy& policy) {
+  if (policy.spec().priority && error.field == policy.spec().priority->attribute) {
+    return "X-Spillway-Priority: " + error.message;
+  }
   if (error.field == "endpoint") return "X-Original-URI: " + error.message;
   if (error.field == policy::kMethodAttribute) return "X-Original-Method: " + error.message;
   if (error.field == "api_key") return "X-API-Key: " + error.message;
@@ -313,13 +317,21 @@ void Service::auth(const HttpRequest& request, const Reply& reply) {
   if (auto key = header("x-api-key"); key && !key->empty()) {
     attributes["api_key"] = std::string(*key);
   }
-  // The original request's path (raw: the policy makes it canonical) and method. A proxy sets
-  // each once; a second line could only come from a client, and which one counts is ambiguous.
-  for (std::string_view name : {"x-original-uri", "x-original-method"}) {
+  // The original request's path (raw: the policy makes it canonical) and method, and its priority
+  // (load shedding). A proxy sets each once; a second line could only come from a client, and
+  // which one counts is ambiguous.
+  for (std::string_view name : {"x-original-uri", "x-original-method", "x-spillway-priority"}) {
     if (const std::size_t lines = header_lines(request, name); lines > 1) {
       return reply(error_response(400, std::string(header_display_name(name)) +
                                            " must be sent once (it came " + std::to_string(lines) +
                                            " times)"));
+    }
+  }
+  // X-Spillway-Priority: the proxy's classification of the request (nginx must set it, so that
+  // a client's own header is replaced); absent or empty, the policy's default level.
+  if (const auto& priority = current->policy->spec().priority) {
+    if (auto level = header("x-spillway-priority"); level && !level->empty()) {
+      attributes[priority->attribute] = std::string(*level);
     }
   }
   const std::vector<std::string>& routed = current->policy->route_attributes();
@@ -391,7 +403,8 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
       // nginx passes 401 and 403 through; a missing API key is "unauthorized".
       const bool missing_key = result.error().field == "api_key";
       if (!for_nginx) return error_response(400, result.error().message);
-      return error_response(missing_key ? 401 : 400, auth_attribute_message(result.error()));
+      return error_response(missing_key ? 401 : 400,
+                            auth_attribute_message(result.error(), *settings.policy));
     }
     const bool allow = answer == policy::ErrorAnswer::kAllow;
     backend_failed(result.error(), allow);
@@ -403,6 +416,7 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
     metrics_.decision(l.name, l.decision.allowed, l.shadow);
   }
   metrics_.outcome(result->allowed);
+  if (result->shed) metrics_.shed(*result->denied_by, result->priority);
   if (!result->allowed) {
     std::string_view plan;  // the denying layer's plan, for the dashboard
     for (const LayerDecision& l : result->layers) {

@@ -424,11 +424,12 @@ TEST(ConfigErrors, ExactMessages) {
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
             "line 4: layers[0].limt: unknown field (expected name, key, algorithm, limit, burst, "
-            "max_delay, by_plan, by_endpoint, mode, cost, sync, lease)");
+            "max_delay, by_plan, by_endpoint, mode, cost, sync, lease, reserve)");
   config = parse_config("colour: blue\n");
   ASSERT_FALSE(config.has_value());
-  EXPECT_EQ(config.error().message,
-            "line 1: colour: unknown field (expected server, backend, layers, rls, tenants)");
+  EXPECT_EQ(
+      config.error().message,
+      "line 1: colour: unknown field (expected server, backend, priority, layers, rls, tenants)");
 }
 
 TEST(ConfigErrors, YamlSyntaxErrorsKeepTheParserMessage) {
@@ -454,7 +455,8 @@ TEST(ConfigErrors, ControlCharactersAreEscapedSoMessagesStayOneLine) {
   Result<Config> config = parse_config("laye\rrs: []\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
-            "line 1: laye\\x0drs: unknown field (expected server, backend, layers, rls, tenants)");
+            "line 1: laye\\x0drs: unknown field (expected server, backend, priority, layers, rls, "
+            "tenants)");
   config = parse_config("layers:\n  - name: a\n    key: [ip]\n    algorithm: \"gc\\nra\"\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_TRUE(

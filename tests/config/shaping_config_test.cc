@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "spillway/policy_engine.h"
 #include "src/config/config.h"
 #include "src/rls/rls_config.h"
 

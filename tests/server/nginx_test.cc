@@ -123,6 +123,33 @@ TEST(Nginx, AuthRequestTurnsDenialsInto429WithRetryAfter) {
   EXPECT_EQ(front.app_lines().size(), 6u);
 }
 
+// Shedding (examples/nginx/shedding.yaml: 10 a minute per client, 30 % kept for /checkout, which
+// nginx's map marks critical): other requests pass until 7 are used, then nginx answers them 503
+// (X-Spillway-Shed turned into a 503), while checkout passes up to the whole limit and is then
+// refused as rate limited (429). A client's own X-Spillway-Priority is replaced by nginx's.
+TEST(Nginx, LowerPrioritiesAreShedWith503WhileCriticalOnesUseTheReserve) {
+  NginxFront front("shedding.yaml", "shedding");
+  const std::uint16_t port = front.nginx_port;
+  const std::map<std::string, std::string> claims_critical = {{"X-Spillway-Priority", "critical"}};
+  for (int i = 0; i < 7; ++i) {
+    testing::HttpReply ok =
+        testing::http(port, "GET", "/page/" + std::to_string(i), "", claims_critical);
+    EXPECT_EQ(ok.status, 200) << i << ": " << ok.body << read_file(front.dir + "/error.log");
+  }
+  testing::HttpReply shed = testing::http(port, "GET", "/page/7", "", claims_critical);
+  EXPECT_EQ(shed.status, 503) << "a client's own header must not buy the reserve: " << shed.body;
+  EXPECT_NE(shed.body.find("shed"), std::string::npos) << shed.body;
+  EXPECT_GE(std::atoi(shed.header("retry-after").c_str()), 1);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(testing::http(port, "GET", "/checkout/" + std::to_string(i)).status, 200) << i;
+  }
+  testing::HttpReply full = testing::http(port, "GET", "/checkout/3");
+  EXPECT_EQ(full.status, 429) << "the whole limit used: a plain limit, not shedding";
+  EXPECT_TRUE(front.stop());
+  // The application saw the 7 pages and the 3 checkouts.
+  EXPECT_EQ(front.app_lines().size(), 10u);
+}
+
 // Smoothing (examples/nginx/shaping.yaml: 5/s, burst 1, max_delay 2s): ten requests at once all
 // pass, and reach the application one by one, 200 ms apart, each held by spillway for its turn.
 // Asserted: all admitted; arrivals in the order of their delays; each no earlier than the burst
