@@ -36,8 +36,9 @@ if ARGV[3] == 'debt' then
     local limit_units, period_units, cost = ARGV[a + 5], ARGV[a + 6], ARGV[a + 9] + 0
     settle_by_id[algorithm](KEYS[i], limit, period, burst, limit_units, period_units, ARGV[a + 7],
                             cost, -1, 0)
+    -- The peek after it as the request's priority sees the key (its reserved, §2.4).
     local _, remaining, retry_after, reset_after = decide_by_id[algorithm](
-        KEYS[i], limit, period, burst, limit_units, period_units, 0, 0, 0, false)
+        KEYS[i], limit, period, burst, limit_units, period_units, 0, ARGV[a + 8], 0, false)
     local o = #out
     out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 1, limit + 0, remaining,
                                                                  retry_after, reset_after
@@ -86,12 +87,12 @@ out[#out + 1] = #record.slots
 for _, slot in ipairs(record.slots) do out[#out + 1] = slot end
 for _, k in ipairs(record.keys) do
   -- name, index, algorithm, limit, period, burst, limit_units, period_units, estimate, mark,
-  -- max_delay (a record written before delays has none: 0)
+  -- max_delay, reserved (a record written before delays or priorities has none: 0)
   local name, index, algorithm = k[1], k[2], k[3]
   local done = settle_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], k[12] or 0,
                                        actual[index] - k[9], k[10], k[11])
   local allowed, remaining, retry_after, reset_after =
-      decide_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], 0, 0, 0, false)
+      decide_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], 0, k[13] or 0, 0, false)
   local o = #out
   out[o + 1], out[o + 2], out[o + 3], out[o + 4] = index, done, allowed and 1 or 0, k[4]
   out[o + 5], out[o + 6], out[o + 7] = remaining, retry_after, reset_after

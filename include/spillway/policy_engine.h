@@ -175,6 +175,8 @@ class Policy {
     // Per priority level (PrioritySpec::levels' order): the permille of the capacity kept from
     // it by the levels above (0 for the highest). Empty: the layer keeps nothing.
     std::vector<std::int64_t> kept_permille;
+    // With kept_permille: per limit above (by address), its view for each level.
+    std::map<const Limit*, std::vector<Limit>> views;
   };
   explicit Policy(PolicySpec spec, std::shared_ptr<const TenantDirectory> tenants)
       : spec_(std::move(spec)), tenants_(std::move(tenants)) {}
@@ -198,5 +200,11 @@ class Policy {
 // What a layer keeps from a priority level that is kept `permille` of a limit's `capacity`: the
 // capacity less what that level may fill, floor(capacity x (1000 - permille) / 1000).
 std::int64_t kept_units(std::int64_t capacity, std::int64_t permille);
+
+// `limit` as each priority level sees it (level i keeps kept_units(capacity, kept_permille[i])).
+// Refused, naming the layer and level, when a share under 100 % leaves a level nothing.
+Result<std::vector<Limit>> level_views(const Limit& limit, const LayerSpec& layer,
+                                       const PrioritySpec& priority,
+                                       const std::vector<std::int64_t>& kept_permille);
 
 }  // namespace spillway::policy

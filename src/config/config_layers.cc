@@ -161,8 +161,8 @@ EndpointSelector parse_by_endpoint(const YAML::Node& node, const std::string& pa
 void parse_selector(const YAML::Node& node, const std::string& path, const Fields& fields,
                     const LayerContext& context, LayerSpec& layer);
 
-// A share of a limit: "10%", "2.5%" (to a tenth of a percent), in thousandths: 1..1000.
-// A share such as "10%" or "12.5%", in permille (0.1% to 100%); `what` names it in errors.
+// A share of a limit: "10%", "2.5%" (to a tenth of a percent), in thousandths: 1..1000; `what`
+// names it in errors.
 std::int64_t share_permille(const Entry& entry, const std::string& path, std::string_view what) {
   const std::string text = scalar(entry.value, path, "a share such as 10%");
   const auto bad = [&] {
@@ -251,8 +251,7 @@ void parse_reserve(const Fields& fields, const std::optional<PrioritySpec>& prio
          "the shares add up to " + std::to_string(total / 10) + "." + std::to_string(total % 10) +
              "%, more than 100%");
   }
-  if (!layer.reserve.empty() && layer.reserve.size() == 1 &&
-      layer.reserve.begin()->first == priority->levels.back()) {
+  if (layer.reserve.contains(priority->levels.back())) {
     fail(entry->value, path,
          "a share kept for " + quote_for_error(priority->levels.back()) +
              ", the lowest level, keeps nothing from anyone: name a higher level");

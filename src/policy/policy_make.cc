@@ -45,6 +45,10 @@ Result<std::vector<std::int64_t>> kept_by_level(const LayerSpec& layer,
     if (permille < 1 || permille > 1000) {
       return invalid_argument(where + " of \"" + level + "\" must be from 0.1% to 100%");
     }
+    if (at + 1 == priority->levels.end()) {
+      return invalid_argument(where + " of \"" + level +
+                              "\", the lowest level, keeps nothing from anyone");
+    }
     total += permille;
     // Kept from every level below this one.
     for (auto below = at + 1; below != priority->levels.end(); ++below) {
@@ -58,13 +62,50 @@ Result<std::vector<std::int64_t>> kept_by_level(const LayerSpec& layer,
   return kept;
 }
 
+// The priority attribute names a value of its own: not an attribute a layer keys, routes, plans or
+// costs by, nor one /v1/auth fills from its own headers (X-Spillway-Priority would overwrite it).
+std::optional<Error> priority_attribute_problem(const PolicySpec& spec) {
+  const std::string& name = spec.priority->attribute;
+  bool taken =
+      name == "ip" || name == "api_key" || name == kEndpointAttribute || name == kMethodAttribute;
+  for (const LayerSpec& layer : spec.layers) {
+    taken = taken || std::find(layer.key.begin(), layer.key.end(), name) != layer.key.end() ||
+            layer.cost == name || (layer.by_plan && layer.by_plan->attribute == name) ||
+            (layer.by_endpoint && layer.by_endpoint->attribute == name);
+  }
+  if (!taken) return std::nullopt;
+  return Error{Errc::kInvalidArgument,
+               "priority attribute \"" + name +
+                   "\" is an attribute the policy or /v1/auth already uses for something else",
+               "priority.attribute"};
+}
+
 }  // namespace
 
+Result<std::vector<Limit>> level_views(const Limit& limit, const LayerSpec& layer,
+                                       const PrioritySpec& priority,
+                                       const std::vector<std::int64_t>& kept_permille) {
+  std::vector<Limit> views;
+  views.reserve(kept_permille.size());
+  for (std::size_t level = 0; level < kept_permille.size(); ++level) {
+    const std::int64_t kept = kept_units(limit.capacity(), kept_permille[level]);
+    Result<Limit> view = limit.with_reserved(kept);
+    if (!view) return std::unexpected(view.error());
+    // A share under 100 % that rounds to all of a small capacity would shut the level out.
+    if (view->admit_capacity() == 0 && kept_permille[level] < 1000) {
+      return invalid_argument("layer \"" + layer.name + "\": reserve leaves " +
+                              priority.levels[level] + " requests nothing of " + limit.describe() +
+                              " (capacity " + std::to_string(limit.capacity()) +
+                              ", rounded down): raise the limit or burst, or keep a smaller share");
+    }
+    views.push_back(std::move(*view));
+  }
+  return views;
+}
+
 std::int64_t kept_units(std::int64_t capacity, std::int64_t permille) {
-  // floor(C x k / 1000) without the product (C < 2^52 times k <= 1000 passes 2^63): C = 1000q + r.
-  const std::int64_t k = 1000 - permille;
-  const std::int64_t fill = capacity / 1000 * k + capacity % 1000 * k / 1000;
-  return capacity - fill;
+  // C < 2^52 and 1000 - permille <= 1000: the product stays below 2^62.
+  return capacity - capacity * (1000 - permille) / 1000;
 }
 
 Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
@@ -76,7 +117,10 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
     if (auto problem = attribute_name_problem(p.attribute)) {
       return invalid_argument("priority attribute \"" + p.attribute + "\" " + *problem);
     }
-    if (p.levels.empty()) return invalid_argument("priority levels must name at least one level");
+    if (auto problem = priority_attribute_problem(spec)) return std::unexpected(*problem);
+    if (p.levels.size() < 2) {
+      return invalid_argument("priority levels must name at least two levels");
+    }
     std::set<std::string> seen;
     for (const std::string& level : p.levels) {
       if (!is_name(level) || !seen.insert(level).second) {
@@ -180,6 +224,22 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
     built.kept_permille = std::move(kept);
     policy->built_.push_back(std::move(built));
   }
+  // Each level's view of every limit a reserving layer knows now (its fixed limit, its plans', its
+  // routes'), keyed by where built_ holds the limit: built_ does not change from here on.
+  for (std::size_t i = 0; i < policy->spec_.layers.size(); ++i) {
+    BuiltLayer& built = policy->built_[i];
+    if (built.kept_permille.empty()) continue;
+    std::vector<const Limit*> limits;
+    if (built.fixed) limits.push_back(&*built.fixed);
+    for (const auto& [plan, limit] : built.by_plan) limits.push_back(&limit);
+    for (const Limit& limit : built.route_limits) limits.push_back(&limit);
+    for (const Limit* limit : limits) {
+      auto views = level_views(*limit, policy->spec_.layers[i], *policy->spec_.priority,
+                               built.kept_permille);
+      if (!views) return std::unexpected(views.error());
+      built.views.emplace(limit, std::move(*views));
+    }
+  }
   std::set<std::string> used, routed, costs;
   for (std::size_t i = 0; i < policy->spec_.layers.size(); ++i) {
     const LayerSpec& layer = policy->spec_.layers[i];
@@ -189,7 +249,7 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
       costs.insert(layer.cost);
     }
     if (layer.by_plan) used.insert(layer.by_plan->attribute);
-    if (!layer.reserve.empty()) used.insert(policy->spec_.priority->attribute);
+    if (policy->spec_.priority) used.insert(policy->spec_.priority->attribute);
     if (layer.by_endpoint) {
       used.insert(layer.by_endpoint->attribute);
       if (layer.mode == LayerMode::kEnforce) routed.insert(layer.by_endpoint->attribute);

@@ -221,14 +221,21 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
       }
       cost = *parsed;
     }
-    // The request's priority's view of the limit, when the layer keeps a share from it.
+    // The request's priority's view of the limit, when the layer keeps a share from it: built
+    // once (Policy::make), or for a tenant's own rate here.
     std::shared_ptr<const Limit> view;
-    const std::int64_t kept = built.kept_permille.empty() ? 0 : built.kept_permille[level];
-    if (kept > 0) {
-      Result<Limit> made = limit->with_reserved(kept_units(limit->capacity(), kept));
-      if (!made) return std::unexpected(made.error());
-      view = std::make_shared<const Limit>(std::move(*made));
-      limit = view.get();
+    if (!built.kept_permille.empty() && built.kept_permille[level] > 0 && !blocked) {
+      if (auto known = built.views.find(limit); known != built.views.end()) {
+        limit = &known->second[level];
+      } else {
+        // (A tenant's rate small enough that the share is all of it leaves the level nothing:
+        // its requests are shed, never an error of the caller's.)
+        const std::int64_t kept = kept_units(limit->capacity(), built.kept_permille[level]);
+        Result<Limit> made = limit->with_reserved(kept);
+        if (!made) return std::unexpected(made.error());
+        view = std::make_shared<const Limit>(std::move(*made));
+        limit = view.get();
+      }
     }
     checks.push_back({i, std::move(key), limit, plan_name, std::move(custom), blocked, cost,
                       layer.lease ? &*layer.lease : nullptr, priority, std::move(view)});

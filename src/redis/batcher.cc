@@ -108,7 +108,7 @@ std::vector<Batcher::Pending> Batcher::take_batch_locked(SlotQueue& slot,
 // One script call for the whole batch.
 void Batcher::send(std::shared_ptr<std::vector<Pending>> batch) {
   auto args = std::make_shared<std::vector<std::string>>();
-  args->reserve(5 + batch->size() * 7);
+  args->reserve(5 + batch->size() * 9);
   args->insert(args->end(), {"", "", std::to_string(batch->size())});
   for (const Pending& p : *batch) args->push_back(p.key);
   args->push_back(batch->front().now);

@@ -19,6 +19,8 @@ std::string decision_log_fields(const policy::PolicyDecision& decision) {
   JsonWriter json = JsonWriter::in_object(out, false);
   json.member("allowed", decision.allowed);
   if (decision.denied_by) json.member("denied_by", *decision.denied_by);
+  if (decision.shed) json.member("shed", true);
+  if (!decision.priority.empty()) json.member("priority", decision.priority);
   if (shown != nullptr) {
     json.member("layer", shown->name);
     if (!shown->plan.empty()) json.member("plan", shown->plan);

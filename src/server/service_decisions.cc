@@ -48,7 +48,6 @@ std::size_t header_lines(const HttpRequest& request, std::string_view name) {
 }
 
 std::string_view header_display_name(std::string_view name) {
-  if (name == "x-spillway-priority") return "X-Spillway-Priority";
   return name == "x-original-uri" ? "X-Original-URI" : "X-Original-Method";
 }
 
@@ -317,19 +316,23 @@ void Service::auth(const HttpRequest& request, const Reply& reply) {
   if (auto key = header("x-api-key"); key && !key->empty()) {
     attributes["api_key"] = std::string(*key);
   }
-  // The original request's path (raw: the policy makes it canonical) and method, and its priority
-  // (load shedding). A proxy sets each once; a second line could only come from a client, and
-  // which one counts is ambiguous.
-  for (std::string_view name : {"x-original-uri", "x-original-method", "x-spillway-priority"}) {
+  // The original request's path (raw: the policy makes it canonical) and method. A proxy sets
+  // each once; a second line could only come from a client, and which one counts is ambiguous.
+  for (std::string_view name : {"x-original-uri", "x-original-method"}) {
     if (const std::size_t lines = header_lines(request, name); lines > 1) {
       return reply(error_response(400, std::string(header_display_name(name)) +
                                            " must be sent once (it came " + std::to_string(lines) +
                                            " times)"));
     }
   }
-  // X-Spillway-Priority: the proxy's classification of the request (nginx must set it, so that
-  // a client's own header is replaced); absent or empty, the policy's default level.
-  if (const auto& priority = current->policy->spec().priority) {
+  // X-Spillway-Priority: the trusted proxy's classification of the request (nginx sets it on
+  // every request, so that a client's own header is replaced), once; from any other peer, or
+  // absent or empty, the policy's default level. Read only when the policy has priorities.
+  if (const auto& priority = current->policy->spec().priority; priority && trusted_peer) {
+    if (const std::size_t lines = header_lines(request, "x-spillway-priority"); lines > 1) {
+      return reply(error_response(400, "X-Spillway-Priority must be sent once (it came " +
+                                           std::to_string(lines) + " times)"));
+    }
     if (auto level = header("x-spillway-priority"); level && !level->empty()) {
       attributes[priority->attribute] = std::string(*level);
     }

@@ -119,6 +119,8 @@ TEST(PriorityConfig, EveryMistakeIsRefusedNamingTheFieldAndWhy) {
       {reserving_layer("    reserve: {critical: 60%, normal: 50%}\n"),
        "reserve: the shares add up to 110.0%, more than 100%"},
       {reserving_layer("    reserve: {sheddable: 10%}\n"), "the lowest level, keeps nothing"},
+      {reserving_layer("    reserve: {critical: 20%, sheddable: 10%}\n"),
+       "the lowest level, keeps nothing"},
       {reserving_layer("    reserve: 20%\n"), "reserve: must be a mapping"},
       {reserving_layer("    reserve: {critical: 20%}\n    sync: lease\n"),
        "a leased layer (sync: lease) cannot keep a reserve"},
@@ -162,6 +164,60 @@ TEST(PriorityConfig, PolicyMakeRefusesWhatTheFileCouldNotSay) {
   auto fallback = Policy::make(spec);
   ASSERT_FALSE(fallback.has_value());
   EXPECT_NE(fallback.error().message.find("default \"none\" is not a level"), std::string::npos);
+}
+
+TEST(PriorityConfig, AShareThatLeavesALevelNothingOrAnAttributeTakenIsRefusedWhenBuilt) {
+  // 1 per second, burst 1: any share under 100 % rounds to all of it.
+  Result<Config> small = parse_config(std::string(kLevels) + R"(layers:
+  - name: tiny
+    key: [api_key]
+    algorithm: gcra
+    limit: 1/s
+    reserve: {critical: 20%}
+)");
+  ASSERT_TRUE(small.has_value()) << small.error().message;
+  auto cliff = Policy::make(small->policy);
+  ASSERT_FALSE(cliff.has_value());
+  EXPECT_NE(cliff.error().message.find("layer \"tiny\": reserve leaves normal requests nothing "
+                                       "of gcra 1/1s burst 1 (capacity 1"),
+            std::string::npos)
+      << cliff.error().message;
+  // The same in a plan's limit: every limit the layer knows is checked.
+  Result<Config> plans = parse_config(std::string(kLevels) + R"(layers:
+  - name: gw
+    key: [api_key]
+    algorithm: fixed_window
+    reserve: {critical: 60%}
+    by_plan:
+      attribute: api_key
+      default: free
+      plans: {free: 2/1m, pro: 100/1m}
+)");
+  ASSERT_TRUE(plans.has_value()) << plans.error().message;
+  auto plan_cliff = Policy::make(plans->policy);
+  ASSERT_FALSE(plan_cliff.has_value()) << "free: floor(2 x 0.4) leaves normal nothing";
+  EXPECT_NE(plan_cliff.error().message.find("nothing of fixed_window 2/1m"), std::string::npos)
+      << plan_cliff.error().message;
+  // The priority attribute must be its own.
+  for (const std::string taken : {"api_key", "ip", "endpoint", "method"}) {
+    Result<Config> clash = parse_config("priority:\n  attribute: " + taken +
+                                        "\n  levels: [a, b]\n  default: b\n" + R"(layers:
+  - name: api
+    key: [api_key]
+    limit: 10/1m
+    reserve: {a: 10%}
+)");
+    ASSERT_TRUE(clash.has_value()) << clash.error().message;
+    auto made = Policy::make(clash->policy);
+    ASSERT_FALSE(made.has_value()) << taken;
+    EXPECT_NE(made.error().message.find("already uses for something else"), std::string::npos)
+        << made.error().message;
+  }
+  PolicySpec one_level;
+  one_level.layers = small->policy.layers;
+  one_level.layers[0].reserve.clear();
+  one_level.priority = PrioritySpec{.levels = {"only"}, .default_level = "only"};
+  EXPECT_FALSE(Policy::make(one_level).has_value()) << "one level sheds nothing";
 }
 
 TEST(PriorityConfig, KeptUnitsAreTheCapacityLessWhatTheLevelFillsRoundedDown) {

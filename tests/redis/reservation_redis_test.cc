@@ -202,6 +202,12 @@ Limit random_limit() {
   if (takes_burst(algorithm)) burst = pick_whole_range<std::int64_t>(1, 6);
   Result<Limit> made = Limit::make(algorithm, limit, period, burst);
   if (!made) RC_FAIL("Limit::make: " + made.error().message);
+  // A third of them a lower priority's view (docs/SPEC.md §2.4): settlements report the peek
+  // that priority sees, on every backend.
+  if (pick_whole_range(0, 3) == 0) {
+    made = made->with_reserved(pick_whole_range<std::int64_t>(1, made->capacity() + 1));
+    if (!made) RC_FAIL("with_reserved: " + made.error().message);
+  }
   return *made;
 }
 

@@ -126,7 +126,8 @@ TEST(Nginx, AuthRequestTurnsDenialsInto429WithRetryAfter) {
 // Shedding (examples/nginx/shedding.yaml: 10 a minute per client, 30 % kept for /checkout, which
 // nginx's map marks critical): other requests pass until 7 are used, then nginx answers them 503
 // (X-Spillway-Shed turned into a 503), while checkout passes up to the whole limit and is then
-// refused as rate limited (429). A client's own X-Spillway-Priority is replaced by nginx's.
+// refused as rate limited (429). A client's own X-Spillway-Priority is replaced by nginx's, and
+// a path that only looks like checkout is not one.
 TEST(Nginx, LowerPrioritiesAreShedWith503WhileCriticalOnesUseTheReserve) {
   NginxFront front("shedding.yaml", "shedding");
   const std::uint16_t port = front.nginx_port;
@@ -140,6 +141,10 @@ TEST(Nginx, LowerPrioritiesAreShedWith503WhileCriticalOnesUseTheReserve) {
   EXPECT_EQ(shed.status, 503) << "a client's own header must not buy the reserve: " << shed.body;
   EXPECT_NE(shed.body.find("shed"), std::string::npos) << shed.body;
   EXPECT_GE(std::atoi(shed.header("retry-after").c_str()), 1);
+  // The map reads the path nginx normalised, by whole segments: none of these is checkout.
+  for (const std::string path : {"/checkoutX", "/checkout/../page", "/x/..//checkout-y"}) {
+    EXPECT_EQ(testing::http(port, "GET", path).status, 503) << path;
+  }
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(testing::http(port, "GET", "/checkout/" + std::to_string(i)).status, 200) << i;
   }

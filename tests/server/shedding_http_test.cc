@@ -39,13 +39,13 @@ layers:
     reserve: {critical: 20%, normal: 30%}
 )";
 
-testing::RunningService start_shedding(const std::string& backend) {
+testing::RunningService start_shedding(const std::string& backend, bool trusted = true) {
   Result<policy::Config> config = policy::parse_config(kShedding);
   if (!config) {
     ADD_FAILURE() << config.error().message;
     return {};
   }
-  config->server.trusted_proxies = {*policy::parse_cidr("127.0.0.1/32")};
+  if (trusted) config->server.trusted_proxies = {*policy::parse_cidr("127.0.0.1/32")};
   std::unique_ptr<Store> store = testing::open_test_store(
       testing::backend_url(backend, [] { return shedding_redis().url(); }), "shed",
       /*connected=*/false);
@@ -137,6 +137,26 @@ TEST_P(Shedding, AuthAnswersAShedRequest403WithTheShedHeader) {
   EXPECT_EQ(auth("").status, 204);
   EXPECT_EQ(auth("").status, 204);
   EXPECT_EQ(auth("").status, 403);
+}
+
+// X-Spillway-Priority is the trusted proxy's word: from any other peer the request has the
+// default level, so a client that reaches /v1/auth itself cannot buy the reserve.
+TEST_P(Shedding, AuthReadsThePriorityOnlyFromATrustedProxy) {
+  testing::RunningService s = start_shedding(GetParam(), /*trusted=*/false);
+  ASSERT_TRUE(s.service);
+  const std::string key = key_for(GetParam()) + "-untrusted";
+  const std::map<std::string, std::string> claims = {{"X-API-Key", key},
+                                                     {"X-Spillway-Priority", "critical"}};
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(http(s.port(), "GET", "/v1/auth", "", claims).status, 204);
+  HttpReply ninth = http(s.port(), "GET", "/v1/auth", "", claims);
+  EXPECT_EQ(ninth.status, 403)
+      << "normal (the default) fills 8: the claimed critical did not count";
+  EXPECT_EQ(ninth.header("x-spillway-shed"), "1");
+  // Nor can it make a 400 of it: the header is not read at all.
+  testing::HttpConnection connection(s.port());
+  connection.send_raw("GET /v1/auth HTTP/1.1\r\nHost: x\r\nX-API-Key: " + key +
+                      "-2\r\nX-Spillway-Priority: a\r\nX-Spillway-Priority: b\r\n\r\n");
+  EXPECT_EQ(connection.read_reply().status, 204);
 }
 
 TEST_P(Shedding, ABadPriorityChangesNothing) {
