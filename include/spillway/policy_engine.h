@@ -201,6 +201,12 @@ class Policy {
 // capacity less what that level may fill, floor(capacity x (1000 - permille) / 1000).
 std::int64_t kept_units(std::int64_t capacity, std::int64_t permille);
 
+// A layer's `reserve` as the permille kept from each level of `priority`: the shares of the levels
+// above it, added up. Errors (kInvalidArgument) name the layer: no priority levels, a leased
+// layer, a level unknown or the lowest, a share out of 0.1 %..100 %, shares past 100 %.
+Result<std::vector<std::int64_t>> kept_by_level(const LayerSpec& layer,
+                                                const std::optional<PrioritySpec>& priority);
+
 // `limit` as each priority level sees it (level i keeps kept_units(capacity, kept_permille[i])).
 // Refused, naming the layer and level, when a share under 100 % leaves a level nothing.
 Result<std::vector<Limit>> level_views(const Limit& limit, const LayerSpec& layer,

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "spillway/policy_engine.h"
 #include "src/config/config_sections.h"
 #include "src/config/yaml_fields.h"
 #include "src/core/text.h"
@@ -255,6 +256,24 @@ void parse_reserve(const Fields& fields, const std::optional<PrioritySpec>& prio
     fail(entry->value, path,
          "a share kept for " + quote_for_error(priority->levels.back()) +
              ", the lowest level, keeps nothing from anyone: name a higher level");
+  }
+  // Every rate of the layer leaves each level something (as Policy::make checks, with the line).
+  if (layer.reserve.empty()) return;
+  Result<std::vector<std::int64_t>> kept = kept_by_level(layer, priority);
+  if (!kept) fail(entry->value, path, kept.error().message);
+  std::vector<RateSpec> rates;
+  if (layer.limit) rates.push_back(*layer.limit);
+  if (layer.by_plan) {
+    for (const auto& [plan, rate] : layer.by_plan->plans) rates.push_back(rate);
+  }
+  if (layer.by_endpoint) {
+    for (const auto& [route, rate] : layer.by_endpoint->limits) rates.push_back(rate);
+  }
+  for (const RateSpec& rate : rates) {
+    Result<Limit> limit = Limit::make(layer.algorithm, rate.limit, rate.period, rate.burst);
+    if (!limit) continue;  // reported with the rate
+    Result<std::vector<Limit>> views = level_views(*limit, layer, *priority, *kept);
+    if (!views) fail(entry->value, path, views.error().message);
   }
 }
 

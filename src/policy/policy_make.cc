@@ -25,8 +25,26 @@ Result<Limit> build_limit(const LayerSpec& layer, const RateSpec& rate, const st
   return limit;
 }
 
-// A layer's `reserve` as the permille kept from each priority level: the shares of the levels
-// above it, added up.
+// The priority attribute names a value of its own: not an attribute a layer keys, routes, plans or
+// costs by, nor one /v1/auth fills from its own headers (X-Spillway-Priority would overwrite it).
+std::optional<Error> priority_attribute_problem(const PolicySpec& spec) {
+  const std::string& name = spec.priority->attribute;
+  bool taken =
+      name == "ip" || name == "api_key" || name == kEndpointAttribute || name == kMethodAttribute;
+  for (const LayerSpec& layer : spec.layers) {
+    taken = taken || std::find(layer.key.begin(), layer.key.end(), name) != layer.key.end() ||
+            layer.cost == name || (layer.by_plan && layer.by_plan->attribute == name) ||
+            (layer.by_endpoint && layer.by_endpoint->attribute == name);
+  }
+  if (!taken) return std::nullopt;
+  return Error{Errc::kInvalidArgument,
+               "priority attribute \"" + name +
+                   "\" is an attribute the policy or /v1/auth already uses for something else",
+               "priority.attribute"};
+}
+
+}  // namespace
+
 Result<std::vector<std::int64_t>> kept_by_level(const LayerSpec& layer,
                                                 const std::optional<PrioritySpec>& priority) {
   const std::string where = "layer \"" + layer.name + "\": reserve";
@@ -61,26 +79,6 @@ Result<std::vector<std::int64_t>> kept_by_level(const LayerSpec& layer,
   }
   return kept;
 }
-
-// The priority attribute names a value of its own: not an attribute a layer keys, routes, plans or
-// costs by, nor one /v1/auth fills from its own headers (X-Spillway-Priority would overwrite it).
-std::optional<Error> priority_attribute_problem(const PolicySpec& spec) {
-  const std::string& name = spec.priority->attribute;
-  bool taken =
-      name == "ip" || name == "api_key" || name == kEndpointAttribute || name == kMethodAttribute;
-  for (const LayerSpec& layer : spec.layers) {
-    taken = taken || std::find(layer.key.begin(), layer.key.end(), name) != layer.key.end() ||
-            layer.cost == name || (layer.by_plan && layer.by_plan->attribute == name) ||
-            (layer.by_endpoint && layer.by_endpoint->attribute == name);
-  }
-  if (!taken) return std::nullopt;
-  return Error{Errc::kInvalidArgument,
-               "priority attribute \"" + name +
-                   "\" is an attribute the policy or /v1/auth already uses for something else",
-               "priority.attribute"};
-}
-
-}  // namespace
 
 Result<std::vector<Limit>> level_views(const Limit& limit, const LayerSpec& layer,
                                        const PrioritySpec& priority,
