@@ -212,8 +212,7 @@ void RedisStore::Impl::decide(const StoreRequest& request, AllCallback done) {
          .slot = slot,
          .now = now ? std::to_string(*now) : std::string(),
          .numbers = {limit.limit(), limit.period(), limit.burst(), limit.limit_units(),
-                     limit.period_units(), limit.max_delay(), limit.reserved(),
-                     request.cost_of(0)},
+                     limit.period_units(), limit.max_delay(), limit.reserved(), request.cost_of(0)},
          .deadline = redis::deadline_in(options_.timeout),
          .done = std::move(done)});
   }
@@ -239,12 +238,11 @@ std::vector<redis::SlotKey> RedisStore::Impl::slot_keys(const StoreRequest& requ
     std::string redis_key = storage_key(checks[i].key, l);
     const std::uint16_t slot = slot_of(redis_key);
     // The algorithm by its number: the script's decide_by_id is built from the same list.
-    keys.push_back(
-        {std::move(redis_key),
-         slot,
-         {static_cast<std::int64_t>(algorithm_index(l.algorithm())), l.limit(), l.period(),
-          l.burst(), l.limit_units(), l.period_units(), l.max_delay(), l.reserved(),
-          request.cost_of(i)}});
+    keys.push_back({std::move(redis_key),
+                    slot,
+                    {static_cast<std::int64_t>(algorithm_index(l.algorithm())), l.limit(),
+                     l.period(), l.burst(), l.limit_units(), l.period_units(), l.max_delay(),
+                     l.reserved(), request.cost_of(i)}});
   }
   return keys;
 }
