@@ -46,3 +46,16 @@ start_redis() {
   echo "redis-server did not start: $(cat "$work/redis.log")" >&2
   return 1
 }
+
+# CPU ticks (user + system) a process has used, and what a wrk run measured: requests/s, p50, p99
+# and the server's CPU per request in µs (from the ticks before and after), on one line for
+# printf. Used by bench/shaping_auth.sh and bench/shedding_auth.sh.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+wrk_figures() {  # wrk_output ticks_before ticks_after
+  local requests
+  requests=$(awk '/requests in/ {print $1}' "$1")
+  printf '%s %s %s %s\n' "$(awk '/Requests\/sec/ {print $2}' "$1")" \
+    "$(awk '$1 == "50%" {print $2}' "$1")" "$(awk '$1 == "99%" {print $2}' "$1")" \
+    "$(awk -v t=$(($3 - $2)) -v c="$(getconf CLK_TCK)" -v n="$requests" \
+      'BEGIN {print t / c / n * 1e6}')"
+}

@@ -21,8 +21,6 @@ cmake --build --preset release --target spillway_cli >/dev/null
 source bench/http_common.sh
 ulimit -n 65536 2>/dev/null || true
 
-clk=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
 run() {  # name limit max_delay_line
@@ -52,15 +50,10 @@ YAML
   rss=$(rss_kb "$pid")
   wait "$wrk_pid"
   after=$(cpu_ticks "$pid")
-  local requests rps p50 p99
-  requests=$(awk '/requests in/ {print $1}' "$work/$name.wrk")
-  rps=$(awk '/Requests\/sec/ {print $2}' "$work/$name.wrk")
-  p50=$(awk '$1 == "50%" {print $2}' "$work/$name.wrk")
-  p99=$(awk '$1 == "99%" {print $2}' "$work/$name.wrk")
+  local rps p50 p99 cpu
+  read -r rps p50 p99 cpu < <(wrk_figures "$work/$name.wrk" "$before" "$after")
   printf '%-8s %10s req/s  p50 %8s  p99 %8s  CPU/request %6.1f us  held %6s  RSS %7s kB\n' \
-    "$name" "$rps" "$p50" "$p99" \
-    "$(awk -v t=$((after - before)) -v c="$clk" -v n="$requests" 'BEGIN {print t / c / n * 1e6}')" \
-    "${held:-0}" "$rss"
+    "$name" "$rps" "$p50" "$p99" "$cpu" "${held:-0}" "$rss"
   kill "$pid"
   wait "$pid" 2>/dev/null || true
 }

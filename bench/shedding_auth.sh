@@ -18,8 +18,6 @@ cmake --preset release >/dev/null
 cmake --build --preset release --target spillway_cli >/dev/null
 source bench/http_common.sh
 
-clk=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 run() {  # name priority_section reserve_line header
   local name=$1 port pid
@@ -43,16 +41,11 @@ YAML
   wrk -t 2 -c "$connections" -d "${seconds}s" --latency -H "$4" \
     "http://127.0.0.1:$port/v1/auth" > "$work/$name.wrk"
   after=$(cpu_ticks "$pid")
-  local requests rps p50 p99 non2xx
-  requests=$(awk '/requests in/ {print $1}' "$work/$name.wrk")
-  rps=$(awk '/Requests\/sec/ {print $2}' "$work/$name.wrk")
-  p50=$(awk '$1 == "50%" {print $2}' "$work/$name.wrk")
-  p99=$(awk '$1 == "99%" {print $2}' "$work/$name.wrk")
+  local rps p50 p99 cpu non2xx
+  read -r rps p50 p99 cpu < <(wrk_figures "$work/$name.wrk" "$before" "$after")
   non2xx=$(awk '/Non-2xx/ {print $NF}' "$work/$name.wrk")
   printf '%-9s %10s req/s  p50 %8s  p99 %8s  CPU/request %6.1f us  non-2xx %s\n' \
-    "$name" "$rps" "$p50" "$p99" \
-    "$(awk -v t=$((after - before)) -v c="$clk" -v n="$requests" 'BEGIN {print t / c / n * 1e6}')" \
-    "${non2xx:-0}"
+    "$name" "$rps" "$p50" "$p99" "$cpu" "${non2xx:-0}"
   kill "$pid"
   wait "$pid" 2>/dev/null || true
 }
