@@ -10,7 +10,7 @@
 --          (what this layer is charged: layers may count different things, e.g. requests and
 --          tokens)
 --          then, with a record: per layer its index in the reservation (1-based), then the
---          reservation's layers m and m triples (label, metered 0/1, estimate), then the number
+--          reservation's layers m and m triples (label, metered 0/1 or h for a hold, estimate), then the number
 --          of other records k and k slots (a Redis Cluster's home record: see below).
 -- Returns  six integers per layer: allowed (0/1), limit, remaining, retry_after, reset_after,
 --          delay. Every layer is first
@@ -93,7 +93,8 @@ if all_admit and not dry and record_ttl ~= '' then
   local a = 5 + 10 * n  -- m, then the triples
   for j = 1, tonumber(ARGV[a]) do
     local t = a + 3 * (j - 1)
-    record.layers[j] = {ARGV[t + 1], ARGV[t + 2] == '1', tonumber(ARGV[t + 3])}
+    -- label, metered, estimate, hold (a concurrency slot: every settlement gives it back)
+    record.layers[j] = {ARGV[t + 1], ARGV[t + 2] == '1', tonumber(ARGV[t + 3]), ARGV[t + 2] == 'h'}
   end
   a = a + 1 + 3 * #record.layers  -- k, then the slots
   for j = 1, tonumber(ARGV[a]) do record.slots[j] = tonumber(ARGV[a + j]) end

@@ -8,8 +8,9 @@
 -- ARGV     now (µs or ''), ttl_floor (ms), then either
 --            'home', cancel (0/1), cost ('' none), then pairs (layer label, cost): the home record,
 --            which has the reservation's layers: resolves each layer's actual cost (as
---            MemoryStore does: 0 when cancelled; its pair's cost; `cost` when the layer is
---            metered or no layer is; else its estimate) and settles the record's own keys;
+--            MemoryStore does: 0 for a hold and when cancelled; its pair's cost; `cost` when the
+--            layer is metered or no layer is; else its estimate) and settles the record's own
+--            keys;
 --          or
 --            'part', then the actual cost of each of the reservation's layers, in order: another
 --            record of the same reservation on another slot (a Redis Cluster), after its home.
@@ -71,6 +72,10 @@ if ARGV[3] == 'home' then
     end
     if not found then return {3, ARGV[p]} end
     if not cancel then actual[found] = ARGV[p + 1] + 0 end
+  end
+  -- A concurrency slot (record.layers[j][4]) is given back by every settlement: its release.
+  for j, l in ipairs(record.layers) do
+    if l[4] then actual[j] = 0 end
   end
 else
   for j = 4, #ARGV do actual[j - 3] = ARGV[j] + 0 end

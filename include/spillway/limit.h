@@ -23,11 +23,15 @@ inline constexpr std::int64_t kMaxExact = std::int64_t{1} << 52;
 // The latest `now` spillway accepts (about year 2112 in µs since the Unix epoch).
 inline constexpr Micros kMaxNow = kMaxExact;
 
-// What a limit counts. Every limit of this release is a rate: L cost units per period P (made by
-// Limit::make). A concurrency limit (N in flight, each held by a ticket until released or
-// expired) is the next kind, with its own factory and no period (docs/ARCHITECTURE.md, "What
-// comes next"); code that needs a period asks kind() first.
-enum class LimitKind : std::uint8_t { kRate };
+// What a limit counts.
+//   kRate         L cost units per period P (Limit::make).
+//   kConcurrency  at most N requests in flight (Limit::concurrency): an admitted request holds a
+//                 slot until it is released (a reservation settled: docs/SPEC.md §2.5) or until
+//                 its hold expires, hold_ttl after it was taken. Its state and math are the
+//                 sliding log's (src/core/sliding_log.h): each hold is an entry that leaves the
+//                 window when it expires, and a release takes its entry out early. So
+//                 algorithm() is kSlidingLog, limit() is N and period() is the hold's lifetime.
+enum class LimitKind : std::uint8_t { kRate, kConcurrency };
 
 class Limit {
  public:
@@ -35,6 +39,11 @@ class Limit {
   // max_delay other than 0 (with_max_delay).
   static Result<Limit> make(Algorithm algorithm, std::int64_t limit, Micros period,
                             std::optional<std::int64_t> burst = std::nullopt, Micros max_delay = 0);
+
+  // At most `in_flight` requests held at once per key, each hold freed by its release or
+  // `hold_ttl` µs after it was taken (LimitKind::kConcurrency). 1 <= in_flight < 2^52,
+  // 1ms <= hold_ttl <= 1 day. A request holds one slot, whatever its cost.
+  static Result<Limit> concurrency(std::int64_t in_flight, Micros hold_ttl);
 
   // A copy that admits, after a wait of at most `max_delay` µs, a request it would deny now
   // (shaping, docs/SPEC.md §2.2): the request is charged now and its Decision carries the wait
@@ -49,7 +58,8 @@ class Limit {
   // a peek is decided the same way (its `remaining` is what this priority may still use).
   Result<Limit> with_reserved(std::int64_t reserved) const;
 
-  LimitKind kind() const { return LimitKind::kRate; }
+  LimitKind kind() const { return kind_; }
+  bool is_concurrency() const { return kind_ == LimitKind::kConcurrency; }
   Algorithm algorithm() const { return algorithm_; }
   std::int64_t limit() const { return limit_; }
   Micros period() const { return period_; }
@@ -72,7 +82,8 @@ class Limit {
   std::int64_t period_units() const { return period_units_; }
 
   // "gcra 60/1m burst 60" ("... max_delay 500ms" when it delays, "... reserved 12" when it keeps
-  // capacity for higher priorities), for logs and errors.
+  // capacity for higher priorities; "concurrency 20 hold_ttl 1m" for a concurrency limit), for
+  // logs and errors.
   std::string describe() const;
 
   friend bool operator==(const Limit&, const Limit&) = default;
@@ -88,6 +99,7 @@ class Limit {
   std::int64_t period_units_ = 1;
   Micros max_delay_ = 0;
   std::int64_t reserved_ = 0;
+  LimitKind kind_ = LimitKind::kRate;
 };
 
 }  // namespace spillway

@@ -57,7 +57,12 @@ struct PolicyDecision {
   std::vector<std::string> shadow_denied;  // shadow layers that would have denied
   std::optional<Error> shadow_error;       // the first error of a shadow layer's check
   // Policy::reserve, admitted: the reservation's id (Store::settle settles it); else empty.
+  // Also, from decide as well, the ticket of the slots its concurrency layers hold
+  // (docs/SPEC.md §2.5): any settlement of it releases them (spillway/ticket.h).
   std::string reservation;
+  // Admitted holding concurrency slots: µs until the first of its holds expires unless released
+  // (the shortest hold_ttl of those layers). 0: it holds none.
+  Micros hold_expires = 0;
 };
 
 // The plan name a layer answer carries when a tenant record gave the caller its own rate.
@@ -107,8 +112,11 @@ class Policy {
   Result<std::size_t> priority_level(const Attributes& attributes) const;
 
   // Resolves, checks all-or-nothing, and combines; the answer goes to `done` as the store's does
-  // (Store::decide). Errors: bad attributes (kInvalidArgument) or the store's error. The caller
-  // keeps this Policy and the store alive until `done` ran.
+  // (Store::decide). A request that a concurrency layer applies to (cost above 0) is made a
+  // reservation living as long as its longest hold_ttl: admitted, its `reservation` is the ticket
+  // to release (the store must keep reservations, as for reserve). Errors: bad attributes
+  // (kInvalidArgument) or the store's error. The caller keeps this Policy and the store alive until
+  // `done` ran.
   void decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
                     std::optional<Micros> now,
                     std::function<void(Result<PolicyDecision>)> done) const;
@@ -161,6 +169,10 @@ class Policy {
   // as numbers.
   const std::vector<std::string>& cost_attributes() const { return cost_attributes_; }
 
+  // Some layer is a concurrency limit (algorithm: concurrency): its requests hold slots that
+  // only a release frees, so front ends with no release step refuse them (/v1/auth).
+  bool has_concurrency() const { return has_concurrency_; }
+
   const PolicySpec& spec() const { return spec_; }
   const std::shared_ptr<const TenantDirectory>& tenants() const { return tenants_; }
   const std::string& layer_name(std::size_t layer) const { return spec_.layers[layer].name; }
@@ -195,11 +207,17 @@ class Policy {
   std::vector<std::string> attributes_used_;
   std::vector<std::string> route_attributes_;
   std::vector<std::string> cost_attributes_;
+  bool has_concurrency_ = false;
 };
 
 // What a layer keeps from a priority level that is kept `permille` of a limit's `capacity`: the
 // capacity less what that level may fill, floor(capacity x (1000 - permille) / 1000).
 std::int64_t kept_units(std::int64_t capacity, std::int64_t permille);
+
+// What a concurrency layer (LayerSpec::hold_ttl) may not have, naming the field: a by_plan or
+// by_endpoint selector, shadow mode, a lease, a cost attribute, a max_delay. nullopt for a rate
+// layer or a sound concurrency layer.
+std::optional<Error> concurrency_layer_problem(const LayerSpec& layer);
 
 // A layer's `reserve` as the permille kept from each level of `priority`: the shares of the levels
 // above it, added up. Errors (kInvalidArgument) name the layer: no priority levels, a leased

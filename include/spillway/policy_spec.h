@@ -101,6 +101,13 @@ struct LayerSpec {
   // level named is a level of the policy's priorities; the shares add up to at most 1000. Empty:
   // every priority uses the whole limit.
   std::map<std::string, std::int64_t> reserve;
+  // `algorithm: concurrency`: a concurrency layer (Limit::concurrency): `limit` holds N, the most
+  // requests in flight per key, and its period is this lifetime of a hold (µs; `hold_ttl`,
+  // 60 s unless given). `algorithm` is then kSlidingLog, the state such a limit keeps. A request
+  // it admits holds a slot until released (docs/SPEC.md §2.5). Only with a fixed `limit`, enforced,
+  // exact, and without a cost attribute or a max_delay. nullopt: a rate layer.
+  std::optional<Micros> hold_ttl;
+  bool is_concurrency() const { return hold_ttl.has_value(); }
   // Exactly one of these three is set.
   std::optional<RateSpec> limit;
   std::optional<PlanSelector> by_plan;

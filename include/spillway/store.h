@@ -75,9 +75,12 @@ enum class Operation : std::uint8_t { kCheck, kReset, kReserve, kCharge };
 //
 // One key of a reservation: the name of its layer, and whether its cost is a measured quantity
 // (a layer with a cost attribute, such as tokens) that a settlement's single `cost` applies to.
+// `hold`: a concurrency limit's slot (Limit::concurrency), which every settlement, commit or
+// cancel, gives back whole (its actual cost is 0): settling the reservation is the release.
 struct ReservedLayer {
   std::string_view label;
   bool metered = false;
+  bool hold = false;
 };
 
 // What a kReserve request keeps. A view, as StoreRequest's keys are.
@@ -99,10 +102,10 @@ struct LayerCost {
 };
 
 // What settles a reservation, once. The actual cost of each key is, in order of precedence: 0
-// when `cancel`; its entry in `costs`; `cost` when the key is metered, or when no key of the
-// reservation is; else its estimate (no change). Below the estimate the difference is given back
-// (docs/SPEC.md §2.1: never more than had the actual cost been charged from the start); above it,
-// the difference is charged without a check (debt).
+// for a hold (ReservedLayer::hold) and when `cancel`; its entry in `costs`; `cost` when the key is
+// metered, or when no key of the reservation is; else its estimate (no change). Below the estimate
+// the difference is given back (docs/SPEC.md §2.1: never more than had the actual cost been charged
+// from the start); above it, the difference is charged without a check (debt).
 struct Settlement {
   std::string_view id;
   bool cancel = false;

@@ -161,6 +161,13 @@ EndpointSelector parse_by_endpoint(const YAML::Node& node, const std::string& pa
 
 void parse_selector(const YAML::Node& node, const std::string& path, const Fields& fields,
                     const LayerContext& context, LayerSpec& layer);
+void parse_concurrency(const YAML::Node& node, const std::string& path, const Fields& fields,
+                       LayerSpec& layer);
+
+// `algorithm: concurrency` (not an Algorithm: its state is the sliding log's) and a hold's
+// lifetime when the layer gives no hold_ttl.
+constexpr std::string_view kConcurrency = "concurrency";
+constexpr Micros kDefaultHoldTtl = Micros{60} * 1000 * 1000;
 
 // A share of a limit: "10%", "2.5%" (to a tenth of a percent), in thousandths: 1..1000; `what`
 // names it in errors.
@@ -283,7 +290,7 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
   expect_map(node, path, "a mapping with name, key and a limit");
   Fields fields(node, path,
                 {"name", "key", "algorithm", "limit", "burst", "max_delay", "by_plan",
-                 "by_endpoint", "mode", "cost", "sync", "lease", "reserve"});
+                 "by_endpoint", "mode", "cost", "sync", "lease", "reserve", "hold_ttl"});
   LayerSpec layer;
   collect([&] {
     const Entry& name = fields.require("name");
@@ -308,6 +315,11 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
     algorithm_read = collect([&] {
       const std::string text =
           scalar(algorithm->value, fields.path("algorithm"), "an algorithm name");
+      if (text == kConcurrency) {
+        context.algorithm = Algorithm::kSlidingLog;  // the state a concurrency limit keeps
+        layer.hold_ttl = kDefaultHoldTtl;
+        return;
+      }
       Result<Algorithm> parsed = parse_algorithm(text);
       if (!parsed) fail(algorithm->value, fields.path("algorithm"), parsed.error().message);
       context.algorithm = *parsed;
@@ -345,6 +357,7 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
       const std::string burst_path = fields.path("burst");
       const std::int64_t value =
           whole_number(burst->value, burst_path, 1, std::numeric_limits<std::int64_t>::max());
+      if (layer.is_concurrency()) return;  // parse_concurrency says why
       if (!takes_burst(context.algorithm)) {
         fail(burst->value, burst_path, burst_not_taken_message(context.algorithm));
       }
@@ -356,7 +369,7 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
       // `off`, `0`, or a zero with a unit (`0ms`): no delay (a duration is otherwise above 0).
       const bool off = delay->value.IsScalar() && is_zero_duration(delay->value.Scalar());
       const Micros value = off ? 0 : std::chrono::microseconds(millis(*delay, delay_path)).count();
-      if (value > 0 && !takes_max_delay(context.algorithm)) {
+      if (value > 0 && !takes_max_delay(context.algorithm) && !layer.is_concurrency()) {
         fail(delay->value, delay_path, max_delay_not_taken_message(context.algorithm));
       }
       if (value > 0 && layer.lease)
@@ -364,9 +377,66 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
       context.max_delay = value;
       layer.max_delay = value;
     });
-  collect([&] { parse_selector(node, path, fields, context, layer); });
+  if (layer.is_concurrency()) {
+    collect([&] { parse_concurrency(node, path, fields, layer); });
+  } else {
+    if (const Entry* hold = fields.find("hold_ttl")) {
+      collect([&] {
+        fail(hold->key, fields.path("hold_ttl"),
+             "hold_ttl applies only to algorithm: concurrency (the lifetime of a hold)");
+      });
+    }
+    collect([&] { parse_selector(node, path, fields, context, layer); });
+  }
   collect([&] { parse_reserve(fields, priority, layer); });
   return layer;
+}
+
+// A concurrency layer's `limit: 20` (requests in flight per key) and `hold_ttl`, and what such a
+// layer may not have (concurrency_layer_problem, Policy::make's own check, with its line).
+void parse_concurrency(const YAML::Node& node, const std::string& path, const Fields& fields,
+                       LayerSpec& layer) {
+  if (const Entry* hold = fields.find("hold_ttl")) {
+    collect([&] {
+      const Micros value =
+          std::chrono::microseconds(millis(*hold, fields.path("hold_ttl"))).count();
+      if (Result<Limit> made = Limit::concurrency(1, value); !made) {
+        fail(hold->value, fields.path("hold_ttl"), made.error().message);
+      }
+      layer.hold_ttl = value;
+    });
+  }
+  if (const Entry* limit = fields.find("limit")) {
+    collect([&] {
+      const std::string limit_path = fields.path("limit");
+      if (limit->value.IsScalar() && limit->value.Scalar().find('/') != std::string::npos) {
+        fail(limit->value, limit_path,
+             "a concurrency limit is a number of requests in flight per key, such as limit: 20, "
+             "not a rate");
+      }
+      const std::int64_t value = whole_number(limit->value, limit_path, 1, kMaxExact - 1);
+      layer.limit = RateSpec{.limit = value, .period = *layer.hold_ttl};
+    });
+  }
+  for (std::string_view field : {"by_plan", "by_endpoint", "burst"}) {
+    if (const Entry* entry = fields.find(field)) {
+      collect([&] {
+        fail(entry->key, fields.path(entry->name),
+             std::string(field) +
+                 " does not apply to algorithm: concurrency, which takes one fixed limit: the "
+                 "requests in flight per key, such as limit: 20");
+      });
+    }
+  }
+  if (!layer.limit && !fields.find("by_plan") && !fields.find("by_endpoint")) {
+    if (fields.had_unknown()) return;
+    fail(node, path, "needs limit: the requests in flight per key, such as limit: 20");
+  }
+  if (std::optional<Error> problem = concurrency_layer_problem(layer)) {
+    const Entry* entry = fields.find(problem->field);
+    if (entry == nullptr) fail(node, path, problem->message);
+    fail(entry->key, fields.path(entry->name), problem->message);
+  }
 }
 
 // The layer's one selector: limit, by_plan or by_endpoint.

@@ -40,10 +40,33 @@ Result<Limit> Limit::make(Algorithm algorithm, std::int64_t limit, Micros period
   return out.with_max_delay(max_delay);
 }
 
+Result<Limit> Limit::concurrency(std::int64_t in_flight, Micros hold_ttl) {
+  if (in_flight < 1 || in_flight >= kMaxExact) {
+    return invalid_argument("a concurrency limit must be from 1 to 2^52 requests in flight, got " +
+                            std::to_string(in_flight));
+  }
+  constexpr Micros kShortest = 1000;
+  constexpr Micros kLongest = Micros{24} * 3600 * 1000 * 1000;
+  if (hold_ttl < kShortest || hold_ttl > kLongest) {
+    return invalid_argument(
+        "hold_ttl must be from 1ms to 1d (a hold not released is freed then), "
+        "got " +
+        format_duration(hold_ttl));
+  }
+  Result<Limit> made = make(Algorithm::kSlidingLog, in_flight, hold_ttl);
+  if (made) made->kind_ = LimitKind::kConcurrency;
+  return made;
+}
+
 Result<Limit> Limit::with_max_delay(Micros max_delay) const {
   if (max_delay < 0) {
     return invalid_argument("max_delay must not be negative, got " + std::to_string(max_delay) +
                             "us");
+  }
+  if (max_delay > 0 && is_concurrency()) {
+    return invalid_argument(
+        "max_delay applies to rates, not a concurrency limit (a slot is freed "
+        "by a release, at no time known in advance)");
   }
   if (max_delay > 0 && !takes_max_delay(algorithm_)) {
     return invalid_argument(max_delay_not_taken_message(algorithm_));
@@ -76,6 +99,12 @@ Result<Limit> Limit::with_reserved(std::int64_t reserved) const {
 }
 
 std::string Limit::describe() const {
+  if (is_concurrency()) {
+    std::string text =
+        "concurrency " + std::to_string(limit_) + " hold_ttl " + format_duration(period_);
+    if (reserved_ > 0) text += " reserved " + std::to_string(reserved_);
+    return text;
+  }
   std::string text = std::string(algorithm_name(algorithm_)) + " " + std::to_string(limit_) + "/" +
                      format_duration(period_);
   if (takes_burst(algorithm_)) text += " burst " + std::to_string(burst_);

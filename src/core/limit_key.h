@@ -1,9 +1,9 @@
 // The identity of (limit, key) inside a process, written once for every wrapper that keeps
 // something per key and limit (the over-limit cache's denials, the lease table's leases): the
-// limit's algorithm and numbers (limit, period, burst, max_delay, reserved) as six 8-byte words in
-// this machine's byte order, then the caller's key (a denial of a limit that delays says another
-// wait than the same limit's without a delay; a priority with a share reserved above it is denied
-// where a higher one is not). Fixed-size words make it a prefix code: two identities are
+// limit's algorithm and kind, its numbers (limit, period, burst, max_delay, reserved) as six 8-byte
+// words in this machine's byte order, then the caller's key (a denial of a limit that delays says
+// another wait than the same limit's without a delay; a priority with a share reserved above it is
+// denied where a higher one is not). Fixed-size words make it a prefix code: two identities are
 // equal exactly when the limits and keys are, so one key under two limits is two entries, as the
 // stores keep state (docs/SPEC.md §3).
 //
@@ -26,12 +26,13 @@ namespace spillway {
 
 // Appends the identity of (limit, key) to `out` (no allocation once `out` has grown).
 inline void append_limit_key(std::string& out, const Limit& limit, std::string_view key) {
-  const std::int64_t numbers[] = {static_cast<std::int64_t>(limit.algorithm()),
-                                  limit.limit(),
-                                  limit.period(),
-                                  limit.burst(),
-                                  limit.max_delay(),
-                                  limit.reserved()};
+  const std::int64_t numbers[] = {
+      static_cast<std::int64_t>(limit.algorithm()) | static_cast<std::int64_t>(limit.kind()) << 8,
+      limit.limit(),
+      limit.period(),
+      limit.burst(),
+      limit.max_delay(),
+      limit.reserved()};
   out.append(reinterpret_cast<const char*>(numbers), sizeof numbers);
   out.append(key);
 }

@@ -181,7 +181,8 @@ class MemoryStore::Impl {
                            .estimate = cost_of(checks[i], cost),
                            .mark = marks[i],
                            .label = std::string(spec.layers[i].label),
-                           .metered = spec.layers[i].metered});
+                           .metered = spec.layers[i].metered,
+                           .hold = spec.layers[i].hold});
     }
     ReservationShard& shard = reservation_shard(spec.id);
     std::lock_guard hold(shard.mutex);

@@ -32,6 +32,9 @@ Result<void> actual_costs(const Reservation& kept, const Settlement& settlement,
     }
     if (!settlement.cancel) actual[static_cast<std::size_t>(at - kept.keys.begin())] = named.cost;
   }
+  for (std::size_t i = 0; i < kept.keys.size(); ++i) {
+    if (kept.keys[i].hold) actual[i] = 0;  // the release of a concurrency slot
+  }
   return {};
 }
 

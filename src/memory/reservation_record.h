@@ -28,6 +28,7 @@ struct Reservation {
     core::ChargeMark mark;
     std::string label;
     bool metered;
+    bool hold;  // a concurrency slot: every settlement gives it back
   };
   std::vector<Key> keys;
   Micros expires_at = 0;

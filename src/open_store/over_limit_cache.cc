@@ -129,6 +129,8 @@ std::optional<Decision> OverLimitCache::Impl::lookup(std::string_view key, const
 void OverLimitCache::Impl::remember(std::string_view key, const Limit& limit, std::int64_t cost,
                                     Micros sent, const Decision& denial) {
   if (denial.local) return;  // this process's own answer, not the backend's
+  // A concurrency limit's slot comes back at a release, at no time a denial could say.
+  if (limit.is_concurrency()) return;
   if (std::optional<RememberedDenial> entry = RememberedDenial::of(denial, cost, sent)) {
     table.put(limit_key(limit, key), *entry);
   }

@@ -10,6 +10,8 @@
 // `done` ran.
 #include "spillway/policy_engine.h"
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,13 +67,35 @@ void Policy::run_async(Store& store, const Attributes& attributes, std::int64_t 
   };
   auto owned = std::make_shared<Owned>();
   owned->checks = std::move(*checks);
+  // A concurrency layer that applies makes the request a reservation whose id is its ticket,
+  // living as long as its longest hold (each hold leaves its key when its own hold_ttl ends). A
+  // peek (cost 0) holds nothing.
+  Micros hold_ttl = 0;
+  Micros first_expiry = 0;
+  for (Check& c : owned->checks) {
+    const LayerSpec& layer = spec_.layers[c.layer];
+    if (!layer.is_concurrency() || c.blocked) continue;
+    if (cost == 0) {
+      c.cost = 0;
+      continue;
+    }
+    hold_ttl = std::max(hold_ttl, *layer.hold_ttl);
+    first_expiry = first_expiry == 0 ? *layer.hold_ttl : std::min(first_expiry, *layer.hold_ttl);
+  }
+  if (hold_ttl > 0) {
+    const auto hold = std::chrono::milliseconds(hold_ttl / 1000);
+    ttl = ttl ? std::max(*ttl, hold) : hold;
+  }
   owned->plan = policy_plan(*this, owned->checks, cost, now);
   if (ttl) {
     // A reservation: each enforced key labelled with its layer's name, metered when the layer
-    // has a cost attribute (a settlement's single `cost` is the actual value of that attribute).
+    // has a cost attribute (a settlement's single `cost` is the actual value of that attribute),
+    // a hold when it is a concurrency layer (every settlement gives its slot back).
     for (const Check& c : owned->checks) {
-      if (spec_.layers[c.layer].mode == LayerMode::kShadow || c.blocked) continue;
-      owned->layers.push_back({layer_name(c.layer), !spec_.layers[c.layer].cost.empty()});
+      const LayerSpec& layer = spec_.layers[c.layer];
+      if (layer.mode == LayerMode::kShadow || c.blocked) continue;
+      owned->layers.push_back(
+          {layer_name(c.layer), !layer.cost.empty(), layer.is_concurrency() && cost > 0});
     }
     // None: no enforced layer applies, nothing is reserved and no id is given.
     if (!owned->layers.empty()) {
@@ -83,10 +107,13 @@ void Policy::run_async(Store& store, const Attributes& attributes, std::int64_t 
   // The caller keeps this Policy and the store alive until `done` runs (the server holds them).
   std::shared_ptr<const Plan> plan(owned, &owned->plan);
   execute(store, std::move(plan),
-          [this, owned, done = std::move(done)](Result<Outcome> outcome) mutable {
+          [this, owned, first_expiry, done = std::move(done)](Result<Outcome> outcome) mutable {
             if (!outcome) return done(std::unexpected(std::move(outcome.error())));
             PolicyDecision out = policy_decision(*this, owned->checks, *outcome);
-            if (out.allowed && owned->plan.reserve != nullptr) out.reservation = owned->id;
+            if (out.allowed && owned->plan.reserve != nullptr) {
+              out.reservation = owned->id;
+              out.hold_expires = first_expiry;
+            }
             done(std::move(out));
           });
 }

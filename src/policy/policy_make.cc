@@ -18,7 +18,9 @@ namespace {
 
 Result<Limit> build_limit(const LayerSpec& layer, const RateSpec& rate, const std::string& what) {
   Result<Limit> limit =
-      Limit::make(layer.algorithm, rate.limit, rate.period, rate.burst, layer.max_delay);
+      layer.is_concurrency()
+          ? Limit::concurrency(rate.limit, *layer.hold_ttl)
+          : Limit::make(layer.algorithm, rate.limit, rate.period, rate.burst, layer.max_delay);
   if (!limit) {
     return invalid_argument("layer \"" + layer.name + "\" " + what + ": " + limit.error().message);
   }
@@ -44,6 +46,34 @@ std::optional<Error> priority_attribute_problem(const PolicySpec& spec) {
 }
 
 }  // namespace
+
+std::optional<Error> concurrency_layer_problem(const LayerSpec& layer) {
+  if (!layer.is_concurrency()) return std::nullopt;
+  const std::string where = "layer \"" + layer.name + "\" (algorithm: concurrency) ";
+  auto refuse = [&](std::string field, std::string why) {
+    return Error{Errc::kInvalidArgument, where + why, std::move(field)};
+  };
+  if (layer.by_plan || layer.by_endpoint) {
+    return refuse(layer.by_plan ? "by_plan" : "by_endpoint",
+                  "takes one fixed limit: the requests in flight per key, such as limit: 20");
+  }
+  if (layer.mode == LayerMode::kShadow) {
+    return refuse("mode", "cannot be a shadow: a shadow layer's hold would never be released");
+  }
+  if (layer.lease) {
+    return refuse("sync",
+                  "cannot be leased: a slot is freed by a release that any instance may receive");
+  }
+  if (!layer.cost.empty()) {
+    return refuse("cost", "counts requests in flight, one slot each: it takes no cost attribute");
+  }
+  if (layer.max_delay > 0) {
+    return refuse("max_delay",
+                  "cannot delay: a slot is freed by a release, at no time known in "
+                  "advance");
+  }
+  return std::nullopt;
+}
 
 Result<std::vector<std::int64_t>> kept_by_level(const LayerSpec& layer,
                                                 const std::optional<PrioritySpec>& priority) {
@@ -171,6 +201,7 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
                                 std::string(attribute) + "\" " + *problem);
       }
     }
+    if (auto problem = concurrency_layer_problem(layer)) return std::unexpected(*problem);
     std::vector<std::int64_t> kept;
     if (!layer.reserve.empty()) {
       auto made = kept_by_level(layer, policy->spec_.priority);
@@ -257,6 +288,8 @@ Result<std::shared_ptr<const Policy>> Policy::make(PolicySpec spec,
   policy->attributes_used_.assign(used.begin(), used.end());
   policy->route_attributes_.assign(routed.begin(), routed.end());
   policy->cost_attributes_.assign(costs.begin(), costs.end());
+  policy->has_concurrency_ = std::any_of(policy->spec_.layers.begin(), policy->spec_.layers.end(),
+                                         [](const LayerSpec& l) { return l.is_concurrency(); });
   return std::shared_ptr<const Policy>(std::move(policy));
 }
 

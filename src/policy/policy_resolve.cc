@@ -207,7 +207,8 @@ Result<std::vector<Policy::Check>> Policy::resolve(const Attributes& attributes)
       if (shadow) continue;
       return std::unexpected(fits.error());
     }
-    std::int64_t cost = kRequestCost;
+    // A concurrency layer holds one slot per request, whatever the request's cost.
+    std::int64_t cost = layer.is_concurrency() ? 1 : kRequestCost;
     if (!layer.cost.empty()) {
       const std::string* value = find_attribute(attributes, layer.cost);
       if (value == nullptr || value->empty()) {

@@ -186,14 +186,15 @@ void RedisStore::Impl::reserve(const StoreRequest& request, AllCallback done) {
                   Errc::kInvalidArgument, "a reservation id must be base64url characters", "id"})));
   }
   std::vector<redis::SlotKey> keys = slot_keys(request);
-  // The reservation's layers, as both records keep them: m, then (label, metered, estimate).
+  // The reservation's layers, as both records keep them: m, then (label, metered, estimate);
+  // metered is 'h' for a concurrency slot (ReservedLayer::hold).
   std::vector<std::string> layers;
   layers.reserve(1 + 3 * keys.size());
   layers.push_back(std::to_string(keys.size()));
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    layers.insert(layers.end(),
-                  {std::string(spec.layers[i].label), spec.layers[i].metered ? "1" : "0",
-                   std::to_string(request.cost_of(i))});
+    layers.insert(layers.end(), {std::string(spec.layers[i].label),
+                                 spec.layers[i].hold ? "h" : (spec.layers[i].metered ? "1" : "0"),
+                                 std::to_string(request.cost_of(i))});
   }
   const std::optional<Micros> now = request.now();
   const std::string now_arg = now ? std::to_string(*now) : std::string();

@@ -130,8 +130,16 @@ RuleLimit parse_rate_limit(const YAML::Node& node, const std::string& path) {
                            std::numeric_limits<std::uint32_t>::max()));
   Algorithm algorithm = Algorithm::kFixedWindow;
   if (const Entry* entry = fields.find("algorithm")) {
-    Result<Algorithm> parsed = parse_algorithm(
-        policy::scalar(entry->value, fields.path("algorithm"), "an algorithm's name"));
+    const std::string name =
+        policy::scalar(entry->value, fields.path("algorithm"), "an algorithm's name");
+    if (name == "concurrency") {
+      fail(entry->value, fields.path("algorithm"),
+           "a concurrency limit cannot be an Envoy rule: Envoy's rate limit service has no "
+           "release step, so every slot would stay held until its hold expired (a negative "
+           "hits_addend on stream done is a charge, not a release); put it in layers: and "
+           "release through POST /v1/release");
+    }
+    Result<Algorithm> parsed = parse_algorithm(name);
     if (!parsed) fail(entry->value, fields.path("algorithm"), parsed.error().message);
     algorithm = *parsed;
   }

@@ -218,6 +218,16 @@ void add_reservation(HttpResponse& response, std::string_view id, std::chrono::m
       .end_object();
 }
 
+void add_ticket(HttpResponse& response, std::string_view id, Micros expires) {
+  std::string& body = response.body;
+  if (body.empty() || body.back() != '}') return;  // not a JSON object
+  body.pop_back();
+  JsonWriter::in_object(body, body.size() > 1)
+      .member("ticket", id)
+      .member("ticket_expires_ms", expires / 1000)
+      .end_object();
+}
+
 HttpResponse settled_response(std::string_view id, bool cancel, const Settled& settled) {
   HttpResponse response;
   JsonWriter json(response.body);
@@ -233,6 +243,19 @@ HttpResponse settled_response(std::string_view id, bool cancel, const Settled& s
         .member("actual", l.actual)
         .member("refunded", l.refunded)
         .member("charged", l.charged);
+    decision_members(json, l.after);
+    json.end_object();
+  }
+  json.end_array().end_object();
+  return response;
+}
+
+HttpResponse released_response(std::string_view id, const Settled& settled) {
+  HttpResponse response;
+  JsonWriter json(response.body);
+  json.begin_object().member("ticket", id).key("layers").begin_array();
+  for (const SettledLayer& l : settled) {
+    json.begin_object().member("name", l.label).member("released", l.refunded);
     decision_members(json, l.after);
     json.end_object();
   }

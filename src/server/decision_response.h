@@ -52,8 +52,18 @@ HttpResponse reservation_refused_response(const Error& error);
 // and "reservation_expires_ms" (how long it waits for its commit or cancel) to the JSON body.
 void add_reservation(HttpResponse& response, std::string_view id, std::chrono::milliseconds ttl);
 
+// An admitted request that holds concurrency slots (POST /v1/check, /v1/limit): adds "ticket"
+// (the id POST /v1/release takes) and "ticket_expires_ms" (how long until its first hold expires
+// unless released) to the JSON body.
+void add_ticket(HttpResponse& response, std::string_view id, Micros expires);
+
 // POST /v1/commit and /v1/cancel, settled: 200 with the id, what settled it and each layer's
 // estimate, actual cost, units refunded and charged as debt, and its state after.
 HttpResponse settled_response(std::string_view id, bool cancel, const Settled& settled);
+
+// POST /v1/release, settled: 200 with the ticket and, per layer, what came back ("released": 1
+// for a slot given back; 0 for a slot its hold_ttl had freed already, and for a rate layer, which
+// keeps its charge) and its state after.
+HttpResponse released_response(std::string_view id, const Settled& settled);
 
 }  // namespace spillway::server

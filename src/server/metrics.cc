@@ -98,6 +98,12 @@ void Metrics::shed(std::string_view layer, std::string_view priority) {
   ++shard.counters.shed[{std::string(layer), std::string(priority)}];
 }
 
+void Metrics::hold(std::string_view layer, std::string_view event) {
+  Shard& shard = local();
+  const std::lock_guard lock(shard.mutex);
+  ++shard.counters.holds[{std::string(layer), std::string(event)}];
+}
+
 void Metrics::outcome(bool allowed) {
   Shard& shard = local();
   const std::lock_guard lock(shard.mutex);
@@ -118,6 +124,7 @@ void Metrics::Counters::add(const Counters& other) {
   for (const auto& [event, count] : other.reservations) entry(reservations, event) += count;
   for (const auto& [what, count] : other.delayed) entry(delayed, what) += count;
   for (const auto& [key, count] : other.shed) shed[key] += count;
+  for (const auto& [key, count] : other.holds) holds[key] += count;
   for (const auto& [layer, units] : other.settled_units) {
     auto& total = entry(settled_units, layer);
     total[0] += units[0];
@@ -199,6 +206,18 @@ std::string Metrics::render() const {
     for (const auto& [key, count] : sum.shed) {
       append_metric_sample(out, "spillway_shed_requests_total",
                            {{"layer", key.first}, {"priority", key.second}}, count);
+    }
+  }
+  // Concurrency limits' family appears once a slot was taken.
+  if (!sum.holds.empty()) {
+    append_metric_family(out, "spillway_holds_total", MetricType::kCounter,
+                         "Concurrency limits: slots taken (acquired), given back by a release "
+                         "(released), or freed by their hold_ttl before their release came "
+                         "(expired), by layer. Across instances, acquired - released over a "
+                         "window longer than hold_ttl is what expired unreleased.");
+    for (const auto& [key, count] : sum.holds) {
+      append_metric_sample(out, "spillway_holds_total",
+                           {{"layer", key.first}, {"event", key.second}}, count);
     }
   }
   // The usage-based limits' families appear once a reservation was made (most servers make none).

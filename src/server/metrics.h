@@ -43,6 +43,9 @@ class Metrics {
   void delayed(std::string_view outcome);
   // Load shedding: a request denied by `layer` within the share it kept from `priority`.
   void shed(std::string_view layer, std::string_view priority);
+  // Concurrency limits: a slot of `layer` taken ("acquired"), given back by a release
+  // ("released"), or found freed already by its hold_ttl when its release came ("expired").
+  void hold(std::string_view layer, std::string_view event);
   std::string render() const;
 
   // Upper bounds (µs) of the latency histogram's buckets; one more bucket holds the rest.
@@ -68,8 +71,9 @@ class Metrics {
     std::map<std::string, std::array<std::uint64_t, 2>, std::less<>>
         settled_units;                                          // layer -> [refunded, charged]
     std::map<std::string, std::uint64_t, std::less<>> delayed;  // outcome -> count
-    std::map<std::pair<std::string, std::string>, std::uint64_t> shed;  // layer, priority
-    Histogram latency;                                                  // every request
+    std::map<std::pair<std::string, std::string>, std::uint64_t> shed;   // layer, priority
+    std::map<std::pair<std::string, std::string>, std::uint64_t> holds;  // layer, event
+    Histogram latency;                                                   // every request
     double latency_sum_seconds = 0;
     Histogram decision_latency;  // the decision endpoints only (/v1/check, /v1/auth, /v1/limit)
     void add(const Counters& other);

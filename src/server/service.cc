@@ -112,11 +112,17 @@ void Service::Reply::count(int status) const {
 
 // HEAD is allowed wherever GET is: the connection sends the headers without the body.
 const Service::Route Service::kRoutes[] = {
-    {"/v1/check", "POST", &Service::check},       {"/v1/limit", "POST", &Service::limit},
-    {"/v1/auth", "GET, HEAD", &Service::auth},    {"/v1/commit", "POST", &Service::commit},
-    {"/v1/cancel", "POST", &Service::cancel},     {"/metrics", "GET, HEAD", &Service::metrics_text},
-    {"/healthz", "GET, HEAD", &Service::healthz}, {"/readyz", "GET, HEAD", &Service::readyz},
-    {"/v1/stats", "GET, HEAD", &Service::stats},  {"/dashboard", "GET, HEAD", &Service::dashboard},
+    {"/v1/check", "POST", &Service::check},
+    {"/v1/limit", "POST", &Service::limit},
+    {"/v1/auth", "GET, HEAD", &Service::auth},
+    {"/v1/commit", "POST", &Service::commit},
+    {"/v1/cancel", "POST", &Service::cancel},
+    {"/v1/release", "POST", &Service::release},
+    {"/metrics", "GET, HEAD", &Service::metrics_text},
+    {"/healthz", "GET, HEAD", &Service::healthz},
+    {"/readyz", "GET, HEAD", &Service::readyz},
+    {"/v1/stats", "GET, HEAD", &Service::stats},
+    {"/dashboard", "GET, HEAD", &Service::dashboard},
     {"/", "GET, HEAD", &Service::index},
 };
 

@@ -130,6 +130,10 @@ class Service {
   void commit(const HttpRequest& request, const Reply& reply);
   void cancel(const HttpRequest& request, const Reply& reply);
   void settle(const Settlement& settlement, const Reply& reply);
+  // Concurrency limits (service_reservations.cc): POST /v1/release frees a ticket's slots.
+  void release(const HttpRequest& request, const Reply& reply);
+  // Counts the slots an admitted request took, by concurrency layer.
+  void holds_acquired(const policy::Policy& policy, const policy::PolicyDecision& decision);
   // The operational endpoints (service_ops.cc).
   void metrics_text(const HttpRequest& request, const Reply& reply);
   void index(const HttpRequest& request, const Reply& reply);

@@ -108,6 +108,8 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   Algorithm algorithm = Algorithm::kGcra;
   std::int64_t cost = 1;
   bool reserve = false;
+  bool concurrency = false;  // "algorithm": "concurrency": "limit" in flight, each "hold_ttl"
+  std::optional<Micros> hold_ttl;
   std::optional<LeaseSpec> lease;
   for (const auto& [name, value] : *body) {
     if (name == "sync") {
@@ -131,7 +133,7 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
       if (name == "limit") limit_value = *v;
       if (name == "burst") burst = *v;
       if (name == "cost") cost = *v;
-    } else if (name == "period" || name == "max_delay") {
+    } else if (name == "period" || name == "max_delay" || name == "hold_ttl") {
       auto v = text(value, name);
       if (!v) return reply(error_response(400, v.error().message));
       auto parsed = parse_duration(*v);
@@ -141,9 +143,12 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
       }
       if (name == "period") period = *parsed;
       if (name == "max_delay") max_delay = *parsed;
+      if (name == "hold_ttl") hold_ttl = *parsed;
     } else if (name == "algorithm") {
       auto v = text(value, name);
       if (!v) return reply(error_response(400, v.error().message));
+      concurrency = *v == "concurrency";
+      if (concurrency) continue;
       auto parsed = parse_algorithm(*v);
       if (!parsed) return reply(error_response(400, "\"algorithm\": " + parsed.error().message));
       algorithm = *parsed;
@@ -154,9 +159,30 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   auto stored_key = policy::limit_endpoint_key(key);
   if (!stored_key) return reply(error_response(400, stored_key.error().message));
   if (!limit_value) return reply(error_response(400, "\"limit\" is required"));
-  if (!period) return reply(error_response(400, "\"period\" is required"));
   if (cost < 0) return reply(error_response(400, "\"cost\" must be 0 or more"));
-  auto made = Limit::make(algorithm, *limit_value, *period, burst, max_delay);
+  if (concurrency) {
+    // A concurrency limit: no period, burst, delay or lease; one slot per request (a peek, cost
+    // 0, holds none); admitted, a ticket to release.
+    for (auto [given, field] :
+         {std::pair{period.has_value(), "period"}, std::pair{burst.has_value(), "burst"},
+          std::pair{max_delay > 0, "max_delay"}, std::pair{lease.has_value(), "sync"}}) {
+      if (given) {
+        return reply(error_response(400, "\"" + std::string(field) +
+                                             "\" does not apply to a concurrency limit (\"limit\" "
+                                             "in flight, each held until released or hold_ttl)"));
+      }
+    }
+    cost = std::min<std::int64_t>(cost, 1);
+  } else {
+    if (hold_ttl) {
+      return reply(error_response(400,
+                                  "\"hold_ttl\" applies only to \"algorithm\": "
+                                  "\"concurrency\""));
+    }
+    if (!period) return reply(error_response(400, "\"period\" is required"));
+  }
+  auto made = concurrency ? Limit::concurrency(*limit_value, hold_ttl.value_or(kMicrosPerMinute))
+                          : Limit::make(algorithm, *limit_value, *period, burst, max_delay);
   if (!made) return reply(error_response(400, made.error().message));
   const auto on_error = settings()->on_error;
   if (lease && reserve) {
@@ -165,8 +191,11 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   if (lease && max_delay > 0) {
     return reply(error_response(400, "\"max_delay\": " + std::string(lease_refuses_delay())));
   }
-  // One item: a check, or a reservation of this one key labelled "limit".
+  // One item: a check, or a reservation of this one key labelled "limit" (a hold when it is a
+  // concurrency limit that takes a slot: its ticket).
   static constexpr ReservedLayer kLayer[] = {{.label = "limit", .metered = false}};
+  static constexpr ReservedLayer kHold[] = {{.label = "limit", .metered = false, .hold = true}};
+  const bool holds = concurrency && cost > 0;
   struct Owned {
     Limit limit;
     std::string key;
@@ -180,16 +209,20 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   owned->plan.items.push_back({.key = owned->key,
                                .limit = &owned->limit,
                                .lease = owned->lease ? &*owned->lease : nullptr});
-  const std::chrono::milliseconds ttl = settings()->reservation_ttl;
-  if (reserve) {
+  std::chrono::milliseconds ttl = settings()->reservation_ttl;
+  if (holds) {
+    const auto hold = std::chrono::milliseconds(made->period() / 1000);
+    ttl = reserve ? std::max(ttl, hold) : hold;
+  }
+  if (reserve || holds) {
     owned->id = new_reservation_id();
-    owned->reserve = ReserveSpec{.id = owned->id, .ttl = ttl, .layers = kLayer};
+    owned->reserve = ReserveSpec{.id = owned->id, .ttl = ttl, .layers = holds ? kHold : kLayer};
     owned->plan.reserve = &owned->reserve;
   }
   std::shared_ptr<const policy::Plan> plan(owned, &owned->plan);
   policy::execute(
       *store_, std::move(plan),
-      [this, owned, on_error, ttl, reply](Result<policy::Outcome> outcome) {
+      [this, owned, on_error, ttl, reserve, holds, reply](Result<policy::Outcome> outcome) {
         if (!outcome && owned->plan.reserve != nullptr) {
           if (auto refused = reservation_refused(outcome.error())) {
             return reply(std::move(*refused));
@@ -198,9 +231,13 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
         Result<Decision> decision = outcome ? Result<Decision>(*outcome->items.front().decision)
                                             : Result<Decision>(std::unexpected(outcome.error()));
         HttpResponse response = limit_response(owned->limit, on_error, owned->key, decision);
-        if (owned->plan.reserve != nullptr && decision && decision->allowed) {
+        if (reserve && decision && decision->allowed) {
           metrics_.reservation("reserved");
           add_reservation(response, owned->id, ttl);
+        }
+        if (holds && decision && decision->allowed) {
+          metrics_.hold("limit", "acquired");
+          add_ticket(response, owned->id, owned->limit.period());
         }
         reply(std::move(response));
       });
@@ -361,6 +398,21 @@ void Service::auth(const HttpRequest& request, const Reply& reply) {
   if (auto method = header("x-original-method"); method && !method->empty()) {
     attributes[policy::kMethodAttribute] = std::string(*method);
   }
+  if (current->policy->has_concurrency()) {
+    // A slot taken here could never be released: nginx's auth_request has no step after the
+    // upstream answered. Refused before anything is charged (a 500: the set-up is wrong).
+    if (auto checks = current->policy->resolve(attributes)) {
+      for (const policy::Policy::Check& c : *checks) {
+        const policy::LayerSpec& layer = current->policy->spec().layers[c.layer];
+        if (!layer.is_concurrency() || c.blocked) continue;
+        return reply(error_response(
+            500, "layer " + quote_for_error(layer.name) +
+                     " is a concurrency limit, which /v1/auth cannot apply: nginx's "
+                     "auth_request has no release step, so the slot would stay held until its "
+                     "hold_ttl; ask POST /v1/check and POST /v1/release from the application"));
+      }
+    }
+  }
   run_policy(current, attributes, 1, true, reply);
 }
 
@@ -374,6 +426,10 @@ void Service::run_policy(const std::shared_ptr<const Settings>& settings,
                                [this, settings, for_nginx, reply](Result<PolicyDecision> result) {
                                  HttpResponse response =
                                      policy_response(*settings, for_nginx, result);
+                                 if (result && result->hold_expires > 0) {
+                                   holds_acquired(*settings->policy, *result);
+                                   add_ticket(response, result->reservation, result->hold_expires);
+                                 }
                                  // nginx lets the request through when it has the answer.
                                  if (for_nginx && result && result->allowed && result->delay > 0) {
                                    return hold(std::move(response), result->delay, reply);
@@ -393,6 +449,10 @@ void Service::run_policy(const std::shared_ptr<const Settings>& settings,
                            metrics_.reservation("reserved");
                            add_reservation(response, result->reservation,
                                            settings->reservation_ttl);
+                         }
+                         if (result && result->hold_expires > 0) {
+                           holds_acquired(*settings->policy, *result);
+                           add_ticket(response, result->reservation, result->hold_expires);
                          }
                          reply(std::move(response));
                        });

@@ -1,7 +1,9 @@
 // Usage-based limits over HTTP (docs/SPEC.md §5.3): POST /v1/commit settles a reservation that
 // POST /v1/check or /v1/limit made with "reserve": true, with the actual cost; POST /v1/cancel
-// gives its whole estimate back. Bad input is a 400 naming the field and changes nothing; an
-// unknown or expired id is a 404, one already settled a 409.
+// gives its whole estimate back. Concurrency limits (§5.6): POST /v1/release settles a ticket,
+// giving back its slots and keeping the charges of its rate layers. Bad input is a 400 naming the
+// field and changes nothing; an unknown or expired id is a 404, one already settled a 409.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,57 @@ void Service::cancel(const HttpRequest& request, const Reply& reply) {
     id = std::move(*v);
   }
   settle(Settlement{.id = id, .cancel = true}, reply);
+}
+
+void Service::release(const HttpRequest& request, const Reply& reply) {
+  unsigned char buffer[1024];
+  json::monotonic_resource resource(buffer, sizeof buffer);
+  auto body = parse_object(request.body, resource);
+  if (!body) return reply(error_response(400, body.error().message));
+  std::string id;
+  for (const auto& [name, value] : *body) {
+    if (name != "ticket") {
+      return reply(error_response(400, "unknown field " + quote_for_error(name, 64) +
+                                           " (POST /v1/release takes \"ticket\")"));
+    }
+    auto v = text(value, name);
+    if (!v) return reply(error_response(400, v.error().message));
+    id = std::move(*v);
+  }
+  if (id.empty() || id.size() > kMaxReservationIdBytes) {
+    return reply(
+        error_response(400, "\"ticket\" is required: the ticket /v1/check answered (1 to " +
+                                std::to_string(kMaxReservationIdBytes) + " bytes)"));
+  }
+  // No cost: the slots come back (a hold's actual cost is always 0), the rate layers keep theirs.
+  const std::shared_ptr<const Settings> current = settings();
+  store_->settle(Settlement{.id = id}, [this, current, id, reply](Result<Settled> settled) {
+    if (!settled) {
+      const int status = status_of(settled.error().code);
+      if (status == 503) backend_failed(settled.error(), false);
+      std::string message = settled.error().message;
+      if (status == 404) message = "no such ticket: never given, or its holds expired";
+      if (status == 409) message = "the ticket was released already";
+      return reply(error_response(status, message));
+    }
+    for (const SettledLayer& layer : *settled) {
+      const auto& layers = current->policy->spec().layers;
+      const bool hold = std::any_of(layers.begin(), layers.end(), [&](const policy::LayerSpec& l) {
+        return l.name == layer.label && l.is_concurrency();
+      });
+      if (hold) metrics_.hold(layer.label, layer.refunded > 0 ? "released" : "expired");
+    }
+    reply(released_response(id, *settled));
+  });
+}
+
+void Service::holds_acquired(const policy::Policy& policy, const policy::PolicyDecision& decision) {
+  for (const policy::LayerDecision& layer : decision.layers) {
+    if (layer.shadow) continue;
+    for (const policy::LayerSpec& spec : policy.spec().layers) {
+      if (spec.name == layer.name && spec.is_concurrency()) metrics_.hold(layer.name, "acquired");
+    }
+  }
 }
 
 void Service::settle(const Settlement& settlement, const Reply& reply) {

@@ -102,10 +102,12 @@ std::optional<Layer> layer_of(std::string path) {
       return Layer::kPolicy;
     }
     static const std::set<std::string> core = {
-        "algorithm.h",   "algorithm_list.h", "clock.h", "decision.h",     "duration.h",
-        "error.h",       "key_hash.h",       "limit.h", "store.h",        "tenant_directory.h",
-        "tls_options.h", "reservation.h",    "lease.h", "quota_shares.h", "forwarding_store.h",
-        "runtime.h"};
+        "algorithm.h",        "algorithm_list.h", "clock.h",
+        "decision.h",         "duration.h",       "error.h",
+        "key_hash.h",         "limit.h",          "store.h",
+        "tenant_directory.h", "tls_options.h",    "reservation.h",
+        "ticket.h",           "lease.h",          "quota_shares.h",
+        "forwarding_store.h", "runtime.h"};
     if (core.contains(header)) return Layer::kCore;
     return std::nullopt;
   }

@@ -424,7 +424,7 @@ TEST(ConfigErrors, ExactMessages) {
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error().message,
             "line 4: layers[0].limt: unknown field (expected name, key, algorithm, limit, burst, "
-            "max_delay, by_plan, by_endpoint, mode, cost, sync, lease, reserve)");
+            "max_delay, by_plan, by_endpoint, mode, cost, sync, lease, reserve, hold_ttl)");
   config = parse_config("colour: blue\n");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(

@@ -80,7 +80,7 @@ TEST(LeaseConfig, TheReadmeExampleLoads) {
   std::ifstream file(std::string(SPILLWAY_SOURCE_DIR) + "/README.md");
   const std::string readme((std::istreambuf_iterator<char>(file)),
                            std::istreambuf_iterator<char>());
-  const std::size_t begin = readme.find("```yml\n");
+  const std::size_t begin = readme.find("```yml\n", readme.find("### Quota leases"));
   ASSERT_NE(begin, std::string::npos);
   const std::size_t end = readme.find("```", begin + 7);
   ASSERT_NE(end, std::string::npos);

@@ -95,6 +95,10 @@ std::string check_body(const policy::Policy& policy) {
     std::string value = "examples-test";
     if (attribute == "ip") value = "203.0.113.7";
     if (attribute == policy::kMethodAttribute) value = method;
+    if (const auto& priority = policy.spec().priority;
+        priority && attribute == priority->attribute) {
+      value = priority->default_level;
+    }
     const auto& costs = policy.cost_attributes();
     if (std::find(costs.begin(), costs.end(), attribute) != costs.end()) value = "1";
     const auto& routes = policy.route_attributes();
@@ -137,8 +141,8 @@ TEST(ConfigExamples, TheExpectedFilesAreThere) {
   std::vector<std::string> names;
   for (const fs::path& file : config_examples()) names.push_back(file.filename().string());
   EXPECT_EQ(names,
-            (std::vector<std::string>{"envoy-rls.yaml", "llm-tokens.yaml", "redis-cluster.yaml",
-                                      "saas-plans.yaml", "seed-redis.yaml"}));
+            (std::vector<std::string>{"api-four-kinds.yaml", "envoy-rls.yaml", "llm-tokens.yaml",
+                                      "redis-cluster.yaml", "saas-plans.yaml", "seed-redis.yaml"}));
 }
 
 TEST(ConfigExamples, EveryFileLoadsAndAnswersOneRequestOnTheStoreItNames) {
@@ -182,6 +186,85 @@ TEST(ConfigExamples, SeedRedisIsTheBuiltInSeedPolicyOnRedis) {
   const policy::Config config = load("seed-redis.yaml");
   EXPECT_EQ(config.backend.url, "redis://127.0.0.1:6379/0");
   EXPECT_EQ(config.policy, policy::seed_policy_spec());
+}
+
+// api-four-kinds.yaml as its comment and the README's "Four kinds of limit" say: 20 in flight per
+// key, released by the ticket; 100 a minute of which normal requests fill 80 (then they are shed,
+// and critical ones still pass); a request that fits after at most 500 ms is admitted with its
+// delay.
+TEST(ConfigExamples, ApiFourKindsAnswersAsTheReadmeSays) {
+  const policy::Config config = load("api-four-kinds.yaml");
+  auto policy = policy::Policy::make(config.policy);
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  MemoryStore store;
+  constexpr Micros kFourKindsStart = 1'000 * kMicrosPerHour;
+  const auto ask = [&](const std::string& key, const std::string& priority, Micros at) {
+    policy::Attributes attributes{{"api_key", key}};
+    if (!priority.empty()) attributes["priority"] = priority;
+    Result<policy::PolicyDecision> d = (*policy)->decide(store, attributes, 1, at);
+    EXPECT_TRUE(d.has_value()) << d.error().message;
+    return d ? *d : policy::PolicyDecision{.allowed = false};
+  };
+  const auto release = [&](const policy::PolicyDecision& d, Micros at) {
+    Result<Settled> released = store.settle_and_wait({.id = d.reservation, .now = at});
+    EXPECT_TRUE(released.has_value()) << released.error().message;
+  };
+
+  // 20 in flight: the 21st is denied by in_flight (a plain limit, not shed) and charges nothing.
+  std::vector<policy::PolicyDecision> held;
+  for (int i = 0; i < 20; ++i) {
+    held.push_back(ask("k1", "", kFourKindsStart));
+    ASSERT_TRUE(held.back().allowed) << i;
+    ASSERT_FALSE(held.back().reservation.empty()) << "an admitted request has a ticket";
+    EXPECT_EQ(held.back().hold_expires, 30 * kMicrosPerSecond);
+  }
+  const policy::PolicyDecision full = ask("k1", "", kFourKindsStart);
+  EXPECT_FALSE(full.allowed);
+  EXPECT_EQ(full.denied_by, "in_flight");
+  EXPECT_FALSE(full.shed);
+  for (const auto& d : held) release(d, kFourKindsStart);
+
+  // Normal requests fill 80 of the 100; the 81st is shed, a critical one still passes.
+  int admitted = 20;
+  while (admitted < 80) {
+    const policy::PolicyDecision d = ask("k1", "", kFourKindsStart);
+    ASSERT_TRUE(d.allowed) << admitted;
+    release(d, kFourKindsStart);
+    ++admitted;
+  }
+  const policy::PolicyDecision shed = ask("k1", "normal", kFourKindsStart);
+  EXPECT_FALSE(shed.allowed);
+  EXPECT_EQ(shed.denied_by, "per_key");
+  EXPECT_TRUE(shed.shed);
+  const policy::PolicyDecision critical = ask("k1", "critical", kFourKindsStart);
+  EXPECT_TRUE(critical.allowed);
+  EXPECT_EQ(critical.delay, 0);
+  release(critical, kFourKindsStart);
+
+  // Smoothing: 80 at once, then 400 ms later a normal request fits after 200 ms more (one every
+  // 600 ms): admitted with that delay; the next would wait 800 ms, past max_delay: shed.
+  for (int i = 0; i < 80; ++i) release(ask("k2", "", kFourKindsStart), kFourKindsStart);
+  const policy::PolicyDecision later = ask("k2", "", kFourKindsStart + 400'000);
+  EXPECT_TRUE(later.allowed);
+  EXPECT_EQ(later.delay, 200'000);
+  release(later, kFourKindsStart + 400'000);
+  const policy::PolicyDecision too_late = ask("k2", "", kFourKindsStart + 400'000);
+  EXPECT_FALSE(too_late.allowed);
+  EXPECT_TRUE(too_late.shed);
+}
+
+// The README's "Four kinds of limit" shows the example's policy: the same, read from either.
+TEST(ConfigExamples, TheReadmeShowsApiFourKindsPolicy) {
+  const std::string readme = testing::read_file((kSource / "README.md").string());
+  const std::size_t section = readme.find("## Four kinds of limit");
+  ASSERT_NE(section, std::string::npos);
+  const std::size_t begin = readme.find("```yml\n", section);
+  const std::size_t end = readme.find("```", begin + 7);
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  Result<policy::Config> shown = policy::parse_config(readme.substr(begin + 7, end - begin - 7));
+  ASSERT_TRUE(shown.has_value()) << shown.error().message;
+  EXPECT_EQ(shown->policy, load("api-four-kinds.yaml").policy);
 }
 
 TEST(ConfigExamples, SaasPlansGivesEachKeyItsPlan) {
