@@ -6,19 +6,21 @@
 --          writer put them there), so the script stays on one slot of a Redis Cluster; one call
 --          instead of a read of the record and then a second call.
 -- ARGV     now (µs or ''), ttl_floor (ms), then either
---            'home', cancel (0/1), cost ('' none), then pairs (layer label, cost): the home record,
---            which has the reservation's layers: resolves each layer's actual cost (as
+--            'home', cancel (0/1, or r: a release), cost ('' none), then pairs (layer label, cost):
+--            the home record, which has the reservation's layers: resolves each layer's actual
+--            cost (as
 --            MemoryStore does: 0 for a hold and when cancelled; its pair's cost; `cost` when the
 --            layer is metered or no layer is; else its estimate) and settles the record's own
 --            keys;
 --          or
 --            'part', then the actual cost of each of the reservation's layers, in order: another
 --            record of the same reservation on another slot (a Redis Cluster), after its home.
--- Returns  {status, text, m, m triples (label, estimate, actual), k, k slots, then per key of
---          this record: its layer's index, the units settled (refunded or charged), and the five
+-- Returns  {status, text, m, m quadruples (label, estimate, actual, hold 0/1), k, k slots, then
+--          per key of this record: its layer's index, the units settled (refunded or charged), and the five
 --          integers of a peek after it (lua/all_or_nothing.lua's six without the delay)}.
 --          status 0 settled; 1 no such record (never made, or expired); 2 already settled; 3 a
---          pair names no layer of the reservation (text: its label; nothing changed).
+--          pair names no layer of the reservation (text: its label; nothing changed); 4 a release
+--          of a reservation that holds no slot (nothing changed).
 -- A settled record is replaced by 'settled' with the rest of its ttl, so that a second
 -- settlement finds it (2) until the reservation would have expired.
 --
@@ -55,8 +57,12 @@ local record = cmsgpack.unpack(v)
 
 local actual = {}
 if ARGV[3] == 'home' then
-  local cancel, cost, any_metered = ARGV[4] == '1', ARGV[5], false
-  for _, l in ipairs(record.layers) do any_metered = any_metered or l[2] end
+  local cancel, cost, any_metered, any_hold = ARGV[4] == '1', ARGV[5], false, false
+  for _, l in ipairs(record.layers) do
+    any_metered = any_metered or l[2]
+    any_hold = any_hold or l[4]
+  end
+  if ARGV[4] == 'r' and not any_hold then return {4, ''} end
   for j, l in ipairs(record.layers) do
     actual[j] = l[3]
     if cancel then
@@ -87,6 +93,7 @@ for j, l in ipairs(record.layers) do
   out[#out + 1] = l[1]
   out[#out + 1] = l[3]
   out[#out + 1] = actual[j]
+  out[#out + 1] = l[4] and 1 or 0
 end
 out[#out + 1] = #record.slots
 for _, slot in ipairs(record.slots) do out[#out + 1] = slot end

@@ -42,7 +42,9 @@ class Limit {
 
   // At most `in_flight` requests held at once per key, each hold freed by its release or
   // `hold_ttl` µs after it was taken (LimitKind::kConcurrency). 1 <= in_flight < 2^52,
-  // 1ms <= hold_ttl <= 1 day. A request holds one slot, whatever its cost.
+  // 1ms <= hold_ttl <= 1 day. A request holds one slot (a policy charges it 1, whatever its
+  // cost). Only a reservation whose layer is a hold (ReservedLayer::hold) can be released; a plain
+  // check (Store::check) takes a slot that only its hold_ttl frees: a rate of N per hold_ttl.
   static Result<Limit> concurrency(std::int64_t in_flight, Micros hold_ttl);
 
   // A copy that admits, after a wait of at most `max_delay` µs, a request it would deny now

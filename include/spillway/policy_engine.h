@@ -13,6 +13,7 @@
 // shadow_error (the layer is left out of `layers`).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -33,6 +34,7 @@ struct LayerDecision {
   Micros period = 0;    // of the limit applied, for the RateLimit-Policy header
   bool shadow = false;  // a shadow layer: reported, never denies
   std::string plan;     // a by_plan layer: the plan applied ("pro"); empty for other layers
+  bool hold = false;    // a concurrency layer (its period is the hold's lifetime)
 };
 
 struct PolicyDecision {
@@ -63,7 +65,15 @@ struct PolicyDecision {
   // Admitted holding concurrency slots: µs until the first of its holds expires unless released
   // (the shortest hold_ttl of those layers). 0: it holds none.
   Micros hold_expires = 0;
+  // Admitted as a reservation: how long its record lives unsettled (the ttl asked for, or the
+  // longest hold_ttl when that is longer).
+  std::chrono::milliseconds reservation_ttl{0};
 };
+
+// The field of the error a request gets from decide_async with holds_allowed false when a
+// concurrency layer applies to it: the set-up is wrong (the front end cannot release), not the
+// request.
+inline constexpr char kHoldsRefused[] = "algorithm: concurrency";
 
 // The plan name a layer answer carries when a tenant record gave the caller its own rate.
 inline constexpr char kCustomPlan[] = "custom";
@@ -117,9 +127,12 @@ class Policy {
   // to release (the store must keep reservations, as for reserve). Errors: bad attributes
   // (kInvalidArgument) or the store's error. The caller keeps this Policy and the store alive until
   // `done` ran.
+  // `holds_allowed` false: a front end with no release step (nginx's auth_request); a request
+  // that a concurrency layer applies to is an error instead (kInvalidArgument, field
+  // kHoldsRefused), before anything is charged.
   void decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
-                    std::optional<Micros> now,
-                    std::function<void(Result<PolicyDecision>)> done) const;
+                    std::optional<Micros> now, std::function<void(Result<PolicyDecision>)> done,
+                    bool holds_allowed = true) const;
   // decide_async, waiting for its answer (src/core/wait_for_answer.h).
   Result<PolicyDecision> decide(Store& store, const Attributes& attributes, std::int64_t cost,
                                 std::optional<Micros> now = std::nullopt) const;
@@ -198,7 +211,7 @@ class Policy {
   // decide_async and reserve_async: one path; `ttl` set means a reservation.
   void run_async(Store& store, const Attributes& attributes, std::int64_t cost,
                  std::optional<Micros> now, std::optional<std::chrono::milliseconds> ttl,
-                 std::function<void(Result<PolicyDecision>)> done) const;
+                 std::function<void(Result<PolicyDecision>)> done, bool holds_allowed) const;
 
   PolicySpec spec_;
   std::shared_ptr<const TenantDirectory> tenants_;

@@ -112,6 +112,10 @@ struct Settlement {
   std::optional<std::int64_t> cost;
   std::span<const LayerCost> costs;
   std::optional<Micros> now;  // overrides the store's clock, as StoreRequest's does
+  // A release (POST /v1/release, spillway::Ticket): the slots come back and every other layer
+  // keeps its estimate. Only a reservation that holds a slot (a ticket) is released: any other
+  // is kInvalidArgument (field "ticket"), nothing changed. Not with cancel, cost or costs.
+  bool release = false;
 };
 
 // How one key of a reservation was settled.
@@ -122,6 +126,7 @@ struct SettledLayer {
   std::int64_t refunded = 0;  // given back (actual below the estimate; at most the difference)
   std::int64_t charged = 0;   // charged as debt (actual above; less when the debt bound stopped it)
   Decision after;             // the key as it stands after (a peek of cost 0)
+  bool hold = false;          // a concurrency slot (ReservedLayer::hold): refunded 1 if given back
 };
 using Settled = std::vector<SettledLayer>;
 
@@ -164,7 +169,7 @@ class StoreRequest {
   const ReserveSpec* reserve() const { return reserve_; }
 
   // A kReserve request. Errors as make()'s, and: an empty or too long id, a ttl not above 0,
-  // not one label per key.
+  // not one label per key, a hold (ReservedLayer::hold) on a limit that is no concurrency limit.
   // The request points at `spec`: it must outlive the request (a temporary cannot).
   static Result<StoreRequest> make_reserve(std::span<const KeyedLimit> checks, std::int64_t cost,
                                            std::optional<Micros> now, const ReserveSpec& spec);

@@ -10,7 +10,8 @@
 // Releasing settles the ticket's reservation with no cost: every hold gives its slot back, and the
 // request's rate layers keep their charge. A ticket not released (a crashed caller) frees its
 // slots when their hold_ttl ends. The store must outlive the ticket. Move-only; not thread-safe
-// (one owner), the store it calls is.
+// (one owner), the store it calls is. Releasing waits for the store's answer (settle_and_wait):
+// do not let a ticket end on a thread that the store answers on (an event loop's own thread).
 #pragma once
 
 #include <optional>
@@ -51,7 +52,7 @@ class Ticket {
   Result<Settled> release(std::optional<Micros> now = std::nullopt) {
     if (!holds()) return Settled{};
     Store* store = std::exchange(store_, nullptr);
-    return store->settle_and_wait({.id = id_, .now = now});
+    return store->settle_and_wait({.id = id_, .now = now, .release = true});
   }
 
  private:

@@ -75,6 +75,14 @@ std::vector<std::string> auth_warnings(const policy::Config& config) {
                          "(add " +
                          layer.by_endpoint->attribute + " to key)");
     }
+    if (layer.is_concurrency()) {
+      const int line = config.lines.of(path + ".algorithm");
+      warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + path +
+                         ".algorithm: layer " + layer.name +
+                         " is a concurrency limit: GET /v1/auth refuses (500) every request it "
+                         "applies to, since nginx's auth_request has no release step; call POST "
+                         "/v1/check and POST /v1/release from the application");
+    }
     if (layer.max_delay > 0 && config.server.max_delayed == 0) {
       const int line = config.lines.of(path + ".max_delay");
       warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + path +

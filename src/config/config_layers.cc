@@ -321,7 +321,11 @@ LayerSpec parse_layer(const YAML::Node& node, const std::string& path,
         return;
       }
       Result<Algorithm> parsed = parse_algorithm(text);
-      if (!parsed) fail(algorithm->value, fields.path("algorithm"), parsed.error().message);
+      if (!parsed) {
+        std::string message = parsed.error().message;  // "... (use a or b)": one more kind
+        message.insert(message.size() - 1, ", or concurrency for requests in flight");
+        fail(algorithm->value, fields.path("algorithm"), message);
+      }
       context.algorithm = *parsed;
     });
   layer.algorithm = context.algorithm;

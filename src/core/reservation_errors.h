@@ -14,6 +14,8 @@ namespace spillway {
 Error reservation_not_found(std::string_view id);
 // kConflict, field "reservation": settled or cancelled before.
 Error reservation_already_settled(std::string_view id);
+// kInvalidArgument, field "ticket": a release of a reservation that holds no concurrency slot.
+Error reservation_not_a_ticket(std::string_view id);
 // kInvalidArgument, field "costs": `label` names no layer of the reservation, whose layers are
 // `labels` (in order).
 Error reservation_has_no_layer(std::string_view label, std::span<const std::string> labels);

@@ -74,6 +74,12 @@ Result<StoreRequest> StoreRequest::make_reserve(std::span<const KeyedLimit> chec
         "a reservation needs one label per key: " + std::to_string(spec.layers.size()) +
         " labels for " + std::to_string(checks.size()) + " keys");
   }
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (spec.layers[i].hold && !checks[i].limit->is_concurrency()) {
+      return invalid_argument("layer " + std::string(spec.layers[i].label) +
+                              " is marked a hold, but its limit is no concurrency limit");
+    }
+  }
   StoreRequest request(checks, cost, now, Operation::kReserve);
   request.reserve_ = &spec;
   return request;
@@ -122,6 +128,12 @@ std::optional<Error> settlement_problem(const Settlement& settlement) {
         return wrong("\"costs\" names " + std::string(c.label) + " twice", "costs");
       }
     }
+  }
+  if (settlement.release && (settlement.cancel || settlement.cost || !settlement.costs.empty())) {
+    return wrong(
+        "a release takes no cancel, cost or costs: it gives the slots back and keeps the "
+        "rest",
+        "ticket");
   }
   if (settlement.now && (*settlement.now < 0 || *settlement.now > kMaxNow)) {
     return wrong("now must be between 0 and 2^52 µs", "now");
@@ -200,6 +212,14 @@ Error reservation_not_found(std::string_view id) {
 Error reservation_already_settled(std::string_view id) {
   return Error{Errc::kConflict, "reservation " + quote_for_error(id, 64) + " is already settled",
                "reservation"};
+}
+
+Error reservation_not_a_ticket(std::string_view id) {
+  return Error{Errc::kInvalidArgument,
+               "reservation " + quote_for_error(id, 64) +
+                   " holds no concurrency slot: it is not a ticket (settle it with /v1/commit or "
+                   "/v1/cancel); nothing was changed",
+               "ticket"};
 }
 
 Error reservation_has_no_layer(std::string_view label, std::span<const std::string> labels) {

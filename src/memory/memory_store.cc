@@ -221,7 +221,8 @@ class MemoryStore::Impl {
     settled.reserve(kept.keys.size());
     for (std::size_t i = 0; i < kept.keys.size(); ++i) {
       const Reservation::Key& k = kept.keys[i];
-      SettledLayer out{.label = k.label, .estimate = k.estimate, .actual = actual[i]};
+      SettledLayer out{
+          .label = k.label, .estimate = k.estimate, .actual = actual[i], .hold = k.hold};
       const std::int64_t delta = actual[i] - k.estimate;
       with_table(k.limit.algorithm(), [&](auto& table) {
         const std::int64_t done = table.settle_key(k.key, k.limit, now, delta, k.mark, out.after);

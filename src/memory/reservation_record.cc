@@ -12,6 +12,10 @@ Result<void> actual_costs(const Reservation& kept, const Settlement& settlement,
                           std::vector<std::int64_t>& actual) {
   const bool any_metered = std::any_of(kept.keys.begin(), kept.keys.end(),
                                        [](const Reservation::Key& k) { return k.metered; });
+  if (settlement.release && std::none_of(kept.keys.begin(), kept.keys.end(),
+                                         [](const Reservation::Key& k) { return k.hold; })) {
+    return std::unexpected(reservation_not_a_ticket(settlement.id));
+  }
   actual.clear();
   for (const Reservation::Key& k : kept.keys) {
     std::int64_t cost = k.estimate;

@@ -36,7 +36,8 @@ struct Reservation {
 };
 
 // Each key's actual cost under `settlement` (Store's Settlement says how), in `kept.keys`' order.
-// Errors: kInvalidArgument when a named cost's label is no layer of the reservation.
+// Errors: kInvalidArgument when a named cost's label is no layer of the reservation, or a release
+// finds no hold.
 Result<void> actual_costs(const Reservation& kept, const Settlement& settlement,
                           std::vector<std::int64_t>& actual);
 

@@ -32,14 +32,15 @@ Result<PolicyDecision> Policy::decide(Store& store, const Attributes& attributes
 
 void Policy::decide_async(Store& store, const Attributes& attributes, std::int64_t cost,
                           std::optional<Micros> now,
-                          std::function<void(Result<PolicyDecision>)> done) const {
-  run_async(store, attributes, cost, now, std::nullopt, std::move(done));
+                          std::function<void(Result<PolicyDecision>)> done,
+                          bool holds_allowed) const {
+  run_async(store, attributes, cost, now, std::nullopt, std::move(done), holds_allowed);
 }
 
 void Policy::reserve_async(Store& store, const Attributes& attributes, std::int64_t cost,
                            std::optional<Micros> now, std::chrono::milliseconds ttl,
                            std::function<void(Result<PolicyDecision>)> done) const {
-  run_async(store, attributes, cost, now, ttl, std::move(done));
+  run_async(store, attributes, cost, now, ttl, std::move(done), true);
 }
 
 Result<PolicyDecision> Policy::reserve(Store& store, const Attributes& attributes,
@@ -51,7 +52,7 @@ Result<PolicyDecision> Policy::reserve(Store& store, const Attributes& attribute
 
 void Policy::run_async(Store& store, const Attributes& attributes, std::int64_t cost,
                        std::optional<Micros> now, std::optional<std::chrono::milliseconds> ttl,
-                       std::function<void(Result<PolicyDecision>)> done) const {
+                       std::function<void(Result<PolicyDecision>)> done, bool holds_allowed) const {
   auto checks = resolve(attributes);
   if (!checks) {
     // Inline: a caller that chains requests from `done` must not grow its stack.
@@ -69,15 +70,29 @@ void Policy::run_async(Store& store, const Attributes& attributes, std::int64_t 
   owned->checks = std::move(*checks);
   // A concurrency layer that applies makes the request a reservation whose id is its ticket,
   // living as long as its longest hold (each hold leaves its key when its own hold_ttl ends). A
-  // peek (cost 0) holds nothing.
+  // peek (cost 0 everywhere: no layer has a cost of its own above 0) holds nothing.
+  const bool peek =
+      cost == 0 && std::none_of(owned->checks.begin(), owned->checks.end(), [this](const Check& c) {
+        return c.cost > 0 && !spec_.layers[c.layer].is_concurrency();
+      });
   Micros hold_ttl = 0;
   Micros first_expiry = 0;
   for (Check& c : owned->checks) {
     const LayerSpec& layer = spec_.layers[c.layer];
     if (!layer.is_concurrency() || c.blocked) continue;
-    if (cost == 0) {
+    if (peek) {
       c.cost = 0;
       continue;
+    }
+    if (!holds_allowed) {
+      // Inline, as the resolve error above: nothing was charged.
+      return complete_inline(
+          done, Result<PolicyDecision>(std::unexpected(Error{
+                    Errc::kInvalidArgument,
+                    "layer \"" + layer.name +
+                        "\" is a concurrency limit, which this front end cannot apply: it has no "
+                        "release step, so the slot would stay held until its hold_ttl",
+                    std::string(kHoldsRefused)})));
     }
     hold_ttl = std::max(hold_ttl, *layer.hold_ttl);
     first_expiry = first_expiry == 0 ? *layer.hold_ttl : std::min(first_expiry, *layer.hold_ttl);
@@ -95,7 +110,7 @@ void Policy::run_async(Store& store, const Attributes& attributes, std::int64_t 
       const LayerSpec& layer = spec_.layers[c.layer];
       if (layer.mode == LayerMode::kShadow || c.blocked) continue;
       owned->layers.push_back(
-          {layer_name(c.layer), !layer.cost.empty(), layer.is_concurrency() && cost > 0});
+          {layer_name(c.layer), !layer.cost.empty(), layer.is_concurrency() && !peek});
     }
     // None: no enforced layer applies, nothing is reserved and no id is given.
     if (!owned->layers.empty()) {
@@ -113,6 +128,7 @@ void Policy::run_async(Store& store, const Attributes& attributes, std::int64_t 
             if (out.allowed && owned->plan.reserve != nullptr) {
               out.reservation = owned->id;
               out.hold_expires = first_expiry;
+              out.reservation_ttl = owned->reserve.ttl;
             }
             done(std::move(out));
           });

@@ -72,6 +72,9 @@ std::optional<Error> concurrency_layer_problem(const LayerSpec& layer) {
                   "cannot delay: a slot is freed by a release, at no time known in "
                   "advance");
   }
+  if (layer.limit && layer.limit->burst) {
+    return refuse("burst", "takes no burst: its limit is the requests in flight");
+  }
   return std::nullopt;
 }
 

@@ -14,8 +14,12 @@ bool is_shadow(const Policy& policy, const Policy::Check& check) {
 
 LayerDecision layer_answer(const Policy& policy, const Policy::Check& check, const Decision& d,
                            bool shadow) {
-  return {policy.layer_name(check.layer), d, check.limit->period(), shadow,
-          check.plan != nullptr ? *check.plan : std::string()};
+  return {policy.layer_name(check.layer),
+          d,
+          check.limit->period(),
+          shadow,
+          check.plan != nullptr ? *check.plan : std::string(),
+          check.limit->is_concurrency()};
 }
 
 }  // namespace

@@ -37,14 +37,16 @@ struct SettleReply {
     std::string label;
     std::int64_t estimate = 0;
     std::int64_t actual = 0;
+    bool hold = false;
   };
   struct Applied {
     std::size_t layer = 0;  // 0-based index into the reservation's layers
     std::int64_t done = 0;  // units refunded or charged
     Decision after;
   };
-  std::int64_t status = 0;  // 0 settled, 1 no record, 2 settled before, 3 unknown label
-  std::string text;         // status 3: the label
+  // 0 settled, 1 no record, 2 settled before, 3 unknown label, 4 a release of no ticket
+  std::int64_t status = 0;
+  std::string text;  // status 3: the label
   std::vector<Layer> layers;
   std::vector<std::uint16_t> slots;
   std::vector<Applied> applied;
@@ -81,9 +83,12 @@ Result<SettleReply> read_settle_reply(const Result<redis::Reply>& reply) {
   if (!integer(count) || count < 0) return std::unexpected(bad_reply());
   for (std::int64_t j = 0; j < count; ++j) {
     SettleReply::Layer layer;
-    if (!text(layer.label) || !integer(layer.estimate) || !integer(layer.actual)) {
+    std::int64_t hold = 0;
+    if (!text(layer.label) || !integer(layer.estimate) || !integer(layer.actual) ||
+        !integer(hold)) {
       return std::unexpected(bad_reply());
     }
+    layer.hold = hold == 1;
     out.layers.push_back(std::move(layer));
   }
   if (!integer(count) || count < 0) return std::unexpected(bad_reply());
@@ -146,6 +151,8 @@ std::optional<Error> status_error(const SettleReply& reply, std::string_view id)
       for (const SettleReply::Layer& l : reply.layers) labels.push_back(l.label);
       return reservation_has_no_layer(reply.text, labels);
     }
+    case 4:
+      return reservation_not_a_ticket(id);
     default:
       return bad_reply();
   }
@@ -249,9 +256,9 @@ void RedisStore::Impl::settle(const Settlement& settlement, SettleCallback done)
   const std::string home_key = redis::reservation_home_key(options_.key_prefix, settlement.id);
   auto args = std::make_shared<std::vector<std::string>>();
   args->reserve(9 + 2 * settlement.costs.size());
-  args->insert(args->end(),
-               {"", "", "1", home_key, now_arg, ttl_floor, "home", settlement.cancel ? "1" : "0",
-                settlement.cost ? std::to_string(*settlement.cost) : ""});
+  args->insert(args->end(), {"", "", "1", home_key, now_arg, ttl_floor, "home",
+                             settlement.release ? "r" : (settlement.cancel ? "1" : "0"),
+                             settlement.cost ? std::to_string(*settlement.cost) : ""});
   for (const LayerCost& c : settlement.costs) {
     args->insert(args->end(), {std::string(c.label), std::to_string(c.cost)});
   }
@@ -270,7 +277,7 @@ void RedisStore::Impl::settle(const Settlement& settlement, SettleCallback done)
         }
         for (const SettleReply::Layer& l : home->layers) {
           pending->settled.push_back(
-              {.label = l.label, .estimate = l.estimate, .actual = l.actual});
+              {.label = l.label, .estimate = l.estimate, .actual = l.actual, .hold = l.hold});
         }
         if (!pending->apply(*home)) return pending->done(std::unexpected(bad_reply()));
         if (home->slots.empty()) return pending->done(std::move(pending->settled));

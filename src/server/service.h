@@ -133,7 +133,9 @@ class Service {
   // Concurrency limits (service_reservations.cc): POST /v1/release frees a ticket's slots.
   void release(const HttpRequest& request, const Reply& reply);
   // Counts the slots an admitted request took, by concurrency layer.
-  void holds_acquired(const policy::Policy& policy, const policy::PolicyDecision& decision);
+  void holds_acquired(const policy::PolicyDecision& decision);
+  // Counts the slots a settlement (a release, commit or cancel) gave back, or found expired.
+  void holds_settled(const Settled& settled);
   // The operational endpoints (service_ops.cc).
   void metrics_text(const HttpRequest& request, const Reply& reply);
   void index(const HttpRequest& request, const Reply& reply);

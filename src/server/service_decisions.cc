@@ -172,7 +172,12 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
                                              "in flight, each held until released or hold_ttl)"));
       }
     }
-    cost = std::min<std::int64_t>(cost, 1);
+    if (cost > 1) {
+      return reply(error_response(400,
+                                  "\"cost\" of a concurrency limit is 1 (a request holds one "
+                                  "slot) or 0 (a peek), got " +
+                                      std::to_string(cost)));
+    }
   } else {
     if (hold_ttl) {
       return reply(error_response(400,
@@ -398,21 +403,6 @@ void Service::auth(const HttpRequest& request, const Reply& reply) {
   if (auto method = header("x-original-method"); method && !method->empty()) {
     attributes[policy::kMethodAttribute] = std::string(*method);
   }
-  if (current->policy->has_concurrency()) {
-    // A slot taken here could never be released: nginx's auth_request has no step after the
-    // upstream answered. Refused before anything is charged (a 500: the set-up is wrong).
-    if (auto checks = current->policy->resolve(attributes)) {
-      for (const policy::Policy::Check& c : *checks) {
-        const policy::LayerSpec& layer = current->policy->spec().layers[c.layer];
-        if (!layer.is_concurrency() || c.blocked) continue;
-        return reply(error_response(
-            500, "layer " + quote_for_error(layer.name) +
-                     " is a concurrency limit, which /v1/auth cannot apply: nginx's "
-                     "auth_request has no release step, so the slot would stay held until its "
-                     "hold_ttl; ask POST /v1/check and POST /v1/release from the application"));
-      }
-    }
-  }
   run_policy(current, attributes, 1, true, reply);
 }
 
@@ -422,20 +412,28 @@ void Service::run_policy(const std::shared_ptr<const Settings>& settings,
   const Policy& policy = *settings->policy;
   // The lambda's copy of `settings` keeps the Policy alive until the store answers.
   if (!reserve) {
-    return policy.decide_async(*store_, attributes, cost, std::nullopt,
-                               [this, settings, for_nginx, reply](Result<PolicyDecision> result) {
-                                 HttpResponse response =
-                                     policy_response(*settings, for_nginx, result);
-                                 if (result && result->hold_expires > 0) {
-                                   holds_acquired(*settings->policy, *result);
-                                   add_ticket(response, result->reservation, result->hold_expires);
-                                 }
-                                 // nginx lets the request through when it has the answer.
-                                 if (for_nginx && result && result->allowed && result->delay > 0) {
-                                   return hold(std::move(response), result->delay, reply);
-                                 }
-                                 reply(std::move(response));
-                               });
+    // nginx's auth_request has no release step: a concurrency layer is refused there.
+    return policy.decide_async(
+        *store_, attributes, cost, std::nullopt,
+        [this, settings, for_nginx, reply](Result<PolicyDecision> result) {
+          // A ticket the store could not keep is never granted (as a reserve's, below).
+          if (!result && settings->policy->has_concurrency()) {
+            if (auto refused = reservation_refused(result.error())) {
+              return reply(std::move(*refused));
+            }
+          }
+          HttpResponse response = policy_response(*settings, for_nginx, result);
+          if (result && result->hold_expires > 0) {
+            holds_acquired(*result);
+            add_ticket(response, result->reservation, result->hold_expires);
+          }
+          // nginx lets the request through when it has the answer.
+          if (for_nginx && result && result->allowed && result->delay > 0) {
+            return hold(std::move(response), result->delay, reply);
+          }
+          reply(std::move(response));
+        },
+        /*holds_allowed=*/!for_nginx);
   }
   policy.reserve_async(*store_, attributes, cost, std::nullopt, settings->reservation_ttl,
                        [this, settings, reply](Result<PolicyDecision> result) {
@@ -447,11 +445,10 @@ void Service::run_policy(const std::shared_ptr<const Settings>& settings,
                          HttpResponse response = policy_response(*settings, false, result);
                          if (result && !result->reservation.empty()) {
                            metrics_.reservation("reserved");
-                           add_reservation(response, result->reservation,
-                                           settings->reservation_ttl);
+                           add_reservation(response, result->reservation, result->reservation_ttl);
                          }
                          if (result && result->hold_expires > 0) {
-                           holds_acquired(*settings->policy, *result);
+                           holds_acquired(*result);
                            add_ticket(response, result->reservation, result->hold_expires);
                          }
                          reply(std::move(response));
@@ -463,6 +460,12 @@ HttpResponse Service::policy_response(const Settings& settings, bool for_nginx,
   if (!result) {
     const policy::ErrorAnswer answer = policy::answer_error(result.error(), settings.on_error);
     if (answer == policy::ErrorAnswer::kInvalid) {
+      // A concurrency layer on /v1/auth: the set-up is wrong, not the request.
+      if (result.error().field == policy::kHoldsRefused) {
+        return error_response(500, result.error().message +
+                                       "; ask POST /v1/check and POST /v1/release from the "
+                                       "application");
+      }
       // nginx passes 401 and 403 through; a missing API key is "unauthorized".
       const bool missing_key = result.error().field == "api_key";
       if (!for_nginx) return error_response(400, result.error().message);

@@ -3,7 +3,6 @@
 // gives its whole estimate back. Concurrency limits (§5.6): POST /v1/release settles a ticket,
 // giving back its slots and keeping the charges of its rate layers. Bad input is a 400 naming the
 // field and changes nothing; an unknown or expired id is a 404, one already settled a 409.
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -123,34 +122,31 @@ void Service::release(const HttpRequest& request, const Reply& reply) {
         error_response(400, "\"ticket\" is required: the ticket /v1/check answered (1 to " +
                                 std::to_string(kMaxReservationIdBytes) + " bytes)"));
   }
-  // No cost: the slots come back (a hold's actual cost is always 0), the rate layers keep theirs.
-  const std::shared_ptr<const Settings> current = settings();
-  store_->settle(Settlement{.id = id}, [this, current, id, reply](Result<Settled> settled) {
+  // The slots come back; the rate layers keep their charge. Only a ticket is released.
+  store_->settle(Settlement{.id = id, .release = true}, [this, id, reply](Result<Settled> settled) {
     if (!settled) {
-      const int status = status_of(settled.error().code);
-      if (status == 503) backend_failed(settled.error(), false);
-      std::string message = settled.error().message;
+      const Error& error = settled.error();
+      const int status = status_of(error.code);
+      if (status == 503) backend_failed(error, false);
+      std::string message = error.message;
       if (status == 404) message = "no such ticket: never given, or its holds expired";
       if (status == 409) message = "the ticket was released already";
       return reply(error_response(status, message));
     }
-    for (const SettledLayer& layer : *settled) {
-      const auto& layers = current->policy->spec().layers;
-      const bool hold = std::any_of(layers.begin(), layers.end(), [&](const policy::LayerSpec& l) {
-        return l.name == layer.label && l.is_concurrency();
-      });
-      if (hold) metrics_.hold(layer.label, layer.refunded > 0 ? "released" : "expired");
-    }
+    holds_settled(*settled);
     reply(released_response(id, *settled));
   });
 }
 
-void Service::holds_acquired(const policy::Policy& policy, const policy::PolicyDecision& decision) {
+void Service::holds_acquired(const policy::PolicyDecision& decision) {
   for (const policy::LayerDecision& layer : decision.layers) {
-    if (layer.shadow) continue;
-    for (const policy::LayerSpec& spec : policy.spec().layers) {
-      if (spec.name == layer.name && spec.is_concurrency()) metrics_.hold(layer.name, "acquired");
-    }
+    if (layer.hold && !layer.shadow) metrics_.hold(layer.name, "acquired");
+  }
+}
+
+void Service::holds_settled(const Settled& settled) {
+  for (const SettledLayer& layer : settled) {
+    if (layer.hold) metrics_.hold(layer.label, layer.refunded > 0 ? "released" : "expired");
   }
 }
 
@@ -167,6 +163,7 @@ void Service::settle(const Settlement& settlement, const Reply& reply) {
                      return reply(error_response(status, settled.error().message));
                    }
                    metrics_.reservation(cancel ? "cancelled" : "committed");
+                   holds_settled(*settled);
                    for (const SettledLayer& layer : *settled) {
                      metrics_.settled_units(layer.label, layer.refunded, layer.charged);
                    }

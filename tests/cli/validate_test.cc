@@ -49,6 +49,21 @@ TEST(ValidateBinary, GoodConfigPrintsOkWithTheLayerCount) {
                          "it\n");
 }
 
+TEST(ValidateBinary, WarnsThatAuthRefusesAConcurrencyLayer) {
+  const std::string path = write_config(
+      "layers:\n  - name: in_flight\n    key: [api_key]\n    algorithm: concurrency\n"
+      "    limit: 20\n");
+  Outcome run = run_binary("validate " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, path + ": ok (1 layer)\n");
+  EXPECT_EQ(run.err, "spillway validate: " + path +
+                         ": warning: line 4: layers[0].algorithm: layer in_flight is a concurrency "
+                         "limit: GET /v1/auth refuses (500) every request it applies to, since "
+                         "nginx's auth_request has no release step; call POST /v1/check and POST "
+                         "/v1/release from the application\n");
+}
+
 TEST(ValidateBinary, NoWarningForLayersThatAuthCanMeet) {
   const std::string path = write_config(
       "layers:\n  - {name: edge, key: [ip], limit: 100/s}\n"

@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "spillway/memory_store.h"
 #include "spillway/policy_engine.h"
 #include "src/config/config.h"
+#include "src/core/wait_for_answer.h"
 
 namespace spillway::policy {
 namespace {
@@ -62,6 +64,12 @@ TEST(ConcurrencyConfig, WhatAConcurrencyLayerCannotHaveIsRefusedByName) {
         << fields << "\n -> " << config.error().message;
     EXPECT_NE(config.error().message.find("line "), std::string::npos) << config.error().message;
   }
+  Result<Config> unknown = parse_config(
+      "layers:\n  - name: api\n    key: [api_key]\n    algorithm: gcr\n    limit: 5/min\n");
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_NE(unknown.error().message.find("gcra, or concurrency for requests in flight)"),
+            std::string::npos)
+      << unknown.error().message;
   Result<Config> rate = parse_config(
       "layers:\n  - name: api\n    key: [api_key]\n    limit: 5/min\n    hold_ttl: 1m\n");
   ASSERT_FALSE(rate.has_value());
@@ -87,6 +95,40 @@ TEST(ConcurrencyConfig, PolicyMakeRefusesWhatTheFileWouldHave) {
   EXPECT_EQ(costed.error().field, "cost");
   layer.cost.clear();
   EXPECT_TRUE(Policy::make(PolicySpec{.layers = {layer}}).has_value());
+}
+
+// A peek (cost 0 everywhere) holds nothing; a request of cost 0 that another layer charges by its
+// own cost attribute is no peek, and holds its slot.
+TEST(ConcurrencyConfig, OnlyATruePeekHoldsNothing) {
+  Result<Config> config = parse_config(
+      "layers:\n  - name: tpm\n    key: [api_key]\n    cost: tokens\n    limit: 1000/1h\n"
+      "  - name: in_flight\n    key: [api_key]\n    algorithm: concurrency\n    limit: 1\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  auto policy = Policy::make(config->policy);
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  MemoryStore store;
+  Result<PolicyDecision> peek = (*policy)->decide(store, {{"api_key", "k"}, {"tokens", "0"}}, 0);
+  ASSERT_TRUE(peek.has_value()) << peek.error().message;
+  EXPECT_TRUE(peek->allowed);
+  EXPECT_TRUE(peek->reservation.empty()) << "a peek holds nothing";
+  Result<PolicyDecision> held = (*policy)->decide(store, {{"api_key", "k"}, {"tokens", "5"}}, 0);
+  ASSERT_TRUE(held.has_value()) << held.error().message;
+  EXPECT_TRUE(held->allowed);
+  EXPECT_FALSE(held->reservation.empty()) << "charged 5 tokens: it holds its slot";
+  Result<PolicyDecision> full = (*policy)->decide(store, {{"api_key", "k"}, {"tokens", "5"}}, 0);
+  ASSERT_TRUE(full.has_value());
+  EXPECT_FALSE(full->allowed);
+  EXPECT_EQ(full->denied_by, "in_flight");
+  // A front end with no release step is refused before anything is charged.
+  auto refused = wait_for_answer<Result<PolicyDecision>>([&](auto answer) {
+    (*policy)->decide_async(store, {{"api_key", "k2"}, {"tokens", "5"}}, 1, std::nullopt,
+                            std::move(answer), /*holds_allowed=*/false);
+  });
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, kHoldsRefused);
+  Result<PolicyDecision> after = (*policy)->decide(store, {{"api_key", "k2"}, {"tokens", "0"}}, 0);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->layers.at(0).decision.remaining, 1000) << "nothing charged";
 }
 
 TEST(ConcurrencyLimit, TheFactoryChecksItsNumbers) {

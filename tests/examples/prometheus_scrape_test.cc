@@ -124,12 +124,12 @@ TEST(PrometheusScrape, ARealPrometheusScrapesSpillwayAndQueriesTheSeriesBack) {
   std::string rules;
   EXPECT_TRUE(eventually(30, [&] {
     rules = api(port, "/api/v1/rules");
-    return count_in(rules, R"("health":"ok")") == 6;
+    return count_in(rules, R"("health":"ok")") == 7;
   })) << rules;
   EXPECT_EQ(count_in(rules, R"("health":"err")"), 0u) << rules;
-  for (const char* alert :
-       {"SpillwayDown", "SpillwayBackendDown", "SpillwayBackendErrors", "SpillwayErrorAnswers",
-        "SpillwayRateLimitServiceErrors", "SpillwayShadowDenialsRising"}) {
+  for (const char* alert : {"SpillwayDown", "SpillwayBackendDown", "SpillwayBackendErrors",
+                            "SpillwayErrorAnswers", "SpillwayRateLimitServiceErrors",
+                            "SpillwayShadowDenialsRising", "SpillwayHoldsNotReleased"}) {
     EXPECT_NE(rules.find(std::string(R"("name":")") + alert + "\""), std::string::npos) << alert;
   }
   const std::string alerts = api(port, "/api/v1/alerts");

@@ -101,7 +101,7 @@ Result<Decisions> acquire(Store& store, const ConcurrencyCase& c, const std::str
 }
 
 Result<Settled> release(Store& store, const std::string& id, std::optional<Micros> now) {
-  return store.settle_and_wait({.id = id, .now = now});
+  return store.settle_and_wait({.id = id, .now = now, .release = true});
 }
 
 std::vector<Step> history(bool with_expired_releases) {
@@ -209,6 +209,7 @@ std::vector<std::string> run_against_model(Store& store, const ConcurrencyCase& 
       RC_ASSERT((*s)[0].refunded == 0);  // the rate keeps its charge
       RC_ASSERT((*s)[0].charged == 0);
       RC_ASSERT((*s)[1].refunded == 1);  // the slot comes back, exactly
+      RC_ASSERT((*s)[1].hold && !(*s)[0].hold);
       held->released = true;
       RC_ASSERT((*s)[1].after.remaining == model.slots - model.in_flight(now));
       answers.push_back("released " + std::to_string((*s)[1].after.remaining));
@@ -294,6 +295,43 @@ TEST(RedisConcurrency, OneRedisAnswersAsTheMemoryStoreAndTheModel) {
 TEST(RedisConcurrencyCluster, AClusterAnswersAsTheMemoryStoreAndTheModel) {
   const std::string url = testing::shared_cluster().url();
   EXPECT_TRUE(rc::check([&] { redis_like_memory(url); }));
+}
+
+// A release settles only a ticket: a reservation that holds no slot is refused (kInvalidArgument,
+// field "ticket") and left open, on memory and on Redis alike.
+void expect_only_tickets_released(Store& store) {
+  const Limit rate = *Limit::make(Algorithm::kFixedWindow, 10, kMicrosPerHour);
+  const std::string id = new_reservation_id();
+  const KeyedLimit keys[] = {{"plain", &rate}};
+  const ReservedLayer layers[] = {{.label = "rate"}};
+  const ReserveSpec spec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers};
+  Result<StoreRequest> request = StoreRequest::make_reserve(keys, 1, kConcurrencyStart, spec);
+  ASSERT_TRUE(request.has_value());
+  Result<Decisions> reserved = store.decide_and_wait(*request);
+  ASSERT_TRUE(reserved.has_value()) << reserved.error().message;
+  ASSERT_TRUE(all_allowed(*reserved));
+  Result<Settled> released =
+      store.settle_and_wait({.id = id, .now = kConcurrencyStart, .release = true});
+  ASSERT_FALSE(released.has_value());
+  EXPECT_EQ(released.error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(released.error().field, "ticket");
+  Result<Settled> committed =
+      store.settle_and_wait({.id = id, .cost = 0, .now = kConcurrencyStart});
+  ASSERT_TRUE(committed.has_value()) << "still open: " << committed.error().message;
+  EXPECT_EQ(committed->at(0).refunded, 1);
+  EXPECT_FALSE(committed->at(0).hold);
+}
+
+TEST(ConcurrencyModel, OnlyATicketIsReleased) {
+  MemoryStore store;
+  expect_only_tickets_released(store);
+}
+
+TEST(RedisConcurrency, OnlyATicketIsReleased) {
+  std::unique_ptr<RedisStore> store =
+      testing::open_ready_store(concurrency_server().url(), concurrency_prefix());
+  ASSERT_NE(store, nullptr);
+  expect_only_tickets_released(*store);
 }
 
 // A hold expires on Redis by Redis' own clock: a ticket not released is not found once its

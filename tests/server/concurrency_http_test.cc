@@ -196,6 +196,48 @@ TEST_P(Concurrency, TheLimitEndpointTakesAConcurrencyLimit) {
   EXPECT_EQ(rate_hold.status, 400) << rate_hold.body;
 }
 
+TEST_P(Concurrency, OnlyATicketIsReleasedAndEverySettlementOfATicketGivesItsSlotBack) {
+  testing::RunningService s = start_in_flight(GetParam());
+  ASSERT_TRUE(s.service);
+  const std::string key = key_for(GetParam(), "settle");
+  // A reservation that holds no slot is no ticket: 400 naming it, and it is still open.
+  HttpReply reserved = http(s.port(), "POST", "/v1/limit",
+                            R"({"key":")" + key + R"(","limit":5,"period":"1h","reserve":true})");
+  ASSERT_EQ(reserved.status, 200) << reserved.body;
+  const std::string id(answer_of(reserved).at("reservation").as_string());
+  HttpReply wrong = http(s.port(), "POST", "/v1/release", R"({"ticket":")" + id + R"("})");
+  EXPECT_EQ(wrong.status, 400) << wrong.body;
+  EXPECT_NE(wrong.body.find("not a ticket"), std::string::npos) << wrong.body;
+  EXPECT_EQ(
+      http(s.port(), "POST", "/v1/commit", R"({"reservation":")" + id + R"(","cost":1})").status,
+      200);
+  // "reserve": true on the policy: one id, a reservation and a ticket; it lives as long as the
+  // longer of the two (reservation_ttl, 10 minutes by default, against a 1 minute hold), and
+  // its cancel gives the slot back too.
+  HttpReply both =
+      http(s.port(), "POST", "/v1/check", R"({"api_key":")" + key + R"(","reserve":true})");
+  ASSERT_EQ(both.status, 200) << both.body;
+  boost::json::object answer = answer_of(both);
+  EXPECT_EQ(answer.at("reservation").as_string(), answer.at("ticket").as_string()) << both.body;
+  EXPECT_EQ(answer.at("reservation_expires_ms").as_int64(), 600'000) << both.body;
+  EXPECT_EQ(answer.at("ticket_expires_ms").as_int64(), 60'000) << both.body;
+  HttpReply cancelled =
+      http(s.port(), "POST", "/v1/cancel",
+           R"({"reservation":")" + std::string(answer.at("reservation").as_string()) + R"("})");
+  EXPECT_EQ(cancelled.status, 200) << cancelled.body;
+  const std::string metrics = http(s.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find(R"(spillway_holds_total{layer="in_flight",event="released"} 1)"),
+            std::string::npos)
+      << metrics;
+  HttpReply peek = http(s.port(), "POST", "/v1/check", R"({"api_key":")" + key + R"(","cost":0})");
+  EXPECT_EQ(remaining_of(answer_of(peek), "in_flight"), 2) << peek.body;
+  // A concurrency limit holds one slot per request: a cost of 2 names the field.
+  HttpReply costly = http(s.port(), "POST", "/v1/limit",
+                          R"({"key":"y","algorithm":"concurrency","limit":3,"cost":2})");
+  EXPECT_EQ(costly.status, 400) << costly.body;
+  EXPECT_NE(costly.body.find("cost"), std::string::npos) << costly.body;
+}
+
 TEST_P(Concurrency, AuthRefusesALayerItCouldNeverReleaseAndChargesNothing) {
   testing::RunningService s = start_in_flight(GetParam());
   ASSERT_TRUE(s.service);
