@@ -12,18 +12,9 @@ rounds=${1:-3}
 
 cmake --preset release >/dev/null
 cmake --build --preset release --target concurrency_bench >/dev/null
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-workdir=$(mktemp -d)
-redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$workdir" \
-  --daemonize yes --pidfile "$workdir/redis.pid" --logfile "$workdir/redis.log"
-trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$workdir"' EXIT
-until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
-
-script_usec() {
-  redis-cli -p "$port" info commandstats |
-    awk -F'[=,:]' '/^cmdstat_(evalsha|eval):/ { for (i = 1; i < NF; i++) if ($i == "usec") s += $(i + 1) }
-                   END { print s + 0 }'
-}
+source bench/http_common.sh
+start_redis
+port=$redis_port
 
 # The median ns per request of `kind` in a csv run.
 median_ns() { grep "^\"$1/.*_median\"," | cut -d, -f3; }
@@ -38,7 +29,7 @@ for round in $(seq "$rounds"); do
     out=$(SPILLWAY_BENCH_REDIS="redis://127.0.0.1:$port" build/release/bench/concurrency_bench \
       --benchmark_filter="^$kind/" --benchmark_format=csv 2>/dev/null)
     requests=$(echo "$out" | grep "^\"$kind/.*repeats:[0-9]*\"," | cut -d, -f2 | awk '{ s += $1 } END { print s }')
-    usec=$(script_usec)
+    usec=$(script_usec "$port")
     awk -v k="$kind" -v mem="$(echo "$memory" | median_ns "$kind")" \
       -v ns="$(echo "$out" | median_ns "$kind")" -v us="$usec" -v n="$requests" -v r="$round" \
       'BEGIN { printf "%-16s %16.0f %16.1f %18.2f   (round %d)\n", k, mem, ns / 1000, us / n, r }'

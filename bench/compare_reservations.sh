@@ -13,19 +13,9 @@ rounds=${1:-3}
 
 cmake --preset release >/dev/null
 cmake --build --preset release --target reservation_bench >/dev/null
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-workdir=$(mktemp -d)
-redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$workdir" \
-  --daemonize yes --pidfile "$workdir/redis.pid" --logfile "$workdir/redis.log"
-trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$workdir"' EXIT
-until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
-
-# µs of Redis CPU in script calls since the last reset.
-script_usec() {
-  redis-cli -p "$port" info commandstats |
-    awk -F'[=,:]' '/^cmdstat_(evalsha|eval):/ { for (i = 1; i < NF; i++) if ($i == "usec") s += $(i + 1) }
-                   END { print s + 0 }'
-}
+source bench/http_common.sh
+start_redis
+port=$redis_port
 
 printf '%-16s %14s %18s\n' "" "client µs/req" "Redis CPU µs/req"
 for round in $(seq "$rounds"); do
@@ -37,7 +27,7 @@ for round in $(seq "$rounds"); do
     # The repetitions' lines (their iterations add up to the requests made), and the median's.
     requests=$(echo "$out" | grep "^\"$kind/.*repeats:[0-9]*\"," | cut -d, -f2 | awk "{ s += \$1 } END { print s }")
     real_ns=$(echo "$out" | grep "_median\"," | cut -d, -f3)
-    usec=$(script_usec)
+    usec=$(script_usec "$port")
     awk -v k="$kind" -v ns="$real_ns" -v us="$usec" -v n="$requests" -v r="$round" \
       'BEGIN { printf "%-16s %14.1f %18.2f   (round %d)\n", k, ns / 1000, us / n, r }'
   done

@@ -1,4 +1,5 @@
-# Sourced by the HTTP benchmarks (bench/compare_http.sh, bench/latency.sh): a scratch folder,
+# Sourced by the HTTP benchmarks (bench/compare_http.sh, bench/latency.sh) and the Redis ones that
+# need only a server (bench/compare_reservations.sh, bench/compare_concurrency.sh): a scratch folder,
 # free loopback ports, the processes to stop on exit, and nginx's limit_req as the yardstick
 # (two workers, 1000r/m per client address, burst 1000, 429 past it; answers "ok" itself).
 # After sourcing: $work, free_port, wait_port, the pids array, start_nginx, which sets
@@ -45,6 +46,15 @@ start_redis() {
   for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && return 0; sleep 0.05; done
   echo "redis-server did not start: $(cat "$work/redis.log")" >&2
   return 1
+}
+
+# µs of Redis CPU spent in script calls (EVALSHA and EVAL, from INFO commandstats) on the
+# redis-server at port $1 since its stats were last reset (CONFIG RESETSTAT). Used by
+# bench/compare_reservations.sh and bench/compare_concurrency.sh.
+script_usec() {
+  redis-cli -p "$1" info commandstats |
+    awk -F'[=,:]' '/^cmdstat_(evalsha|eval):/ { for (i = 1; i < NF; i++) if ($i == "usec") s += $(i + 1) }
+                   END { print s + 0 }'
 }
 
 # CPU ticks (user + system) a process has used, and what a wrk run measured: requests/s, p50, p99

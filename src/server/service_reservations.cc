@@ -31,6 +31,27 @@ int status_of(Errc code) {
   }
 }
 
+// The one text field of a body that takes only it (`field`), empty when absent; `endpoint` names
+// the request in the error of any other field.
+Result<std::string> only_field(const std::string& text_body, std::string_view field,
+                               std::string_view endpoint) {
+  unsigned char buffer[1024];
+  json::monotonic_resource resource(buffer, sizeof buffer);
+  auto body = parse_object(text_body, resource);
+  if (!body) return std::unexpected(body.error());
+  std::string out;
+  for (const auto& [name, value] : *body) {
+    if (name != field) {
+      return invalid_argument("unknown field " + quote_for_error(name, 64) + " (" +
+                              std::string(endpoint) + " takes \"" + std::string(field) + "\")");
+    }
+    auto v = text(value, name);
+    if (!v) return std::unexpected(v.error());
+    out = std::move(*v);
+  }
+  return out;
+}
+
 }  // namespace
 
 void Service::commit(const HttpRequest& request, const Reply& reply) {
@@ -85,38 +106,15 @@ void Service::commit(const HttpRequest& request, const Reply& reply) {
 }
 
 void Service::cancel(const HttpRequest& request, const Reply& reply) {
-  unsigned char buffer[1024];
-  json::monotonic_resource resource(buffer, sizeof buffer);
-  auto body = parse_object(request.body, resource);
-  if (!body) return reply(error_response(400, body.error().message));
-  std::string id;
-  for (const auto& [name, value] : *body) {
-    if (name != "reservation") {
-      return reply(error_response(400, "unknown field " + quote_for_error(name, 64) +
-                                           " (POST /v1/cancel takes \"reservation\")"));
-    }
-    auto v = text(value, name);
-    if (!v) return reply(error_response(400, v.error().message));
-    id = std::move(*v);
-  }
-  settle(Settlement{.id = id, .cancel = true}, reply);
+  Result<std::string> id = only_field(request.body, "reservation", "POST /v1/cancel");
+  if (!id) return reply(error_response(400, id.error().message));
+  settle(Settlement{.id = *id, .cancel = true}, reply);
 }
 
 void Service::release(const HttpRequest& request, const Reply& reply) {
-  unsigned char buffer[1024];
-  json::monotonic_resource resource(buffer, sizeof buffer);
-  auto body = parse_object(request.body, resource);
+  Result<std::string> body = only_field(request.body, "ticket", "POST /v1/release");
   if (!body) return reply(error_response(400, body.error().message));
-  std::string id;
-  for (const auto& [name, value] : *body) {
-    if (name != "ticket") {
-      return reply(error_response(400, "unknown field " + quote_for_error(name, 64) +
-                                           " (POST /v1/release takes \"ticket\")"));
-    }
-    auto v = text(value, name);
-    if (!v) return reply(error_response(400, v.error().message));
-    id = std::move(*v);
-  }
+  std::string id = std::move(*body);
   if (id.empty() || id.size() > kMaxReservationIdBytes) {
     return reply(
         error_response(400, "\"ticket\" is required: the ticket /v1/check answered (1 to " +
