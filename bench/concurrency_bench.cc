@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_store.h"
 #include "spillway/memory_store.h"
 #include "spillway/policy_engine.h"
 #include "spillway/redis_store.h"
@@ -61,26 +62,12 @@ std::vector<Attributes> callers() {
   return out;
 }
 
-std::unique_ptr<spillway::Store> open_store() {
-  const char* url = std::getenv("SPILLWAY_BENCH_REDIS");
-  if (url == nullptr || *url == '\0') return std::make_unique<spillway::MemoryStore>();
-  static int run = 0;
-  spillway::RedisStoreOptions options;
-  options.url = url;
-  options.key_prefix = "cbench" + std::to_string(::getpid()) + "-" + std::to_string(++run);
-  auto store = spillway::RedisStore::open(options);
-  if (!store || !(*store)->wait_ready(std::chrono::seconds(5))) {
-    std::fprintf(stderr, "concurrency_bench: cannot reach %s\n", url);
-    std::exit(1);
-  }
-  return std::move(*store);
-}
-
 enum class Kind { kCheck, kAcquireRelease, kAcquire };
 
 void run(benchmark::State& state, Kind kind) {
   const auto policy = make_policy(kind != Kind::kCheck);
-  const std::unique_ptr<spillway::Store> opened = open_store();
+  const std::unique_ptr<spillway::Store> opened =
+      spillway::bench::open_bench_store("concurrency_bench");
   spillway::Store& store = *opened;
   const std::vector<Attributes> requests = callers();
   std::vector<std::string> held;
@@ -142,7 +129,7 @@ void AcquireRelease(benchmark::State& state) { run(state, Kind::kAcquireRelease)
 void Acquire(benchmark::State& state) { run(state, Kind::kAcquire); }
 
 // On Redis a round trip each (two for acquire + release): fewer.
-const int kIterations = std::getenv("SPILLWAY_BENCH_REDIS") ? 20'000 : 300'000;
+const int kIterations = spillway::bench::on_redis() ? 20'000 : 300'000;
 BENCHMARK(Check)->Iterations(kIterations)->Repetitions(5);
 BENCHMARK(AcquireRelease)->Iterations(kIterations)->Repetitions(5);
 BENCHMARK(Acquire)->Iterations(kIterations)->Repetitions(5);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_store.h"
 #include "spillway/memory_store.h"
 #include "spillway/policy_engine.h"
 #include "spillway/redis_store.h"
@@ -57,26 +58,10 @@ std::vector<Attributes> callers() {
 
 enum class Kind { kCheck, kReserve, kReserveCommit };
 
-// The store to measure: a fresh MemoryStore, or a RedisStore on SPILLWAY_BENCH_REDIS (a fresh
-// key prefix per run, so that no run finds another's keys).
-std::unique_ptr<spillway::Store> open_store() {
-  const char* url = std::getenv("SPILLWAY_BENCH_REDIS");
-  if (url == nullptr || *url == '\0') return std::make_unique<spillway::MemoryStore>();
-  static int run = 0;
-  spillway::RedisStoreOptions options;
-  options.url = url;
-  options.key_prefix = "bench" + std::to_string(++run);
-  auto store = spillway::RedisStore::open(options);
-  if (!store || !(*store)->wait_ready(std::chrono::seconds(5))) {
-    std::fprintf(stderr, "reservation_bench: cannot reach %s\n", url);
-    std::exit(1);
-  }
-  return std::move(*store);
-}
-
 void run(benchmark::State& state, Kind kind) {
   const auto policy = llm_policy();
-  const std::unique_ptr<spillway::Store> opened = open_store();
+  const std::unique_ptr<spillway::Store> opened =
+      spillway::bench::open_bench_store("reservation_bench");
   spillway::Store& store = *opened;
   const std::vector<Attributes> requests = callers();
   std::size_t i = 0;
@@ -126,7 +111,7 @@ void ReserveCommit(benchmark::State& state) { run(state, Kind::kReserveCommit); 
 
 // A fixed count, under the store's 1,000,000 open reservations, repeated for medians.
 // On Redis a round trip each: fewer.
-const int kIterations = std::getenv("SPILLWAY_BENCH_REDIS") ? 20'000 : 300'000;
+const int kIterations = spillway::bench::on_redis() ? 20'000 : 300'000;
 BENCHMARK(Check)->Iterations(kIterations)->Repetitions(5);
 BENCHMARK(Reserve)->Iterations(kIterations)->Repetitions(5);
 BENCHMARK(ReserveCommit)->Iterations(kIterations)->Repetitions(5);

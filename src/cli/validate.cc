@@ -28,6 +28,12 @@ int line_of(std::string_view error) {
   return line;
 }
 
+// "line N: " for the line of `path` in the config, empty when it has none.
+std::string line_prefix(const policy::Config& config, const std::string& path) {
+  const int line = config.lines.of(path);
+  return line > 0 ? "line " + std::to_string(line) + ": " : std::string();
+}
+
 // Attributes an enforced layer needs that GET /v1/auth never provides: every /v1/auth request
 // would be a 400 (POST /v1/check can still send them). "line N: path: what".
 std::vector<std::string> auth_warnings(const policy::Config& config) {
@@ -38,12 +44,10 @@ std::vector<std::string> auth_warnings(const policy::Config& config) {
   };
   const auto warn = [&](const std::string& path, const std::string& attribute,
                         const std::string& layer, std::string_view consequence) {
-    const int line = config.lines.of(path);
-    warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + path +
-                       ": layer " + layer + " reads attribute \"" + attribute +
-                       "\", which GET /v1/auth does not provide (it provides " +
-                       server::auth_attributes_text() + "): " + std::string(consequence) +
-                       "; POST /v1/check can send it");
+    warnings.push_back(
+        line_prefix(config, path) + path + ": layer " + layer + " reads attribute \"" + attribute +
+        "\", which GET /v1/auth does not provide (it provides " + server::auth_attributes_text() +
+        "): " + std::string(consequence) + "; POST /v1/check can send it");
   };
   constexpr std::string_view kRefused = "every /v1/auth request would be a 400";
   constexpr std::string_view kSkipped = "on /v1/auth its routes never match";
@@ -67,26 +71,22 @@ std::vector<std::string> auth_warnings(const policy::Config& config) {
     }
     if (layer.by_endpoint && std::find(layer.key.begin(), layer.key.end(),
                                        layer.by_endpoint->attribute) == layer.key.end()) {
-      const int line = config.lines.of(path + ".key");
-      warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + path +
-                         ".key: layer " + layer.name + " limits routes but its key has no " +
-                         layer.by_endpoint->attribute +
+      warnings.push_back(line_prefix(config, path + ".key") + path + ".key: layer " + layer.name +
+                         " limits routes but its key has no " + layer.by_endpoint->attribute +
                          ": every route shares one counter per caller, each with its own limit "
                          "(add " +
                          layer.by_endpoint->attribute + " to key)");
     }
     if (layer.is_concurrency()) {
-      const int line = config.lines.of(path + ".algorithm");
-      warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + path +
-                         ".algorithm: layer " + layer.name +
+      warnings.push_back(line_prefix(config, path + ".algorithm") + path + ".algorithm: layer " +
+                         layer.name +
                          " is a concurrency limit: GET /v1/auth refuses (500) every request it "
                          "applies to, since nginx's auth_request has no release step; call POST "
                          "/v1/check and POST /v1/release from the application");
     }
     if (layer.max_delay > 0 && config.server.max_delayed == 0) {
-      const int line = config.lines.of(path + ".max_delay");
-      warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + path +
-                         ".max_delay: layer " + layer.name +
+      warnings.push_back(line_prefix(config, path + ".max_delay") + path + ".max_delay: layer " +
+                         layer.name +
                          " delays, but server.max_delayed is 0: every /v1/auth request it admits "
                          "after a delay is refused (403) and stays charged; POST /v1/check "
                          "answers delay_ms");
@@ -202,9 +202,7 @@ int run_validate(int argc, char** argv, int first, std::istream& in, std::ostrea
     warnings.push_back(warning.substr(file.size() + 2));
   }
   if (const std::optional<std::string> warning = rls_tenants_warning(report.config)) {
-    const int line = report.config.lines.of("server.grpc_listen");
-    warnings.push_back((line > 0 ? "line " + std::to_string(line) + ": " : std::string()) +
-                       *warning);
+    warnings.push_back(line_prefix(report.config, "server.grpc_listen") + *warning);
   }
   for (const std::string& warning : warnings) {
     err << "spillway validate: " << file << ": warning: " << warning << "\n";
