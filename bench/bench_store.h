@@ -1,10 +1,9 @@
 // The store a policy benchmark measures (bench/reservation_bench.cc, bench/concurrency_bench.cc):
-// a fresh MemoryStore, or, with SPILLWAY_BENCH_REDIS=<url>, a RedisStore on that server with a
-// fresh key prefix per call, so that no run finds another's keys. Exits with a message naming
-// `tool` when the server cannot be reached. Not thread-safe (one benchmark thread).
+// a fresh MemoryStore, or, with SPILLWAY_BENCH_REDIS=<url> (not empty), a RedisStore on that
+// server whose key prefix is `prefix` and a count of the calls, so that no run finds another's
+// keys. Exits with a message naming `tool` when the server cannot be reached. Not thread-safe
+// (one benchmark thread).
 #pragma once
-
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -17,20 +16,16 @@
 
 namespace spillway::bench {
 
-inline bool on_redis() {
+inline std::unique_ptr<Store> open_bench_store(const char* tool, const std::string& prefix) {
   const char* url = std::getenv("SPILLWAY_BENCH_REDIS");
-  return url != nullptr && *url != '\0';
-}
-
-inline std::unique_ptr<Store> open_bench_store(const char* tool) {
-  if (!on_redis()) return std::make_unique<MemoryStore>();
+  if (url == nullptr || *url == '\0') return std::make_unique<MemoryStore>();
   static int run = 0;
   RedisStoreOptions options;
-  options.url = std::getenv("SPILLWAY_BENCH_REDIS");
-  options.key_prefix = std::string(tool) + std::to_string(::getpid()) + "-" + std::to_string(++run);
+  options.url = url;
+  options.key_prefix = prefix + std::to_string(++run);
   auto store = RedisStore::open(options);
   if (!store || !(*store)->wait_ready(std::chrono::seconds(5))) {
-    std::fprintf(stderr, "%s: cannot reach %s\n", tool, options.url.c_str());
+    std::fprintf(stderr, "%s: cannot reach %s\n", tool, url);
     std::exit(1);
   }
   return std::move(*store);

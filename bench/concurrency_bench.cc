@@ -66,8 +66,8 @@ enum class Kind { kCheck, kAcquireRelease, kAcquire };
 
 void run(benchmark::State& state, Kind kind) {
   const auto policy = make_policy(kind != Kind::kCheck);
-  const std::unique_ptr<spillway::Store> opened =
-      spillway::bench::open_bench_store("concurrency_bench");
+  const std::unique_ptr<spillway::Store> opened = spillway::bench::open_bench_store(
+      "concurrency_bench", "cbench" + std::to_string(::getpid()) + "-");
   spillway::Store& store = *opened;
   const std::vector<Attributes> requests = callers();
   std::vector<std::string> held;
@@ -129,7 +129,7 @@ void AcquireRelease(benchmark::State& state) { run(state, Kind::kAcquireRelease)
 void Acquire(benchmark::State& state) { run(state, Kind::kAcquire); }
 
 // On Redis a round trip each (two for acquire + release): fewer.
-const int kIterations = spillway::bench::on_redis() ? 20'000 : 300'000;
+const int kIterations = std::getenv("SPILLWAY_BENCH_REDIS") ? 20'000 : 300'000;
 BENCHMARK(Check)->Iterations(kIterations)->Repetitions(5);
 BENCHMARK(AcquireRelease)->Iterations(kIterations)->Repetitions(5);
 BENCHMARK(Acquire)->Iterations(kIterations)->Repetitions(5);

@@ -61,7 +61,7 @@ enum class Kind { kCheck, kReserve, kReserveCommit };
 void run(benchmark::State& state, Kind kind) {
   const auto policy = llm_policy();
   const std::unique_ptr<spillway::Store> opened =
-      spillway::bench::open_bench_store("reservation_bench");
+      spillway::bench::open_bench_store("reservation_bench", "bench");
   spillway::Store& store = *opened;
   const std::vector<Attributes> requests = callers();
   std::size_t i = 0;
@@ -111,7 +111,7 @@ void ReserveCommit(benchmark::State& state) { run(state, Kind::kReserveCommit); 
 
 // A fixed count, under the store's 1,000,000 open reservations, repeated for medians.
 // On Redis a round trip each: fewer.
-const int kIterations = spillway::bench::on_redis() ? 20'000 : 300'000;
+const int kIterations = std::getenv("SPILLWAY_BENCH_REDIS") ? 20'000 : 300'000;
 BENCHMARK(Check)->Iterations(kIterations)->Repetitions(5);
 BENCHMARK(Reserve)->Iterations(kIterations)->Repetitions(5);
 BENCHMARK(ReserveCommit)->Iterations(kIterations)->Repetitions(5);

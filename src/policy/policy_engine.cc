@@ -70,10 +70,12 @@ void Policy::run_async(Store& store, const Attributes& attributes, std::int64_t 
   owned->checks = std::move(*checks);
   // A concurrency layer that applies makes the request a reservation whose id is its ticket,
   // living as long as its longest hold (each hold leaves its key when its own hold_ttl ends). A
-  // peek (cost 0 everywhere: no layer has a cost of its own above 0) holds nothing.
+  // peek (cost 0 everywhere: no enforced layer charges a cost of its own above 0) holds nothing.
   const bool peek =
       cost == 0 && std::none_of(owned->checks.begin(), owned->checks.end(), [this](const Check& c) {
-        return c.cost > 0 && !spec_.layers[c.layer].is_concurrency();
+        const LayerSpec& layer = spec_.layers[c.layer];
+        return c.cost > 0 && !c.blocked && !layer.is_concurrency() &&
+               layer.mode == LayerMode::kEnforce;
       });
   Micros hold_ttl = 0;
   Micros first_expiry = 0;
@@ -105,12 +107,12 @@ void Policy::run_async(Store& store, const Attributes& attributes, std::int64_t 
   if (ttl) {
     // A reservation: each enforced key labelled with its layer's name, metered when the layer
     // has a cost attribute (a settlement's single `cost` is the actual value of that attribute),
-    // a hold when it is a concurrency layer (every settlement gives its slot back).
+    // a hold when it is a concurrency layer (every settlement gives its slot back; a peek's
+    // holds nothing, and no commit's cost may charge it either).
     for (const Check& c : owned->checks) {
       const LayerSpec& layer = spec_.layers[c.layer];
       if (layer.mode == LayerMode::kShadow || c.blocked) continue;
-      owned->layers.push_back(
-          {layer_name(c.layer), !layer.cost.empty(), layer.is_concurrency() && !peek});
+      owned->layers.push_back({layer_name(c.layer), !layer.cost.empty(), layer.is_concurrency()});
     }
     // None: no enforced layer applies, nothing is reserved and no id is given.
     if (!owned->layers.empty()) {

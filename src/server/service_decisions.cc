@@ -197,7 +197,7 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
     return reply(error_response(400, "\"max_delay\": " + std::string(lease_refuses_delay())));
   }
   // One item: a check, or a reservation of this one key labelled "limit" (a hold when it is a
-  // concurrency limit that takes a slot: its ticket).
+  // concurrency limit: its ticket when it takes a slot; a peek's, which no commit may charge).
   static constexpr ReservedLayer kLayer[] = {{.label = "limit", .metered = false}};
   static constexpr ReservedLayer kHold[] = {{.label = "limit", .metered = false, .hold = true}};
   const bool holds = concurrency && cost > 0;
@@ -221,7 +221,8 @@ void Service::limit(const HttpRequest& request, const Reply& reply) {
   }
   if (reserve || holds) {
     owned->id = new_reservation_id();
-    owned->reserve = ReserveSpec{.id = owned->id, .ttl = ttl, .layers = holds ? kHold : kLayer};
+    owned->reserve =
+        ReserveSpec{.id = owned->id, .ttl = ttl, .layers = concurrency ? kHold : kLayer};
     owned->plan.reserve = &owned->reserve;
   }
   std::shared_ptr<const policy::Plan> plan(owned, &owned->plan);

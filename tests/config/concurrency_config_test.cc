@@ -4,6 +4,7 @@
 // and the reason, when the file is read and by Policy::make alike.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,19 @@ TEST(ConcurrencyConfig, OnlyATruePeekHoldsNothing) {
   ASSERT_TRUE(full.has_value());
   EXPECT_FALSE(full->allowed);
   EXPECT_EQ(full->denied_by, "in_flight");
+  // A peek kept as a reservation ("reserve": true, cost 0): no commit's cost is charged to the
+  // slot (it is a hold in the record), so the key stays free.
+  Result<PolicyDecision> peeked = (*policy)->reserve(store, {{"api_key", "k3"}, {"tokens", "0"}},
+                                                     0, std::chrono::minutes(1));
+  ASSERT_TRUE(peeked.has_value()) << peeked.error().message;
+  ASSERT_FALSE(peeked->reservation.empty());
+  EXPECT_EQ(peeked->hold_expires, 0) << "a peek holds nothing";
+  Result<Settled> committed = store.settle_and_wait({.id = peeked->reservation, .cost = 5});
+  ASSERT_TRUE(committed.has_value()) << committed.error().message;
+  Result<PolicyDecision> free_slot =
+      (*policy)->decide(store, {{"api_key", "k3"}, {"tokens", "1"}}, 0);
+  ASSERT_TRUE(free_slot.has_value());
+  EXPECT_TRUE(free_slot->allowed) << "the commit's cost was charged to the slot";
   // A front end with no release step is refused before anything is charged.
   auto refused = wait_for_answer<Result<PolicyDecision>>([&](auto answer) {
     (*policy)->decide_async(store, {{"api_key", "k2"}, {"tokens", "5"}}, 1, std::nullopt,
@@ -129,6 +143,25 @@ TEST(ConcurrencyConfig, OnlyATruePeekHoldsNothing) {
   Result<PolicyDecision> after = (*policy)->decide(store, {{"api_key", "k2"}, {"tokens", "0"}}, 0);
   ASSERT_TRUE(after.has_value());
   EXPECT_EQ(after->layers.at(0).decision.remaining, 1000) << "nothing charged";
+}
+
+// A shadow layer's own cost does not make a request of cost 0 more than a peek: a shadow layer
+// never changes what is enforced.
+TEST(ConcurrencyConfig, AShadowLayersCostDoesNotTakeASlot) {
+  Result<Config> config = parse_config(
+      "layers:\n  - name: trial\n    key: [api_key]\n    cost: tokens\n    mode: shadow\n"
+      "    limit: 1000/1h\n"
+      "  - name: in_flight\n    key: [api_key]\n    algorithm: concurrency\n    limit: 1\n");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  auto policy = Policy::make(config->policy);
+  ASSERT_TRUE(policy.has_value()) << policy.error().message;
+  MemoryStore store;
+  for (int i = 0; i < 3; ++i) {
+    Result<PolicyDecision> peek = (*policy)->decide(store, {{"api_key", "k"}, {"tokens", "5"}}, 0);
+    ASSERT_TRUE(peek.has_value()) << peek.error().message;
+    EXPECT_TRUE(peek->allowed) << i;
+    EXPECT_TRUE(peek->reservation.empty()) << i;
+  }
 }
 
 TEST(ConcurrencyLimit, TheFactoryChecksItsNumbers) {
