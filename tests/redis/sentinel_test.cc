@@ -81,6 +81,14 @@ TEST(Sentinel, OpenNamesEverySentinelsProblem) {
       << unreachable.error().message;
 }
 
+TEST(Sentinel, AConcurrencySlotIsTakenAndReleasedThroughTheSentinels) {
+  testing::SentinelGroup group("spillway-conc");
+  std::unique_ptr<RedisStore> a = testing::open_ready_store(group.url(), "sen-conc");
+  std::unique_ptr<RedisStore> b = testing::open_ready_store(group.url(), "sen-conc");
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  testing::expect_one_slot_shared_and_released(*a, *b, "in_flight:k");
+}
+
 TEST(Sentinel, AReservationMadeThroughTheSentinelsSettlesAfterAFailover) {
   testing::SentinelGroup group("spillway-main");
   const std::string prefix = "sen-resv";

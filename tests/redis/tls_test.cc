@@ -164,6 +164,14 @@ TEST(Tls, ConfigSettingsFillTheUrlAndUrlParametersWin) {
                  "server certificate rejected");
 }
 
+TEST(Tls, AConcurrencySlotIsTakenAndReleasedOverTls) {
+  RedisServer redis(RedisServer::Tls{.require_client_cert = true});
+  std::unique_ptr<RedisStore> a = testing::open_ready_store(redis.url(), "tls-conc");
+  std::unique_ptr<RedisStore> b = testing::open_ready_store(redis.url(), "tls-conc");
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  testing::expect_one_slot_shared_and_released(*a, *b, "in_flight:k");
+}
+
 TEST(Tls, AReservationIsSettledOnceOverTls) {
   RedisServer redis(RedisServer::Tls{.require_client_cert = true});
   const std::string prefix = "tls-resv";

@@ -83,4 +83,38 @@ inline std::int64_t left_at_reserve_time(Store& store, const std::string& key, c
   return peek ? peek->remaining : -1;
 }
 
+// A concurrency limit of one slot on `maker` and `other`, two stores on one deployment: a ticket
+// taken through one holds the slot for both, is released through the other, and a second release
+// through the first is a conflict (docs/SPEC.md §2.5). On fresh keys under `key`.
+inline void expect_one_slot_shared_and_released(Store& maker, Store& other,
+                                                const std::string& key) {
+  const Limit slot = *Limit::concurrency(1, kMicrosPerMinute);
+  const auto acquire = [&](Store& store, const std::string& id) {
+    const KeyedLimit keys[] = {{key, &slot}};
+    const ReservedLayer layers[] = {{.label = "in_flight", .hold = true}};
+    const ReserveSpec spec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers};
+    const Result<StoreRequest> request = StoreRequest::make_reserve(keys, 1, kReserveNow, spec);
+    return store.decide_and_wait(*request);
+  };
+  const std::string ticket = new_reservation_id();
+  const Result<Decisions> taken = acquire(maker, ticket);
+  ASSERT_TRUE(taken.has_value()) << taken.error().message;
+  ASSERT_TRUE(all_allowed(*taken));
+  const Result<Decisions> full = acquire(other, new_reservation_id());
+  ASSERT_TRUE(full.has_value()) << full.error().message;
+  EXPECT_FALSE(all_allowed(*full)) << "the one slot is held, seen through the other store";
+  const Result<Settled> released =
+      other.settle_and_wait({.id = ticket, .now = kReserveNow, .release = true});
+  ASSERT_TRUE(released.has_value()) << released.error().message;
+  EXPECT_EQ(released->at(0).refunded, 1);
+  EXPECT_TRUE(released->at(0).hold);
+  const Result<Decisions> again = acquire(other, new_reservation_id());
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_TRUE(all_allowed(*again)) << "the slot is back";
+  const Result<Settled> twice =
+      maker.settle_and_wait({.id = ticket, .now = kReserveNow, .release = true});
+  ASSERT_FALSE(twice.has_value());
+  EXPECT_EQ(twice.error().code, Errc::kConflict);
+}
+
 }  // namespace spillway::testing
