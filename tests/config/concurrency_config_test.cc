@@ -122,8 +122,8 @@ TEST(ConcurrencyConfig, OnlyATruePeekHoldsNothing) {
   EXPECT_EQ(full->denied_by, "in_flight");
   // A peek kept as a reservation ("reserve": true, cost 0): no commit's cost is charged to the
   // slot (it is a hold in the record), so the key stays free.
-  Result<PolicyDecision> peeked = (*policy)->reserve(store, {{"api_key", "k3"}, {"tokens", "0"}},
-                                                     0, std::chrono::minutes(1));
+  Result<PolicyDecision> peeked =
+      (*policy)->reserve(store, {{"api_key", "k3"}, {"tokens", "0"}}, 0, std::chrono::minutes(1));
   ASSERT_TRUE(peeked.has_value()) << peeked.error().message;
   ASSERT_FALSE(peeked->reservation.empty());
   EXPECT_EQ(peeked->hold_expires, 0) << "a peek holds nothing";
