@@ -432,7 +432,7 @@ void parse_concurrency(const YAML::Node& node, const std::string& path, const Fi
       });
     }
   }
-  if (!layer.limit && !fields.find("by_plan") && !fields.find("by_endpoint")) {
+  if (!fields.find("limit") && !fields.find("by_plan") && !fields.find("by_endpoint")) {
     if (fields.had_unknown()) return;
     fail(node, path, "needs limit: the requests in flight per key, such as limit: 20");
   }

@@ -65,6 +65,11 @@ TEST(ConcurrencyConfig, WhatAConcurrencyLayerCannotHaveIsRefusedByName) {
         << fields << "\n -> " << config.error().message;
     EXPECT_NE(config.error().message.find("line "), std::string::npos) << config.error().message;
   }
+  // A limit that is there but wrong is that one error, not also a missing limit.
+  Result<Config> twenty = parse_config(concurrency_layer("    limit: twenty\n"));
+  ASSERT_FALSE(twenty.has_value());
+  EXPECT_EQ(twenty.error().message.find("needs limit"), std::string::npos)
+      << twenty.error().message;
   Result<Config> unknown = parse_config(
       "layers:\n  - name: api\n    key: [api_key]\n    algorithm: gcr\n    limit: 5/min\n");
   ASSERT_FALSE(unknown.has_value());
