@@ -115,10 +115,13 @@ void Service::release(const HttpRequest& request, const Reply& reply) {
   Result<std::string> body = only_field(request.body, "ticket", "POST /v1/release");
   if (!body) return reply(error_response(400, body.error().message));
   std::string id = std::move(*body);
-  if (id.empty() || id.size() > kMaxReservationIdBytes) {
-    return reply(
-        error_response(400, "\"ticket\" is required: the ticket /v1/check answered (1 to " +
-                                std::to_string(kMaxReservationIdBytes) + " bytes)"));
+  if (id.empty()) {
+    return reply(error_response(400, "\"ticket\" is required: the ticket /v1/check answered"));
+  }
+  if (id.size() > kMaxReservationIdBytes) {
+    return reply(error_response(400, "\"ticket\" is " + std::to_string(id.size()) +
+                                         " bytes: a ticket is at most " +
+                                         std::to_string(kMaxReservationIdBytes)));
   }
   // The slots come back; the rate layers keep their charge. Only a ticket is released.
   store_->settle(Settlement{.id = id, .release = true}, [this, id, reply](Result<Settled> settled) {

@@ -120,6 +120,11 @@ TEST_P(Concurrency, ATicketHoldsItsSlotUntilReleasedAndNothingIsChargedTwice) {
             std::string::npos);
   EXPECT_NE(http(s.port(), "POST", "/v1/release", R"({"tickets":"x"})").body.find("tickets"),
             std::string::npos);
+  HttpReply too_long =
+      http(s.port(), "POST", "/v1/release", R"({"ticket":")" + std::string(65, 'a') + R"("})");
+  EXPECT_EQ(too_long.status, 400);
+  EXPECT_NE(too_long.body.find("65 bytes: a ticket is at most 64"), std::string::npos)
+      << too_long.body;
   EXPECT_EQ(check().status, 429) << "a bad release freed a slot";
 
   // A ticket never given: 404.
