@@ -352,23 +352,28 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     if (signal == SIGHUP) {
       if (watcher) (void)watcher->reload();  // logs its own outcome
       if (checked.tls) {  // new connections get the new certificate; gRPC keeps its own
+        // Each line in one write: a reader of the log never sees half of it.
         if (auto reloaded = checked.tls->reload()) {
-          err << "spillway serve: TLS certificate reloaded from " << config->server.tls->cert_file
-              << (grpc ? " (the gRPC listener keeps its certificate until a restart)" : "")
-              << std::endl;
+          err << ("spillway serve: TLS certificate reloaded from " + config->server.tls->cert_file +
+                  (grpc ? " (the gRPC listener keeps its certificate until a restart)" : "") + "\n")
+              << std::flush;
         } else {
-          err << "spillway serve: TLS certificate not reloaded, keeping the one in force: "
-              << reloaded.error().message << std::endl;
+          err << ("spillway serve: TLS certificate not reloaded, keeping the one in force: " +
+                  reloaded.error().message + "\n")
+              << std::flush;
         }
       }
       if (admin) {  // the token file of the start: a removed token is refused from now on
         const std::string& file = config->server.admin_token_file;
         if (auto count = admin->reload_tokens(file)) {
-          err << "spillway serve: admin tokens reloaded from " << file << ": " << *count
-              << " in force" << std::endl;
+          err << ("spillway serve: admin tokens reloaded from " + file + ": " +
+                  std::to_string(*count) + " in force\n")
+              << std::flush;
         } else {
-          err << "spillway serve: admin tokens not reloaded, keeping the " << admin->token_count()
-              << " in force: " << count.error().message << std::endl;
+          err << ("spillway serve: admin tokens not reloaded, keeping the " +
+                  std::to_string(admin->token_count()) + " in force: " + count.error().message +
+                  "\n")
+              << std::flush;
         }
       }
       if (!config_path) {
