@@ -37,6 +37,7 @@ struct BenchSetup {
   std::int64_t rate = 0;      // when > 0: checks/s offered in all, on a schedule (open loop)
   int batch = 128;            // redis: most checks per script call
   int in_flight = 0;          // redis: script calls in flight before checks batch (0: default)
+  int replica_acks = 0;       // redis: --durability replicated (1): every write on a replica first
   std::string key_prefix = std::string(kBenchKeyPrefix);  // redis: apart from serve's keys
   std::optional<HttpTarget> http;   // --http: load an HTTP server instead of a backend
   int threads = 2;                  // --http: event loops
@@ -53,12 +54,12 @@ constexpr std::size_t kMaxBenchBody = 65536;
 constexpr std::uint32_t kClosedLoopSampling = 64;
 
 Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
-  auto args =
-      Args::parse(argc, argv, first,
-                  {"backend", "algorithm", "limit", "period", "burst", "max-delay", "concurrency",
-                   "keys", "duration", "requests", "rate", "batch", "in-flight", "key-prefix",
-                   "http", "threads", "json", "body", "body-file"},
-                  {"json"});
+  auto args = Args::parse(
+      argc, argv, first,
+      {"backend", "algorithm", "limit",    "period", "burst",     "max-delay", "concurrency",
+       "keys",    "duration",  "requests", "rate",   "batch",     "in-flight", "key-prefix",
+       "http",    "threads",   "json",     "body",   "body-file", "durability"},
+      {"json"});
   if (!args) return std::unexpected(args.error());
   if (!args->positional().empty()) {
     return invalid_argument("unexpected argument \"" + args->positional()[0] + "\"");
@@ -97,6 +98,15 @@ Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
   auto in_flight = args->get_int("in-flight", 1, 4096);
   if (!in_flight) return std::unexpected(in_flight.error());
   setup.in_flight = static_cast<int>(in_flight->value_or(0));
+  if (auto durability = args->get("durability")) {
+    if (*durability != "async" && *durability != "replicated") {
+      return invalid_argument("--durability: \"" + *durability + "\" must be async or replicated");
+    }
+    if (args->get("http") || setup.backend == "memory") {
+      return invalid_argument("--durability is for a Redis --backend (it waits for a replica)");
+    }
+    setup.replica_acks = *durability == "replicated" ? 1 : 0;
+  }
   if (auto prefix = args->get("key-prefix")) {
     if (prefix->empty()) return invalid_argument("--key-prefix must not be empty");
     setup.key_prefix = *prefix;
@@ -444,7 +454,8 @@ int run_bench(int argc, char** argv, int first, std::ostream& out, std::ostream&
   auto store = open_store(setup->backend, {.redis = {.key_prefix = setup->key_prefix,
                                                      .pool_size = 2,
                                                      .max_batch = setup->batch,
-                                                     .max_in_flight = in_flight}});
+                                                     .max_in_flight = in_flight,
+                                                     .replica_acks = setup->replica_acks}});
   if (!store) {
     err << "spillway bench: --backend: " << store.error().message << "\n";
     return store.error().code == Errc::kInvalidArgument ? 2 : 1;

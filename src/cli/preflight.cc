@@ -107,6 +107,7 @@ BackendOptions backend_options(const policy::Config& config) {
   options.memory.max_settled_reservations = options.memory.max_reservations;
   if (config.backend.max_batch) options.redis.max_batch = *config.backend.max_batch;
   if (config.backend.max_in_flight) options.redis.max_in_flight = *config.backend.max_in_flight;
+  options.redis.replica_acks = config.backend.replica_acks;
   return options;
 }
 
@@ -216,6 +217,12 @@ Preflight preflight(const policy::Config& config, const std::string& file,
                    "is for a Redis backend (it batches script calls); the memory backend "
                    "makes none");
     }
+  }
+
+  if (config.backend.replica_acks > 0 && !is_redis_url(config.backend.url)) {
+    problems.add("backend.durability",
+                 "replicated is for a Redis backend (it waits for a Redis replica); the memory "
+                 "backend has none");
   }
 
   // The rules: needed by the gRPC listener, and loaded whenever named (a rules path that does not

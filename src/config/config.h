@@ -143,6 +143,9 @@ struct BackendConfig {
   // defaults (RedisStoreOptions: 128 and 2).
   std::optional<int> max_batch;
   std::optional<int> max_in_flight;
+  // Redis: durability "async" (0, the default: answered as the primary replies) or "replicated"
+  // (1: every write also held by a replica before the answer; RedisStoreOptions::replica_acks).
+  int replica_acks = 0;
   // serve: a backend that does not answer within its connect timeout at start is fatal (exit 1)
   // instead of a warning (then on_error answers until it does).
   bool require_at_start = false;

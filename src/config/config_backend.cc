@@ -64,11 +64,14 @@ void parse_backend(const YAML::Node& node, BackendConfig& backend) {
   expect_map(node, "backend",
              "a mapping of url, key_prefix, key_hash, key_secret_file, timeout, on_error, "
              "breaker_failures, breaker_probe, tls, over_limit_cache, max_batch, max_in_flight, "
-             "require_at_start, tenants_file");
+             "durability, require_at_start, tenants_file");
   Fields fields(node, "backend",
                 {"url", "key_prefix", "key_hash", "key_secret_file", "timeout", "on_error",
                  "breaker_failures", "breaker_probe", "tls", "over_limit_cache", "max_batch",
-                 "max_in_flight", "require_at_start", "tenants_file"});
+                 "max_in_flight", "durability", "require_at_start", "tenants_file"});
+  collect([&] {
+    read_choice(fields, "durability", {{"async", 0}, {"replicated", 1}}, backend.replica_acks);
+  });
   if (const Entry* tenants = fields.find("tenants_file"))
     collect([&] {
       backend.tenants_file =

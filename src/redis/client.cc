@@ -30,13 +30,12 @@ class Client::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  // asking: ASKING goes first on the same connection (Redis Cluster's ASK redirection).
+  // mode: see Client::CallMode.
   void submit(Result<std::string> command, Callback done, SocketClock::time_point deadline,
-              bool asking = false) {
-    asio::post(pool_.io, [this, command = std::move(command), done = std::move(done), deadline,
-                          asking]() mutable {
-      dispatch(std::move(command), std::move(done), deadline, asking);
-    });
+              CallMode mode = {}) {
+    asio::post(pool_.io,
+               [this, command = std::move(command), done = std::move(done), deadline,
+                mode]() mutable { dispatch(std::move(command), std::move(done), deadline, mode); });
   }
 
   // Idempotent; must not run on the I/O thread.
@@ -47,7 +46,11 @@ class Client::Impl {
 
  private:
   void dispatch(Result<std::string> command, Callback done, SocketClock::time_point deadline,
-                bool asking);
+                CallMode mode);
+  // Sends `command` and then WAIT on `target` (CallMode::durable); `done` gets the command's
+  // reply once options.replica_acks replicas acknowledged it, else an error.
+  void send_durable(Connection& target, std::string command, Callback done,
+                    SocketClock::time_point deadline);
 
   PoolContext pool_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
@@ -81,7 +84,7 @@ void Client::Impl::shutdown() {
 }
 
 void Client::Impl::dispatch(Result<std::string> command, Callback done,
-                            SocketClock::time_point deadline, bool asking) {
+                            SocketClock::time_point deadline, CallMode mode) {
   if (!command) {
     complete(done, std::unexpected(command.error()));
     return;
@@ -117,14 +120,70 @@ void Client::Impl::dispatch(Result<std::string> command, Callback done,
                  Errc::kTimeout, pool_.where + ": the call's time was spent before it was sent"}));
     return;
   }
-  if (asking) {
+  if (mode.asking) {
     // A call of its own (so that the timeout scan treats it like any other), whose reply is
     // dropped; nothing can come between it and the command on this thread.
     static const std::string kAsking = *format_command({"ASKING"});
     target->send(
         kAsking, [](Result<Reply>) {}, deadline);
   }
-  target->send(std::move(*command), std::move(done), deadline);
+  if (mode.durable && pool_.options.replica_acks > 0) {
+    send_durable(*target, std::move(*command), std::move(done), deadline);
+  } else {
+    target->send(std::move(*command), std::move(done), deadline);
+  }
+}
+
+void Client::Impl::send_durable(Connection& target, std::string command, Callback done,
+                                SocketClock::time_point deadline) {
+  // WAIT's own timeout ends a tenth (at least 5 ms) before the call's deadline, so that Redis'
+  // answer (how many replicas acknowledged) arrives before the deadline fails the call without
+  // it. WAIT 0 would wait forever: at least 1 ms.
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const long long left = duration_cast<milliseconds>(deadline - socket_now()).count();
+  const long long wait_ms = std::max<long long>(1, left - std::max<long long>(5, left / 10));
+  const int wanted = pool_.options.replica_acks;
+  Result<std::string> wait =
+      format_command({"WAIT", std::to_string(wanted), std::to_string(wait_ms)});
+  // Replies come in the order sent: the command's first, kept here until WAIT's. A command that
+  // failed or that Redis refused (NOSCRIPT: the caller sends it again at once, as EVAL) is
+  // answered at once; WAIT's reply is then dropped.
+  struct Durable {
+    Callback done;
+    std::optional<Reply> reply;
+  };
+  auto call = std::make_shared<Durable>(Durable{.done = std::move(done)});
+  target.send(
+      std::move(command),
+      [call](Result<Reply> reply) {
+        if (!reply || reply->is_error()) return complete(call->done, std::move(reply));
+        call->reply = std::move(*reply);
+      },
+      deadline);
+  target.send(
+      std::move(*wait),
+      [call, wanted, wait_ms, where = pool_.where](Result<Reply> acks) {
+        if (!call->reply) return;  // answered already
+        const std::string wanted_text =
+            std::to_string(wanted) + (wanted == 1 ? " replica" : " replicas");
+        if (!acks || acks->type != Reply::Type::kInteger) {
+          return complete(call->done, std::unexpected(Error{
+                                          Errc::kUnavailable,
+                                          where + ": the write ran on the primary, but WAIT for " +
+                                              wanted_text + " got no count (" +
+                                              (acks ? acks->text : acks.error().message) +
+                                              ") (backend.durability: replicated)"}));
+        }
+        if (acks->integer >= wanted) return complete(call->done, std::move(*call->reply));
+        complete(call->done,
+                 std::unexpected(
+                     Error{Errc::kUnavailable,
+                           where + ": the write ran on the primary but was acknowledged by " +
+                               std::to_string(acks->integer) + " of " + wanted_text + " within " +
+                               std::to_string(wait_ms) + " ms (backend.durability: replicated)"}));
+      },
+      deadline);
 }
 
 // ---- Client --------------------------------------------------------------------------------
@@ -153,9 +212,9 @@ void Client::call_async(const std::vector<std::string>& args, Deadline deadline,
   impl_->submit(format_command(args), std::move(done), deadline);
 }
 
-void Client::call_async_asking(const std::vector<std::string>& args, Deadline deadline,
-                               Callback done) {
-  impl_->submit(format_command(args), std::move(done), deadline, true);
+void Client::call_async(const std::vector<std::string>& args, Deadline deadline, CallMode mode,
+                        Callback done) {
+  impl_->submit(format_command(args), std::move(done), deadline, mode);
 }
 
 bool Client::connected() const { return impl_->connected(); }

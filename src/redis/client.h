@@ -63,6 +63,10 @@ struct ClientOptions {
   // that drops every connection must not get a storm of reconnects from every client.
   int max_connects_per_second = 20;
   std::optional<TlsOptions> tls;  // rediss://: TLS on every connection
+  // Replicas that must hold a durable call's writes before it is answered (backend.durability:
+  // replicated is 1). 0: calls are answered as the primary replies (Redis' asynchronous
+  // replication; a write not yet sent to a replica is lost if the primary dies).
+  int replica_acks = 0;
   // Replies that no call waits for: the messages of a subscription (after a SUBSCRIBE call),
   // on the I/O thread; must not block. Without it such a reply is a protocol error that drops
   // the connection. A subscription does not outlive its connection: after a reconnect, nothing
@@ -92,10 +96,23 @@ class Client {
   // a deadline already past fails at once with kTimeout.
   void call_async(const std::vector<std::string>& args, Deadline deadline, Callback done);
 
-  // Redis Cluster's ASK redirection: sends ASKING and then the command on one connection, back to
-  // back, so that the node serves the command for a slot it is importing. `done` gets the
-  // command's reply (ASKING's is dropped).
-  void call_async_asking(const std::vector<std::string>& args, Deadline deadline, Callback done);
+  // How a script call is sent (call_async with a CallMode):
+  //  asking   Redis Cluster's ASK redirection: ASKING goes first, on the same connection, back to
+  //           back, so that the node serves the command for a slot it is importing (ASKING's
+  //           reply is dropped);
+  //  durable  with options.replica_acks > 0: `WAIT replica_acks <ms left to the deadline>` goes
+  //           right after the command on the same connection, so it covers the command's writes
+  //           (and every earlier write of that connection). `done` gets the command's reply once
+  //           that many replicas hold it; fewer in time is Errc::kUnavailable ("... acknowledged
+  //           by 0 of 1 replica ..."), an answer after which the command has run on the primary.
+  //           A command that failed, or that Redis answered with an error, is answered as it is.
+  //           WAIT holds its connection: calls pipelined behind it wait with it.
+  struct CallMode {
+    bool asking = false;
+    bool durable = false;
+  };
+  void call_async(const std::vector<std::string>& args, Deadline deadline, CallMode mode,
+                  Callback done);
 
   // True when at least one connection is up (for readiness checks).
   bool connected() const;

@@ -158,11 +158,8 @@ class ClusterRouter::Impl {
     auto on_reply = [this, call, node, asking](Result<Reply> reply) {
       this->on_reply(call, node, asking, std::move(reply));
     };
-    if (asking) {
-      client->call_async_asking(*call->args, call->deadline, std::move(on_reply));
-    } else {
-      client->call_async(*call->args, call->deadline, std::move(on_reply));
-    }
+    client->call_async(*call->args, call->deadline,
+                       {.asking = asking, .durable = call->script.writes}, std::move(on_reply));
   }
 
   void on_reply(const std::shared_ptr<Call>& call, const NodeAddress& node, bool asked,

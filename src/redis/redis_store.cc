@@ -64,6 +64,10 @@ Result<void> RedisStore::check_options(const RedisStoreOptions& options) {
   }
   if (options.timeout.count() < 1) return invalid_argument("redis timeout must be at least 1ms");
   if (options.key_prefix.empty()) return invalid_argument("redis key prefix must not be empty");
+  if (options.replica_acks < 0 || options.replica_acks > 16) {
+    return invalid_argument("redis replica_acks must be 0 to 16, got " +
+                            std::to_string(options.replica_acks));
+  }
   if (options.max_batch < 1 || options.max_in_flight < 1) {
     return invalid_argument("redis max_batch and max_in_flight must be at least 1");
   }
@@ -113,6 +117,7 @@ Result<std::unique_ptr<ScriptTarget>> open_script_target(RedisStoreOptions optio
     cluster->node_options.pool_size = options.pool_size;
     cluster->node_options.timeout = options.timeout;
     cluster->node_options.connect_timeout = options.connect_timeout;
+    cluster->node_options.replica_acks = options.replica_acks;
     auto router = ClusterRouter::open(std::move(cluster->seeds), std::move(cluster->node_options));
     if (!router) return std::unexpected(router.error());
     return std::unique_ptr<ScriptTarget>(std::move(*router));
@@ -126,6 +131,7 @@ Result<std::unique_ptr<ScriptTarget>> open_script_target(RedisStoreOptions optio
     node_options.pool_size = options.pool_size;
     node_options.timeout = options.timeout;
     node_options.connect_timeout = options.connect_timeout;
+    node_options.replica_acks = options.replica_acks;
     auto found = SentinelTarget::open(std::move(*sentinel), std::move(node_options));
     if (!found) return std::unexpected(found.error());
     return std::unique_ptr<ScriptTarget>(std::move(*found));
@@ -136,6 +142,7 @@ Result<std::unique_ptr<ScriptTarget>> open_script_target(RedisStoreOptions optio
     client_options->pool_size = options.pool_size;
     client_options->timeout = options.timeout;
     client_options->connect_timeout = options.connect_timeout;
+    client_options->replica_acks = options.replica_acks;
     return std::unique_ptr<ScriptTarget>(std::make_unique<SingleNode>(std::move(*client_options)));
   }
 }

@@ -12,12 +12,14 @@ void send(Client& client, ScriptCall call) {
   call.prepare();
   const std::vector<std::string>& args = *call.args;
   const ScriptTarget::Deadline deadline = call.deadline;
-  client.call_async(args, deadline, [&client, call = std::move(call)](Result<Reply> reply) mutable {
-    if (resend_step(call, reply) == ResendStep::kWithSource) {
-      return send(client, std::move(call));
-    }
-    call.finish(std::move(reply));
-  });
+  const Client::CallMode mode{.durable = call.script.writes};
+  client.call_async(args, deadline, mode,
+                    [&client, call = std::move(call)](Result<Reply> reply) mutable {
+                      if (resend_step(call, reply) == ResendStep::kWithSource) {
+                        return send(client, std::move(call));
+                      }
+                      call.finish(std::move(reply));
+                    });
 }
 
 }  // namespace

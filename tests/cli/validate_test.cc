@@ -365,6 +365,8 @@ TEST(ValidateBinary, RefusesBadAdminAndTenantSettings) {
       {"backend:\n  max_batch: 256\n", "backend.max_batch: is for a Redis backend"},
       {"backend:\n  url: memory\n  max_in_flight: 8\n",
        "backend.max_in_flight: is for a Redis backend"},
+      {"backend:\n  durability: replicated\n",
+       "backend.durability: replicated is for a Redis backend"},
   };
   for (const Case& c : cases) {
     const std::string path = write_config(c.yaml);

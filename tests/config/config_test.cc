@@ -578,6 +578,27 @@ TEST(ConfigBackend, RedisBatchingKnobsAreReadAndBounded) {
   expect_config_refused(cases);
 }
 
+TEST(ConfigBackend, DurabilityIsAsyncOrReplicated) {
+  Result<Config> replicated =
+      parse_config("backend: {url: 'redis://127.0.0.1:6379', durability: replicated}\n");
+  ASSERT_TRUE(replicated.has_value()) << replicated.error().message;
+  EXPECT_EQ(replicated->backend.replica_acks, 1);
+  Result<Config> async =
+      parse_config("backend: {url: 'redis://127.0.0.1:6379', durability: async}\n");
+  ASSERT_TRUE(async.has_value()) << async.error().message;
+  EXPECT_EQ(async->backend.replica_acks, 0);
+  Result<Config> defaults = parse_config("backend: {url: 'redis://127.0.0.1:6379'}\n");
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().message;
+  EXPECT_EQ(defaults->backend.replica_acks, 0);
+  const std::pair<const char*, const char*> cases[] = {
+      {"backend: {durability: sometimes}\n",
+       "line 1: backend.durability: \"sometimes\" must be async or replicated"},
+      {"backend: {durability: 1}\n", "line 1: backend.durability: "},
+      {"backend: {durability: [replicated]}\n", "line 1: backend.durability: "},
+  };
+  expect_config_refused(cases);
+}
+
 TEST(ConfigServer, MaxReservationsIsReadAndBounded) {
   Result<Config> config = parse_config("server:\n  max_reservations: 2500\n");
   ASSERT_TRUE(config.has_value()) << config.error().message;
