@@ -114,7 +114,7 @@ void Connection::Session::write_all(Handler&& handler) {
 void Connection::send(std::string command, Client::Callback done, Client::Deadline deadline) {
   if (state_ == State::kUp) {
     session_->output += command;
-    session_->pending.push_back(Pending{Kind::kUser, std::move(done), deadline});
+    session_->await(Pending{Kind::kUser, std::move(done), deadline});
     start_write(session_);
   } else {
     waiting_.push_back(Waiting{std::move(command), std::move(done), deadline});
@@ -264,7 +264,7 @@ bool Connection::queue_handshake(const std::shared_ptr<Session>& session,
     return false;
   }
   session->output += *command;
-  session->pending.push_back(Pending{kind, nullptr, SocketClock::time_point::max()});
+  session->await(Pending{kind, nullptr, SocketClock::time_point::max()});
   ++session->handshake_left;
   return true;
 }
@@ -278,7 +278,7 @@ void Connection::on_up(const std::shared_ptr<Session>& session) {
   pool_.up_count.fetch_add(1, std::memory_order_release);
   for (Waiting& waiting : waiting_) {
     session->output += waiting.command;
-    session->pending.push_back(Pending{Kind::kUser, std::move(waiting.done), waiting.deadline});
+    session->await(Pending{Kind::kUser, std::move(waiting.done), waiting.deadline});
   }
   waiting_.clear();
   start_write(session);
@@ -317,6 +317,7 @@ void Connection::start_read(const std::shared_ptr<Session>& session) {
       return;
     }
     session->got_a_reply = true;
+    session->last_heard = socket_now();
     redisReader* reader = session->reader.get();
     if (redisReaderFeed(reader, session->input.data(), size) != REDIS_OK) {
       fail(Errc::kUnavailable, std::string("protocol error: ") + reader->errstr);
@@ -409,6 +410,7 @@ void Connection::expire_calls() {
   const auto consider = [&next](SocketClock::time_point deadline) {
     next = next ? std::min(*next, deadline) : deadline;
   };
+  bool expired = false;
   if (session_) {
     for (Pending& pending : session_->pending) {
       if (pending.kind != Kind::kUser) continue;
@@ -418,7 +420,14 @@ void Connection::expire_calls() {
       }
       pending.kind = Kind::kExpired;  // the slot stays: its reply will come and is dropped
       complete(pending.done, error(Errc::kTimeout, message));
+      expired = true;
     }
+  }
+  if (expired && state_ == State::kUp && now - session_->last_heard >= options_.timeout) {
+    fail(Errc::kUnavailable, "no reply for " + millis(options_.timeout) +
+                                 " while calls waited (the server or the path to it hangs): "
+                                 "connection dropped");
+    return;
   }
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->deadline > now) {

@@ -121,6 +121,15 @@ class Connection {
     std::deque<Pending> pending;
     int handshake_left = 0;    // PING / AUTH / SELECT replies still expected
     bool got_a_reply = false;  // for a clearer error when the server hangs up at once
+    // When the server was last heard from: its last bytes, or the moment a call was sent while
+    // no reply was awaited, whichever is later (see expire_calls: silence means a dead path).
+    Client::Deadline last_heard{};
+
+    // Appends a call whose reply is awaited.
+    void await(Pending entry) {
+      if (pending.empty()) last_heard = socket_now();
+      pending.push_back(std::move(entry));
+    }
 
     template <typename Handler>
     void read_some(Handler&& handler);
@@ -140,6 +149,10 @@ class Connection {
   void on_reply(const std::shared_ptr<Session>& session, Reply reply);
   // One timer per connection, set for the earliest deadline of the calls it holds.
   void arm_call_timer(Client::Deadline deadline);
+  // Fails the calls past their deadline. A connection on which calls waited a whole timeout
+  // without a byte from the server is dropped and replaced: the server or the path to it hangs
+  // (a half-open connection, a partition, a stopped server), and a connection that TCP keeps
+  // would otherwise time out every call for as long as the kernel keeps it (minutes).
   void expire_calls();
   // Drops the current session (if any), fails every call it holds and schedules a reconnect.
   void fail(Errc code, const std::string& cause);
