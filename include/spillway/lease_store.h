@@ -37,7 +37,9 @@
 // process that dies with a lease leaves its units charged: never given to anyone else.
 //
 // Times: a request's `now` when given (replay, tests; the shared store gets it too), else the
-// clock. Metrics: spillway_lease_units{state="held|used|returned|lost"}, spillway_lease_calls_total
+// clock, by default the runtime's monotonic clock: a lease lives max_age of this process's time,
+// and a jump of the wall clock must not stretch it (the shared store decides on its own clock).
+// Metrics: spillway_lease_units{state="held|used|returned|lost"}, spillway_lease_calls_total
 // {call="acquire|return"}, spillway_lease_local_decisions_total.
 // Thread safety: every method from any thread. Ownership: owns the wrapped store; shares `clock`
 // and `runtime`; owns its sweep task (scheduled by the constructor when sweep_interval > 0,
@@ -58,7 +60,7 @@
 namespace spillway {
 
 struct LeaseStoreOptions {
-  std::shared_ptr<const Clock> clock;  // nullptr: the runtime's wall clock, else the system's
+  std::shared_ptr<const Clock> clock;  // nullptr: the runtime's monotonic clock
   // Runs the sweeps; nullptr: system_runtime().
   std::shared_ptr<Runtime> runtime;
   // How often a task on the runtime ends the leases whose time is over (gives back their units)

@@ -18,8 +18,10 @@
 //
 // Memory: at most `max_entries` keys (least recently used evicted first). Metrics:
 // spillway_over_limit_cache_hits_total, _entries. clear_caches() empties it.
+// Time: d is counted on `clock`, by default the monotonic clock, so that a jump of the wall clock
+// never stretches a denial past the backend's (on Redis the backend's time is Redis' own).
 // Thread safety: every method from any thread. Ownership: owns the wrapped store; shares `clock`
-// (nullptr: the system clock).
+// (nullptr: the monotonic clock).
 #pragma once
 
 #include <cstdint>

@@ -54,7 +54,7 @@ LeaseStore::Impl::Impl(Store& inner, LeaseStoreOptions options)
     : inner_(inner),
       options_(options),
       runtime_(options.runtime ? options.runtime : system_runtime()),
-      clock_(options.clock ? options.clock : runtime_->wall_clock()) {
+      clock_(options.clock ? options.clock : runtime_->monotonic_clock()) {
   if (options_.sweep_interval.count() > 0) {
     sweeper_ = runtime_->every(std::chrono::microseconds(options_.sweep_interval).count(),
                                [this] { sweep(); });

@@ -82,7 +82,7 @@ class DenialTable {
 
 struct OverLimitCache::Impl {
   Impl(std::size_t max_entries, std::shared_ptr<const Clock> given)
-      : table(max_entries), clock(given ? std::move(given) : std::make_shared<SystemClock>()) {}
+      : table(max_entries), clock(given ? std::move(given) : std::make_shared<SteadyClock>()) {}
 
   Micros time(std::optional<Micros> now) const { return now ? *now : clock->now(); }
   // The cached denial of `key` under `limit` for `cost` at `at`, if there is one.
