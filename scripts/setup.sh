@@ -18,6 +18,7 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   redis-server redis-sentinel redis-tools nginx-light haproxy wrk clang-format prometheus
+  faketime  # the fault suite's clock faults (tests/faults/)
   dpkg-dev file curl systemd  # tests/package/deb_test.sh: cpack's dpkg-shlibdeps, the test's tools
   buildah podman runc  # scripts/image.sh and the container tests (tests/container/)
   "$@"

@@ -6,11 +6,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <deque>
 #include <stdexcept>
 #include <vector>
 
 namespace spillway::testing {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 int connect_to(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -33,11 +37,30 @@ bool write_all(int fd, const char* data, std::size_t size) {
   return true;
 }
 
+// Closes `fd` with an RST instead of a FIN (SO_LINGER 0).
+void close_with_reset(int fd) {
+  if (fd < 0) return;
+  const linger abort{.l_onoff = 1, .l_linger = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+  ::close(fd);
+}
+
+// Bytes on their way one direction, each chunk due at a time (latency, bandwidth).
+struct Way {
+  struct Chunk {
+    Clock::time_point due;
+    std::string bytes;
+  };
+  std::deque<Chunk> chunks;
+  Clock::time_point last_due{};  // the bandwidth cap's queue end
+};
+
 // One proxied connection: the client's socket and the server's.
 struct Pair {
   int client = -1;
-  int server = -1;
+  int server = -1;     // -1 while half-open
   bool armed = false;  // the next bytes from the server cut the pair
+  Way to_server, to_client;
 };
 
 }  // namespace
@@ -59,12 +82,34 @@ FaultProxy::FaultProxy() {
 }
 
 FaultProxy::~FaultProxy() {
-  const char stop = 's';
-  (void)!::write(wake_[1], &stop, 1);
+  send_command(Command::kStop);
   thread_.join();
   ::close(listener_);
   ::close(wake_[0]);
   ::close(wake_[1]);
+}
+
+void FaultProxy::send_command(Command command) {
+  const char byte = static_cast<char>(command);
+  (void)!::write(wake_[1], &byte, 1);
+}
+
+void FaultProxy::reset_all() {
+  std::unique_lock lock(mutex_);
+  const std::uint64_t target = commands_done_ + 1;
+  lock.unlock();
+  send_command(Command::kReset);
+  lock.lock();
+  done_.wait(lock, [&] { return commands_done_ >= target; });
+}
+
+void FaultProxy::half_open_all() {
+  std::unique_lock lock(mutex_);
+  const std::uint64_t target = commands_done_ + 1;
+  lock.unlock();
+  send_command(Command::kHalfOpen);
+  lock.lock();
+  done_.wait(lock, [&] { return commands_done_ >= target; });
 }
 
 void FaultProxy::cut_reply_to_next(const std::string& needle) {
@@ -77,22 +122,81 @@ void FaultProxy::run() {
   char buffer[65536];
   const auto close_pair = [](Pair& pair) {
     ::close(pair.client);
-    ::close(pair.server);
+    if (pair.server >= 0) ::close(pair.server);
     pair.client = pair.server = -1;
   };
-  while (true) {
+  // When bytes read now may leave: after the latency, and behind the bandwidth cap's queue.
+  const auto due_of = [this](Way& way, std::size_t size) {
+    Clock::time_point due = Clock::now() + std::chrono::milliseconds(latency_ms_.load());
+    if (const std::int64_t cap = bandwidth_.load(); cap > 0) {
+      due = std::max(due, way.last_due) +
+            std::chrono::microseconds(static_cast<std::int64_t>(size) * 1'000'000 / cap);
+      way.last_due = due;
+    }
+    return due;
+  };
+  bool stopping = false;
+  while (!stopping) {
+    // Sleep until the next chunk is due (or something arrives).
+    int timeout_ms = -1;
+    const Clock::time_point now = Clock::now();
+    for (const Pair& pair : pairs) {
+      for (const Way* way : {&pair.to_server, &pair.to_client}) {
+        if (way->chunks.empty()) continue;
+        const auto wait =
+            std::chrono::ceil<std::chrono::milliseconds>(way->chunks.front().due - now);
+        const int ms = static_cast<int>(std::max<std::int64_t>(0, wait.count()));
+        timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
+      }
+    }
+    // In a partition nothing is read (the bytes wait in the kernel's buffers), nothing is
+    // flushed, and only a peer's hang-up is watched.
+    const bool holding = black_hole_.load();
+    if (holding) timeout_ms = 50;  // nothing is due meanwhile; wake to see the partition end
+    const short watch = holding ? POLLRDHUP : POLLIN;
     std::vector<pollfd> fds = {{wake_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
     for (const Pair& pair : pairs) {
-      fds.push_back({pair.client, POLLIN, 0});
-      fds.push_back({pair.server, POLLIN, 0});
+      fds.push_back({pair.client, watch, 0});
+      fds.push_back({pair.server, static_cast<short>(pair.server >= 0 ? watch : 0), 0});
     }
-    if (::poll(fds.data(), fds.size(), -1) < 0) continue;
-    if (fds[0].revents != 0) break;
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0) continue;
+    if (fds[0].revents != 0) {
+      char byte = 0;
+      if (::read(wake_[0], &byte, 1) == 1) {
+        const Command command = static_cast<Command>(byte);
+        if (command == Command::kStop) {
+          stopping = true;
+          break;
+        }
+        for (Pair& pair : pairs) {
+          if (pair.client < 0) continue;
+          if (command == Command::kReset) {
+            close_with_reset(pair.client);
+            close_with_reset(pair.server);
+            pair.client = pair.server = -1;
+          } else if (command == Command::kHalfOpen && pair.server >= 0) {
+            close_with_reset(pair.server);
+            pair.server = -1;
+            pair.to_server.chunks.clear();
+            pair.to_client.chunks.clear();
+          }
+        }
+        {
+          std::lock_guard lock(mutex_);
+          ++commands_done_;
+        }
+        done_.notify_all();
+        // The descriptors polled above may be closed now: poll again.
+        std::erase_if(pairs, [](const Pair& pair) { return pair.client < 0; });
+        continue;
+      }
+    }
     if (fds[1].revents & POLLIN) {
       const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-      const int server = client >= 0 ? connect_to(target_port_) : -1;
+      if (client >= 0) ++accepted_;
+      const int server = client >= 0 && !refusing_ ? connect_to(target_port_) : -1;
       if (server >= 0) {
-        pairs.push_back({client, server});
+        pairs.push_back({.client = client, .server = server});
       } else if (client >= 0) {
         ::close(client);
       }
@@ -101,12 +205,18 @@ void FaultProxy::run() {
       Pair& pair = pairs[i];
       for (const bool from_client : {true, false}) {
         const pollfd& fd = fds[2 + 2 * i + (from_client ? 0 : 1)];
-        if (pair.client < 0 || fd.revents == 0) continue;
+        if (pair.client < 0 || fd.fd < 0 || fd.revents == 0) continue;
+        if (!from_client && pair.server < 0) continue;
+        if (holding) {  // a hang-up during the partition
+          close_pair(pair);
+          continue;
+        }
         const ssize_t n = ::recv(fd.fd, buffer, sizeof buffer, 0);
         if (n <= 0) {
           close_pair(pair);
           continue;
         }
+        if (pair.server < 0) continue;  // half-open: what the client sends is never answered
         if (from_client) {
           std::lock_guard lock(mutex_);
           if (!needle_.empty() &&
@@ -120,9 +230,24 @@ void FaultProxy::run() {
           close_pair(pair);  // the server ran the command; its answer is lost
           continue;
         }
-        if (!write_all(from_client ? pair.server : pair.client, buffer,
-                       static_cast<std::size_t>(n))) {
-          close_pair(pair);
+        Way& way = from_client ? pair.to_server : pair.to_client;
+        const std::size_t size = static_cast<std::size_t>(n);
+        way.chunks.push_back({due_of(way, size), std::string(buffer, size)});
+      }
+    }
+    // Forward what is due (a partition holds it).
+    const Clock::time_point flush_at = Clock::now();
+    for (Pair& pair : pairs) {
+      for (const bool to_server : {true, false}) {
+        Way& way = to_server ? pair.to_server : pair.to_client;
+        while (!holding && pair.client >= 0 && pair.server >= 0 && !way.chunks.empty() &&
+               way.chunks.front().due <= flush_at) {
+          const std::string& bytes = way.chunks.front().bytes;
+          if (!write_all(to_server ? pair.server : pair.client, bytes.data(), bytes.size())) {
+            close_pair(pair);
+            break;
+          }
+          way.chunks.pop_front();
         }
       }
     }

@@ -117,6 +117,13 @@ class ServeProcess {
   ServeProcess(const std::vector<std::string>& args, std::string log)
       : log_(std::move(log)),
         child_(serve_argv(args), log_, {.program = SPILLWAY_BINARY, .check_label = false}) {}
+  // The same, started through `wrapper` (its argv; wrapper[0] a full path), e.g. /usr/bin/env
+  // with variables: the wrapper's words, then the spillway binary's path and `serve ARGS`.
+  ServeProcess(const std::vector<std::string>& args, std::string log,
+               const std::vector<std::string>& wrapper)
+      : log_(std::move(log)),
+        child_(wrapped(wrapper, serve_argv(args)), log_,
+               {.program = wrapper.at(0), .check_label = false}) {}
   ServeProcess(const ServeProcess&) = delete;
   ServeProcess& operator=(const ServeProcess&) = delete;
 
@@ -151,6 +158,12 @@ class ServeProcess {
     all.push_back("--listen");
     all.push_back("127.0.0.1:0");
     return all;
+  }
+  static std::vector<std::string> wrapped(const std::vector<std::string>& wrapper,
+                                          std::vector<std::string> argv) {
+    argv.at(0) = SPILLWAY_BINARY;
+    argv.insert(argv.begin(), wrapper.begin(), wrapper.end());
+    return argv;
   }
   // The port that follows `line` in the log, once it is there (up to 30 s); else 0.
   std::uint16_t port_after(std::string_view line) const {
