@@ -15,15 +15,15 @@
 namespace spillway::testing {
 namespace {
 
-// libfaketime from Debian's faketime package (multiarch path first).
+// libfaketime from Debian's faketime package, its thread-safe build (multiarch path first).
 std::string libfaketime() {
-  for (const char* path : {"/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-                           "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
-                           "/usr/lib/faketime/libfaketime.so.1"}) {
+  for (const char* path : {"/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+                           "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+                           "/usr/lib/faketime/libfaketimeMT.so.1"}) {
     if (std::ifstream(path).good()) return path;
   }
   throw std::runtime_error(
-      "libfaketime.so.1 not found: install Debian's faketime package (scripts/setup.sh does)");
+      "libfaketimeMT.so.1 not found: install Debian's faketime package (scripts/setup.sh does)");
 }
 
 Answer classify(const HttpReply& reply) {
