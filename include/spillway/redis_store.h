@@ -80,13 +80,16 @@ struct RedisStoreOptions {
   std::optional<TlsOptions> tls;
   // How key names carry the user keys: digested (the default) or in clear (spillway/key_hash.h).
   KeyHashOptions key_hash;
-  // Replicas that must hold every write of a check, reservation, settlement or lease before its
-  // answer is returned (0 to 16; backend.durability: replicated is 1): the script and then
-  // `WAIT replica_acks <ms left to the check's deadline>`, back to back on one connection. Fewer
-  // acknowledgements in time fail the check (Errc::kUnavailable; the write stays on the primary,
-  // so on_error deny under-admits, never over-). With 0 (the default) an unclean failover loses
-  // the writes the replica had not received yet, and admits that many again (docs/redis.md).
-  // Dry runs write nothing and do not wait.
+  // Replicas that must hold every write of a script call (a check, reservation, settlement,
+  // lease, reset, the readiness probe; tenant records and Envoy quota shares opened with these
+  // options too) before its answer is returned (0 to 16; backend.durability: replicated is 1):
+  // the script and then `WAIT replica_acks <ms>` (the call's time left, less a tenth and at
+  // least 5 ms), back to back on one connection. Fewer acknowledgements in time fail the call
+  // (Errc::kUnavailable; the write stays on the primary, so on_error deny under-admits, never
+  // over-). With 0 (the default) an unclean failover loses the writes the replica had not
+  // received yet, and admits that many again (docs/reliability.md). With one replica per primary
+  // (Sentinel and Cluster promote the most advanced), 1 loses no admission. Dry runs write
+  // nothing and do not wait.
   int replica_acks = 0;
 };
 

@@ -102,8 +102,9 @@ Result<BenchSetup> parse_setup(int argc, char** argv, int first) {
     if (*durability != "async" && *durability != "replicated") {
       return invalid_argument("--durability: \"" + *durability + "\" must be async or replicated");
     }
-    if (args->get("http") || setup.backend == "memory") {
-      return invalid_argument("--durability is for a Redis --backend (it waits for a replica)");
+    if (*durability == "replicated" && (args->get("http") || setup.backend == "memory")) {
+      return invalid_argument(
+          "--durability replicated is for a Redis --backend (it waits for a replica)");
     }
     setup.replica_acks = *durability == "replicated" ? 1 : 0;
   }

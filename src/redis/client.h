@@ -14,7 +14,9 @@
 // gives: time it already spent waiting counts). A lost connection fails its pending calls
 // with Errc::kUnavailable and reconnects in the background with jittered exponential backoff
 // (a random wait in [b/2, b], b doubling from options.reconnect_min to reconnect_max), and the
-// pool makes at most options.max_connects_per_second attempts; calls made while disconnected fail
+// pool makes at most options.max_connects_per_second attempts. A connection on which calls
+// waited a second (or the timeout, if longer) without a byte from the server is dropped the same
+// way (a half-open connection, a partition). Calls made while disconnected fail
 // at once with
 // kUnavailable. Once the server is back, calls succeed again without restarting the process.
 // Redis error replies are returned as a Reply of Type::kError (not as an Error): the caller
@@ -100,7 +102,8 @@ class Client {
   //  asking   Redis Cluster's ASK redirection: ASKING goes first, on the same connection, back to
   //           back, so that the node serves the command for a slot it is importing (ASKING's
   //           reply is dropped);
-  //  durable  with options.replica_acks > 0: `WAIT replica_acks <ms left to the deadline>` goes
+  //  durable  with options.replica_acks > 0: `WAIT replica_acks <ms>` (the time left to the
+  //           deadline, less a tenth of it and at least 5 ms, so that its count comes in time) goes
   //           right after the command on the same connection, so it covers the command's writes
   //           (and every earlier write of that connection). `done` gets the command's reply once
   //           that many replicas hold it; fewer in time is Errc::kUnavailable ("... acknowledged

@@ -423,8 +423,9 @@ void Connection::expire_calls() {
       expired = true;
     }
   }
-  if (expired && state_ == State::kUp && now - session_->last_heard >= options_.timeout) {
-    fail(Errc::kUnavailable, "no reply for " + millis(options_.timeout) +
+  const auto silence_limit = std::max<std::chrono::milliseconds>(options_.timeout, kSilenceLimit);
+  if (expired && state_ == State::kUp && now - session_->last_heard >= silence_limit) {
+    fail(Errc::kUnavailable, "no reply for " + millis(silence_limit) +
                                  " while calls waited (the server or the path to it hangs): "
                                  "connection dropped");
     return;

@@ -40,6 +40,10 @@ void complete(Client::Callback& done, Result<Reply> result);
 inline constexpr std::string_view kNotConnected = ": not connected (";
 Error not_connected(Errc code, const std::string& where, const std::string& cause);
 
+// How long a connection may stay silent while calls wait on it before it is dropped (see
+// Connection::expire_calls), when the call timeout is shorter.
+inline constexpr std::chrono::milliseconds kSilenceLimit{1000};
+
 // What the connections of one pool share.
 struct PoolContext {
   // Normalises `options` (at least one connection, timeouts of at least 1 ms) and builds the TLS
@@ -149,10 +153,12 @@ class Connection {
   void on_reply(const std::shared_ptr<Session>& session, Reply reply);
   // One timer per connection, set for the earliest deadline of the calls it holds.
   void arm_call_timer(Client::Deadline deadline);
-  // Fails the calls past their deadline. A connection on which calls waited a whole timeout
-  // without a byte from the server is dropped and replaced: the server or the path to it hangs
-  // (a half-open connection, a partition, a stopped server), and a connection that TCP keeps
-  // would otherwise time out every call for as long as the kernel keeps it (minutes).
+  // Fails the calls past their deadline. A connection on which calls waited kSilenceLimit (or the
+  // timeout, if longer) without a byte from the server is dropped and replaced: the server or
+  // the path to it hangs (a half-open connection, a partition, a stopped server), and a
+  // connection that TCP keeps would otherwise time out every call for as long as the kernel
+  // keeps it (minutes). A server that is only slow (a fork, a long script, a WAIT) answers well
+  // within that.
   void expire_calls();
   // Drops the current session (if any), fails every call it holds and schedules a reconnect.
   void fail(Errc code, const std::string& cause);
