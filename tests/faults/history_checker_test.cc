@@ -118,11 +118,12 @@ TEST(HistoryChecker, RecoveryIsTheLastFailedAnswerAfterTheFaultsEnded) {
   HistoryReport report = check_history(ops, kTenPerMinute, faulted, healed);
   EXPECT_EQ(report.recovery, 500ms);
   EXPECT_TRUE(report.recovered);
-  // An instance whose last answer failed has not recovered.
-  ops.push_back(history_op(4000ms, Answer::kError, "k", 1));
+  // An instance asked after healing that never decided again has not recovered.
+  ops.push_back(history_op(4000ms, Answer::kError, "k", 2));
+  ops.push_back(history_op(4500ms, Answer::kNoAnswer, "k", 2));
   report = check_history(ops, kTenPerMinute, faulted, healed);
   EXPECT_FALSE(report.recovered);
-  EXPECT_EQ(report.recovery, 1001ms);
+  EXPECT_EQ(report.recovery, 1501ms);
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ Answer classify(const HttpReply& reply) {
 
 }  // namespace
 
-FaultFleet::FaultFleet(FleetOptions options) : options_(std::move(options)) {
+FaultFleet::FaultFleet(FleetOptions options)
+    : options_(std::move(options)), pause_ms_(options_.pause.count()) {
   const std::string base =
       "/tmp/spillway_faults_" + std::to_string(::getpid()) + "_" + options_.key_prefix;
   const std::string config = base + ".yaml";
@@ -132,7 +133,7 @@ void FaultFleet::client(int instance, int index) {
     }
     op.completed = HistoryClock::now();
     history_.add(std::move(op));
-    std::this_thread::sleep_for(options_.pause);
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms_.load()));
   }
 }
 
@@ -164,9 +165,12 @@ void FaultFleet::kill(int instance) {
 
 void FaultFleet::set_clock_offset(int instance, std::chrono::seconds offset) {
   if (!options_.fake_clock) throw std::logic_error("set_clock_offset needs fake_clock");
+  // Written aside and renamed: libfaketime re-reads the file at every clock read, and must never
+  // see it empty or half written.
   const long long seconds = offset.count();
-  std::ofstream(clock_file(instance), std::ios::trunc)
-      << (seconds >= 0 ? "+" : "") << seconds << "\n";
+  const std::string file = clock_file(instance);
+  std::ofstream(file + ".new", std::ios::trunc) << (seconds >= 0 ? "+" : "") << seconds << "\n";
+  std::rename((file + ".new").c_str(), file.c_str());
 }
 
 std::string FaultFleet::logs() const {

@@ -75,6 +75,9 @@ class FaultFleet {
   // denied) to a request sent after `since`.
   bool decided_since(HistoryClock::time_point since, std::vector<int> instances = {}) const;
 
+  // The clients' pause between requests from now on (FleetOptions::pause at first).
+  void set_pause(std::chrono::milliseconds pause) { pause_ms_ = pause.count(); }
+
   void pause(int instance);
   void resume(int instance);
   void kill(int instance);
@@ -94,6 +97,7 @@ class FaultFleet {
   std::deque<std::atomic<bool>> killed_;  // read by the clients
   History history_;
   std::atomic<bool> stop_{false};
+  std::atomic<std::int64_t> pause_ms_;  // read by the clients
   std::vector<std::thread> clients_;
 };
 

@@ -50,6 +50,7 @@ struct Way {
   struct Chunk {
     Clock::time_point due;
     std::string bytes;
+    bool arms = false;  // holds cut_reply_to_next's needle: arms the pair once written
   };
   std::deque<Chunk> chunks;
   Clock::time_point last_due{};  // the bandwidth cap's queue end
@@ -94,21 +95,14 @@ void FaultProxy::send_command(Command command) {
   (void)!::write(wake_[1], &byte, 1);
 }
 
-void FaultProxy::reset_all() {
-  std::unique_lock lock(mutex_);
-  const std::uint64_t target = commands_done_ + 1;
-  lock.unlock();
-  send_command(Command::kReset);
-  lock.lock();
-  done_.wait(lock, [&] { return commands_done_ >= target; });
-}
+void FaultProxy::reset_all() { run_command(Command::kReset); }
 
-void FaultProxy::half_open_all() {
+void FaultProxy::half_open_all() { run_command(Command::kHalfOpen); }
+
+void FaultProxy::run_command(Command command) {
   std::unique_lock lock(mutex_);
-  const std::uint64_t target = commands_done_ + 1;
-  lock.unlock();
-  send_command(Command::kHalfOpen);
-  lock.lock();
+  const std::uint64_t target = ++commands_sent_;
+  send_command(command);
   done_.wait(lock, [&] { return commands_done_ >= target; });
 }
 
@@ -217,12 +211,13 @@ void FaultProxy::run() {
           continue;
         }
         if (pair.server < 0) continue;  // half-open: what the client sends is never answered
+        bool arms = false;
         if (from_client) {
           std::lock_guard lock(mutex_);
           if (!needle_.empty() &&
               std::string_view(buffer, static_cast<std::size_t>(n)).find(needle_) !=
                   std::string_view::npos) {
-            pair.armed = true;
+            arms = true;
             needle_.clear();
           }
         } else if (pair.armed) {
@@ -232,7 +227,7 @@ void FaultProxy::run() {
         }
         Way& way = from_client ? pair.to_server : pair.to_client;
         const std::size_t size = static_cast<std::size_t>(n);
-        way.chunks.push_back({due_of(way, size), std::string(buffer, size)});
+        way.chunks.push_back({due_of(way, size), std::string(buffer, size), arms});
       }
     }
     // Forward what is due (a partition holds it).
@@ -242,11 +237,13 @@ void FaultProxy::run() {
         Way& way = to_server ? pair.to_server : pair.to_client;
         while (!holding && pair.client >= 0 && pair.server >= 0 && !way.chunks.empty() &&
                way.chunks.front().due <= flush_at) {
-          const std::string& bytes = way.chunks.front().bytes;
-          if (!write_all(to_server ? pair.server : pair.client, bytes.data(), bytes.size())) {
+          const Way::Chunk& chunk = way.chunks.front();
+          if (!write_all(to_server ? pair.server : pair.client, chunk.bytes.data(),
+                         chunk.bytes.size())) {
             close_pair(pair);
             break;
           }
+          pair.armed = pair.armed || chunk.arms;  // the server has the command now
           way.chunks.pop_front();
         }
       }

@@ -15,6 +15,10 @@
 //     the server ran it and before the client reads the answer (a reply lost in the network, as
 //     when a node dies mid-call).
 // One proxy per spillway instance partitions that instance from Redis while others still reach it.
+// Settings take effect from the proxy's next read; bytes already queued keep their due times.
+// Less adversarial than a real network in two ways: during a black hole new connections are
+// still accepted and a peer's hang-up still reaches the other side, and writes block the proxy's
+// one thread (the tests move little data).
 //
 // Units: milliseconds and bytes per second. Thread safety: the methods may be called from any
 // thread; forwarding runs on one thread of its own, stopped by the destructor. The listening port
@@ -66,8 +70,10 @@ class FaultProxy {
   int accepted() const { return accepted_; }
 
  private:
-  enum class Command : char { kStop = 's', kReset = 'r', kHalfOpen = 'h', kWake = 'w' };
+  enum class Command : char { kStop = 's', kReset = 'r', kHalfOpen = 'h' };
   void send_command(Command command);
+  // Sends `command` to run() and waits until it was carried out.
+  void run_command(Command command);
   void run();
 
   int listener_ = -1;
@@ -81,7 +87,8 @@ class FaultProxy {
   mutable std::mutex mutex_;  // needle_, and the done flags below
   std::string needle_;        // empty: no cut armed
   std::condition_variable done_;
-  std::uint64_t commands_done_ = 0;  // reset_all / half_open_all handled by run()
+  std::uint64_t commands_sent_ = 0;  // reset_all / half_open_all asked (in order, under mutex_)
+  std::uint64_t commands_done_ = 0;  // and carried out by run()
   std::atomic<int> cuts_{0};
   std::atomic<int> accepted_{0};
   std::thread thread_;

@@ -49,7 +49,7 @@ HistoryReport check_history(const std::vector<Operation>& operations, const Admi
                             HistoryClock::time_point faulted, HistoryClock::time_point healed) {
   HistoryReport report;
   std::map<std::string, std::vector<const Operation*>> admitted_by_key;
-  std::map<int, const Operation*> last_by_instance;            // by sending
+  std::map<int, bool> decided_after_healing;                   // asked after `healed`
   std::map<int, HistoryClock::time_point> last_failed_answer;  // sent after `faulted`
   for (const Operation& op : operations) {
     ++report.operations;
@@ -72,8 +72,7 @@ HistoryReport check_history(const std::vector<Operation>& operations, const Admi
         ++report.errors;
         break;
     }
-    const Operation*& last = last_by_instance[op.instance];
-    if (last == nullptr || op.invoked > last->invoked) last = &op;
+    if (op.invoked > healed) decided_after_healing[op.instance] |= decided(op.answer);
     if (!decided(op.answer) && op.invoked >= faulted) {
       HistoryClock::time_point& at = last_failed_answer[op.instance];
       at = std::max(at, op.completed);
@@ -95,9 +94,9 @@ HistoryReport check_history(const std::vector<Operation>& operations, const Admi
           std::max(report.recovery, std::chrono::ceil<std::chrono::milliseconds>(at - healed));
     }
   }
-  report.recovered = !last_by_instance.empty();
-  for (const auto& [instance, last] : last_by_instance) {
-    report.recovered = report.recovered && decided(last->answer);
+  report.recovered = !decided_after_healing.empty();
+  for (const auto& [instance, decided_once] : decided_after_healing) {
+    report.recovered = report.recovered && decided_once;
   }
   return report;
 }

@@ -78,8 +78,8 @@ struct HistoryReport {
   // last failed request (error, no answer or fail-open) sent after the faults started; the
   // largest over the instances, 0 when none failed after `healed`.
   std::chrono::milliseconds recovery{0};
-  // Every instance's last request in the history was decided (admitted or denied): none needs a
-  // restart to recover.
+  // Every instance that was asked after `healed` answered a decision (admitted or denied) to a
+  // request sent after it: none needs a restart to recover.
   bool recovered = false;
 };
 
