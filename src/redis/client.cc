@@ -148,7 +148,8 @@ void Client::Impl::send_durable(Connection& target, std::string command, Callbac
       format_command({"WAIT", std::to_string(wanted), std::to_string(wait_ms)});
   // Replies come in the order sent: the command's first, kept here until WAIT's. A command that
   // failed or that Redis refused (NOSCRIPT: the caller sends it again at once, as EVAL) is
-  // answered at once; WAIT's reply is then dropped.
+  // answered at once; WAIT's reply is then dropped. (That WAIT still holds this connection until
+  // a replica acknowledges or it times out: the resend goes to the pool's next connection.)
   struct Durable {
     Callback done;
     std::optional<Reply> reply;
@@ -165,23 +166,30 @@ void Client::Impl::send_durable(Connection& target, std::string command, Callbac
       std::move(*wait),
       [call, wanted, wait_ms, where = pool_.where](Result<Reply> acks) {
         if (!call->reply) return;  // answered already
+        if (acks && acks->type == Reply::Type::kInteger && acks->integer >= wanted) {
+          return complete(call->done, std::move(*call->reply));
+        }
+        // Too few acknowledgements, or no count: kUnavailable either way, with words of its own:
+        // the server answered (or the connection broke), so "no reply" would send an operator
+        // looking for the wrong fault.
         const std::string wanted_text =
             std::to_string(wanted) + (wanted == 1 ? " replica" : " replicas");
-        if (!acks || acks->type != Reply::Type::kInteger) {
-          return complete(call->done, std::unexpected(Error{
-                                          Errc::kUnavailable,
-                                          where + ": the write ran on the primary, but WAIT for " +
-                                              wanted_text + " got no count (" +
-                                              (acks ? acks->text : acks.error().message) +
-                                              ") (backend.durability: replicated)"}));
+        std::string what;
+        if (acks && acks->type == Reply::Type::kInteger) {
+          what = "was acknowledged by " + std::to_string(acks->integer) + " of " + wanted_text +
+                 " within " + std::to_string(wait_ms) + " ms";
+        } else if (acks) {  // a Redis error reply to WAIT
+          what = "its WAIT for " + wanted_text + " was refused (" + acks->text + ")";
+        } else if (acks.error().code == Errc::kTimeout) {
+          what = "no replica acknowledged it before the deadline (WAIT for " + wanted_text + ", " +
+                 std::to_string(wait_ms) + " ms, had not answered)";
+        } else {
+          what = "its WAIT for " + wanted_text + " failed (" + acks.error().message + ")";
         }
-        if (acks->integer >= wanted) return complete(call->done, std::move(*call->reply));
         complete(call->done,
                  std::unexpected(
-                     Error{Errc::kUnavailable,
-                           where + ": the write ran on the primary but was acknowledged by " +
-                               std::to_string(acks->integer) + " of " + wanted_text + " within " +
-                               std::to_string(wait_ms) + " ms (backend.durability: replicated)"}));
+                     Error{Errc::kUnavailable, where + ": the write ran on the primary but " +
+                                                   what + " (backend.durability: replicated)"}));
       },
       deadline);
 }
