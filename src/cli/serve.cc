@@ -51,6 +51,12 @@ rls::TenantGate rls_tenant_gate(const std::string& descriptor_key,
           }};
 }
 
+// "spillway serve: <text>" and its newline in one write, flushed: a reader of the log (another
+// process, while this one runs) never sees half a line.
+void log_line(std::ostream& err, const std::string& text) {
+  err << ("spillway serve: " + text + "\n") << std::flush;
+}
+
 }  // namespace
 
 int run_serve(int argc, char** argv, int first, std::ostream& err) {
@@ -352,28 +358,24 @@ int run_serve(int argc, char** argv, int first, std::ostream& err) {
     if (signal == SIGHUP) {
       if (watcher) (void)watcher->reload();  // logs its own outcome
       if (checked.tls) {  // new connections get the new certificate; gRPC keeps its own
-        // Each line in one write: a reader of the log never sees half of it.
         if (auto reloaded = checked.tls->reload()) {
-          err << ("spillway serve: TLS certificate reloaded from " + config->server.tls->cert_file +
-                  (grpc ? " (the gRPC listener keeps its certificate until a restart)" : "") + "\n")
-              << std::flush;
+          log_line(err,
+                   "TLS certificate reloaded from " + config->server.tls->cert_file +
+                       (grpc ? " (the gRPC listener keeps its certificate until a restart)" : ""));
         } else {
-          err << ("spillway serve: TLS certificate not reloaded, keeping the one in force: " +
-                  reloaded.error().message + "\n")
-              << std::flush;
+          log_line(err, "TLS certificate not reloaded, keeping the one in force: " +
+                            reloaded.error().message);
         }
       }
       if (admin) {  // the token file of the start: a removed token is refused from now on
         const std::string& file = config->server.admin_token_file;
         if (auto count = admin->reload_tokens(file)) {
-          err << ("spillway serve: admin tokens reloaded from " + file + ": " +
-                  std::to_string(*count) + " in force\n")
-              << std::flush;
+          log_line(err, "admin tokens reloaded from " + file + ": " + std::to_string(*count) +
+                            " in force");
         } else {
-          err << ("spillway serve: admin tokens not reloaded, keeping the " +
-                  std::to_string(admin->token_count()) + " in force: " + count.error().message +
-                  "\n")
-              << std::flush;
+          log_line(err, "admin tokens not reloaded, keeping the " +
+                            std::to_string(admin->token_count()) +
+                            " in force: " + count.error().message);
         }
       }
       if (!config_path) {

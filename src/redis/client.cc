@@ -146,6 +146,7 @@ void Client::Impl::send_durable(Connection& target, std::string command, Callbac
   const int wanted = pool_.options.replica_acks;
   Result<std::string> wait =
       format_command({"WAIT", std::to_string(wanted), std::to_string(wait_ms)});
+  // `where` is the pool's (it outlives every call: calls end before the pool is destroyed).
   // Replies come in the order sent: the command's first, kept here until WAIT's. A command that
   // failed or that Redis refused (NOSCRIPT: the caller sends it again at once, as EVAL) is
   // answered at once; WAIT's reply is then dropped. (That WAIT still holds this connection until
@@ -164,7 +165,7 @@ void Client::Impl::send_durable(Connection& target, std::string command, Callbac
       deadline);
   target.send(
       std::move(*wait),
-      [call, wanted, wait_ms, where = pool_.where](Result<Reply> acks) {
+      [call, wanted, wait_ms, &where = pool_.where](Result<Reply> acks) {
         if (!call->reply) return;  // answered already
         if (acks && acks->type == Reply::Type::kInteger && acks->integer >= wanted) {
           return complete(call->done, std::move(*call->reply));
