@@ -187,7 +187,6 @@ void FaultProxy::run() {
     }
     if (fds[1].revents & POLLIN) {
       const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client >= 0) ++accepted_;
       const int server = client >= 0 && !refusing_ ? connect_to(target_port_) : -1;
       if (server >= 0) {
         pairs.push_back({.client = client, .server = server});

@@ -66,8 +66,6 @@ class FaultProxy {
   void cut_reply_to_next(const std::string& needle);
   // How many connections were cut so far.
   int cuts() const { return cuts_; }
-  // Connections accepted so far (refused ones included).
-  int accepted() const { return accepted_; }
 
  private:
   enum class Command : char { kStop = 's', kReset = 'r', kHalfOpen = 'h' };
@@ -90,7 +88,6 @@ class FaultProxy {
   std::uint64_t commands_sent_ = 0;  // reset_all / half_open_all asked (in order, under mutex_)
   std::uint64_t commands_done_ = 0;  // and carried out by run()
   std::atomic<int> cuts_{0};
-  std::atomic<int> accepted_{0};
   std::thread thread_;
 };
 
