@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 minutes=${1:-10}
 scale=${2:-4}
 case "$minutes$scale" in *[!0-9]*) echo "usage: scripts/soak.sh [MINUTES] [SCALE]" >&2; exit 2 ;; esac
+[ "$scale" -ge 1 ] || { echo "scripts/soak.sh: SCALE must be 1 or more (got $scale)" >&2; exit 2; }
 scripts/setup.sh
 cmake --preset ci >/dev/null
 cmake --build --preset ci -j "$(nproc)" --target spillway_tests spillway_cli >/dev/null
