@@ -43,11 +43,14 @@ Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t c
     // retry_after is.
     if (wait > 0) d.delay = at + wait - now;
     if (cost > 0) {
+      Micros since = state.since;
+      std::int64_t low = state.low;
+      note_charge(since, low, state.last, at, debt);
       const std::int64_t rem = x_rem + cost * interval;
       x_us += rem / scale;
       x_rem = rem % scale;
       debt += cost * interval;
-      state = {.tat_us = x_us, .tat_rem = x_rem, .last = at};
+      state = {.tat_us = x_us, .tat_rem = x_rem, .last = at, .since = since, .low = low};
     }
   } else {
     // Admitted (after the longest delay) at the first t with (x - t) * scale <= over past now.
@@ -80,23 +83,33 @@ std::int64_t settle(GcraState& state, const Limit& limit, Micros now, std::int64
       active && state.tat_us >= at ? (state.tat_us - at) * scale + state.tat_rem : 0;
   std::int64_t next = debt;
   Micros last = state.last;
+  Micros since = state.since;
+  std::int64_t low = state.low;
   if (delta > 0) {
     // Up to the debt bound past the delay queue (a key that delayed may be past it already).
     const std::int64_t bound = (1 + kDebtLimits) * tolerance + limit.max_delay() * scale;
     const std::int64_t room = std::max<std::int64_t>(0, bound - debt);
     next += std::min(delta, room / interval) * interval;
+    if (next == debt) return 0;
+    note_charge(since, low, last, at, debt);
     last = at;
   } else {
-    // Only a key that nothing touched since the mark: then the key charged A from the start
-    // would hold max(tat - r*T, now) exactly. After other charges and refunds, what the idle
-    // time gave the key cannot be told from its state (docs/SPEC.md §2.1), so nothing is given.
+    if (debt == 0) return 0;
+    // Untouched since the mark: the key charged A from the start would hold max(tat - r*T, now)
+    // exactly. Touched: no more than the busy stretch allows (src/core/busy_stretch.h).
     const bool untouched =
         state.last == mark.at && (state.tat_us - mark.at) * scale + state.tat_rem == mark.debt;
-    if (debt == 0 || !untouched) return 0;
-    next = std::max<std::int64_t>(0, debt - std::min(-delta, debt / interval + 1) * interval);
+    const std::int64_t wanted = std::min(-delta, debt / interval + 1) * interval;
+    const std::int64_t give = untouched ? wanted : touched_room(since, low, mark, wanted);
+    next = std::max<std::int64_t>(0, debt - give);
+    if (next == debt) return 0;
+    note_refund(low, debt - next);
   }
-  if (next == debt) return 0;
-  state = {.tat_us = at + next / scale, .tat_rem = next % scale, .last = last};
+  state = {.tat_us = at + next / scale,
+           .tat_rem = next % scale,
+           .last = last,
+           .since = since,
+           .low = low};
   return (next > debt ? next - debt : debt - next) / interval;
 }
 

@@ -1,5 +1,6 @@
 // One shard's keys: a flat open-addressing hash table from stored key (src/memory/table_key.h)
-// to an algorithm's state, built to keep a tracked key small (48 bytes per GCRA slot).
+// to an algorithm's state, built to keep a tracked key small (64 bytes per GCRA slot: 40 of
+// state, 24 of key).
 //
 // Layout: an array of slots and, beside it, one control byte per slot (0: empty, else 0x80 | seven
 // bits of the hash), scanned sixteen at a time with SSE2. A slot holds the state and the key:

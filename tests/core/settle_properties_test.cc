@@ -17,7 +17,9 @@
 //      while the charge still counts (same window; a live log entry; any time for the buckets,
 //      whose refund is then what refilling has not already given back);
 //   c. debt: an actual cost above the estimate is charged without a check, and the key then
-//      denies what the model denies.
+//      denies what the model denies;
+//   d. buckets, busy: a reservation settled after other charges, while the model never went
+//      idle in between, leaves the key exactly as the model (the whole unused part given back).
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -216,6 +218,66 @@ TYPED_TEST(Settle, AReservationSettledAloneLeavesTheKeyAsTheActualCostWould) {
     }
   });
   EXPECT_TRUE(ok);
+}
+
+// The buckets: a reservation on an idle key, then other charges while the model (charged the
+// actual cost at the reservation) stays busy, its tat at or past each charge's time: every charge
+// then moves key and model alike, so settling gives back the whole unused part, and the key is
+// the model exactly (docs/SPEC.md §2.1). Returns how many cases had other charges in between.
+template <typename State>
+int busy_bucket_gives_back() {
+  static int touched = 0;
+  touched = 0;
+  const bool ok = rc::check([] {
+    const Limit limit = gen_limit<State>();
+    const std::int64_t top = max_cost<State>(limit);
+    const Micros tee = std::max<Micros>(1, limit.period() / limit.limit());
+    Micros now = pick_whole_range<Micros>(0, 1'000'000'000);
+    const std::int64_t estimate = pick_whole_range<std::int64_t>(1, top + 1);
+    const std::int64_t actual = pick_whole_range<std::int64_t>(0, estimate);
+    State key{};
+    if (!core::decide(key, limit, now, estimate).allowed) return;
+    const core::ChargeMark mark = core::mark(key, limit);
+    State model{};
+    charge(model, limit, now, actual);
+    std::string log = "limit " + limit.describe() + ": reserve(" + std::to_string(now) + "," +
+                      std::to_string(estimate) + "->" + std::to_string(actual) + ")";
+    int charges = 0;
+    for (int i = pick_whole_range(0, 8); i > 0; --i) {
+      const Micros next = now + pick_whole_range<Micros>(0, tee + 1);
+      State peek = model;
+      if (core::decide(peek, limit, next, 0).reset_after <= 0) break;  // the model went idle
+      now = next;
+      const std::int64_t cost = pick_whole_range<std::int64_t>(1, top + 1);
+      log += " check(" + std::to_string(now) + "," + std::to_string(cost) + ")";
+      if (core::decide(key, limit, now, cost).allowed) {
+        charge(model, limit, now, cost);
+        ++charges;
+      }
+    }
+    if (charges > 0) ++touched;
+    const Micros later = now + pick_whole_range<Micros>(0, tee + 1);
+    log += " settle(" + std::to_string(later) + ")";
+    core::settle(key, limit, later, actual - estimate, mark);
+    for (Micros probe : {later, later + limit.period() / 3, later + limit.period()}) {
+      if (room(key, limit, probe) != room(model, limit, probe)) {
+        RC_FAIL(log + "\nprobe " + std::to_string(probe) + ": key admits " +
+                std::to_string(room(key, limit, probe)) + ", model " +
+                std::to_string(room(model, limit, probe)) + "\nkey " + show_state(key) +
+                "\nmodel " + show_state(model));
+      }
+    }
+  });
+  EXPECT_TRUE(ok);
+  return touched;
+}
+
+TEST(SettleBusyBucket, GcraGivesBackTheUnusedPartAfterOtherCharges) {
+  EXPECT_GT(busy_bucket_gives_back<core::GcraState>(), 10);
+}
+
+TEST(SettleBusyBucket, TokenBucketGivesBackTheUnusedPartAfterOtherCharges) {
+  EXPECT_GT(busy_bucket_gives_back<core::TokenBucketState>(), 10);
 }
 
 TYPED_TEST(Settle, DebtIsChargedWithoutACheckAndDeniesUntilPaid) {

@@ -65,10 +65,11 @@ inline bool same_state(const core::SlidingWindowState& a, const core::SlidingWin
   return a.last == b.last && a.previous == b.previous && a.current == b.current;
 }
 inline bool same_state(const core::TokenBucketState& a, const core::TokenBucketState& b) {
-  return a.units == b.units && a.last == b.last;
+  return a.units == b.units && a.last == b.last && a.since == b.since && a.low == b.low;
 }
 inline bool same_state(const core::GcraState& a, const core::GcraState& b) {
-  return a.tat_us == b.tat_us && a.tat_rem == b.tat_rem && a.last == b.last;
+  return a.tat_us == b.tat_us && a.tat_rem == b.tat_rem && a.last == b.last && a.since == b.since &&
+         a.low == b.low;
 }
 
 inline std::string show_state(const core::FixedWindowState& s) {
@@ -89,11 +90,12 @@ inline std::string show_state(const core::SlidingWindowState& s) {
 }
 inline std::string show_state(const core::TokenBucketState& s) {
   return "TokenBucketState{units=" + std::to_string(s.units) + ", last=" + std::to_string(s.last) +
-         "}";
+         ", since=" + std::to_string(s.since) + ", low=" + std::to_string(s.low) + "}";
 }
 inline std::string show_state(const core::GcraState& s) {
   return "GcraState{tat_us=" + std::to_string(s.tat_us) + ", tat_rem=" + std::to_string(s.tat_rem) +
-         ", last=" + std::to_string(s.last) + "}";
+         ", last=" + std::to_string(s.last) + ", since=" + std::to_string(s.since) +
+         ", low=" + std::to_string(s.low) + "}";
 }
 
 // The algorithm whose state type is State (the inverse of core::StateOf).

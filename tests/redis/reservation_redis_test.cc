@@ -847,6 +847,131 @@ void expect_denial_on_one_slot_leaves_nothing(bool dry_run_first) {
   EXPECT_EQ(remaining(*store, tpm, kRedisTokens, kRedisNow), 900);
 }
 
+// ------------------------------------------------------------------------------------------------
+// Refunds on busy buckets (docs/SPEC.md §2.1): a bucket gives back the unused part of a
+// reservation even after other charges, on every backend alike.
+// ------------------------------------------------------------------------------------------------
+
+// Reserves `estimate` of `key` under `limit`, one metered layer; the reservation's id, or "" (and
+// a failure) when it was not admitted.
+std::string reserve_bucket(Store& store, const std::string& key, const Limit& limit,
+                           std::int64_t estimate, Micros now) {
+  const std::string id = new_reservation_id();
+  const KeyedLimit keys[] = {{key, &limit, estimate}};
+  const ReservedLayer layers[] = {{"bucket", true}};
+  const ReserveSpec spec{.id = id, .ttl = std::chrono::minutes(1), .layers = layers};
+  const Result<StoreRequest> request = StoreRequest::make_reserve(keys, 1, now, spec);
+  EXPECT_TRUE(request.has_value()) << (request ? "" : request.error().message);
+  if (!request) return "";
+  const Result<Decisions> answer = store.decide_and_wait(*request);
+  EXPECT_TRUE(answer.has_value() && all_allowed(*answer)) << show_redis(answer);
+  return answer && all_allowed(*answer) ? id : "";
+}
+
+// On an idle bucket of 10 per second, all at one instant (no refill): a reservation of 5, two
+// checks of 1, the reservation settled at 1: it gives back its whole unused part, 4, although the
+// key was charged after it (the key then has 10 - 1 - 2 = 7 left, as had it been charged 1 from
+// the start). Then a reservation of 4 on the busy key, a check of 1, settled at 0: the state
+// proves only that the key was 1 from idle since (what the first refund left of the least debt a
+// charge found), so it gives back 1 of 4: 7 - 4 - 1 + 1 = 3 left, never more than the 6 a key
+// charged 0 would have.
+void expect_busy_bucket_refunds(Store& store, const std::string& key, const Limit& limit) {
+  const Micros now = kRedisNow;
+  const std::string first = reserve_bucket(store, key, limit, 5, now);
+  ASSERT_FALSE(first.empty());
+  for (int i = 0; i < 2; ++i) {
+    const Result<Decision> d = store.check(key, limit, 1, now);
+    ASSERT_TRUE(d.has_value() && d->allowed) << show_redis(d);
+  }
+  const Result<Settled> one = store.settle_and_wait({.id = first, .cost = 1, .now = now});
+  ASSERT_TRUE(one.has_value()) << show_redis(one);
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].refunded, 4) << show_redis(one);
+  EXPECT_EQ((*one)[0].after.remaining, 7) << show_redis(one);
+  EXPECT_EQ(remaining(store, key, limit, now), 7);
+
+  const std::string second = reserve_bucket(store, key, limit, 4, now);
+  ASSERT_FALSE(second.empty());
+  const Result<Decision> d = store.check(key, limit, 1, now);
+  ASSERT_TRUE(d.has_value() && d->allowed) << show_redis(d);
+  const Result<Settled> two = store.settle_and_wait({.id = second, .cost = 0, .now = now});
+  ASSERT_TRUE(two.has_value()) << show_redis(two);
+  ASSERT_EQ(two->size(), 1u);
+  EXPECT_EQ((*two)[0].refunded, 1) << show_redis(two);
+  EXPECT_EQ(remaining(store, key, limit, now), 3);
+}
+
+TEST(RedisReservationCluster, ABusyBucketGivesBackTheUnusedPartOnMemoryRedisAndCluster) {
+  const std::string prefix = reservation_prefix();
+  MemoryStore memory;
+  std::unique_ptr<RedisStore> redis = open_reservation_store(reservation_server().url(), prefix);
+  std::unique_ptr<RedisStore> cluster =
+      open_reservation_store(testing::shared_cluster().url(), prefix);
+  ASSERT_TRUE(redis != nullptr && cluster != nullptr);
+  for (Algorithm algorithm : {Algorithm::kGcra, Algorithm::kTokenBucket}) {
+    const Limit limit = *Limit::make(algorithm, 10, kMicrosPerSecond);
+    const std::string key = std::string("busy-") + std::string(algorithm_name(algorithm));
+    for (Store* store : std::initializer_list<Store*>{&memory, redis.get(), cluster.get()}) {
+      SCOPED_TRACE(std::string(algorithm_name(algorithm)) + (store == &memory       ? " memory"
+                                                             : store == redis.get() ? " redis"
+                                                                                    : " cluster"));
+      expect_busy_bucket_refunds(*store, key, limit);
+    }
+  }
+}
+
+// A bucket's value as written before the busy stretch was kept (gcra: three doubles; token_bucket:
+// two) still decides as it did, and the next charge rewrites it whole; a refund after other
+// charges then gives nothing back until the key is next idle (what such a value allows), while an
+// untouched one is still exact.
+TEST(RedisReservation, ABucketValueWrittenBeforeTheBusyStretchStillDecides) {
+  const std::string prefix = reservation_prefix();
+  std::unique_ptr<RedisStore> store = open_reservation_store(reservation_server().url(), prefix);
+  ASSERT_TRUE(store != nullptr);
+  const Micros now = kRedisNow;
+  const Micros tee = kMicrosPerSecond / 10;
+  struct Old {
+    Algorithm algorithm;
+    std::string format;
+    std::vector<std::int64_t> fields;  // 3 used of 10: tat 3 T ahead (gcra), 7 tokens left
+  };
+  const Old olds[] = {{Algorithm::kGcra, "<ddd", {now + 3 * tee, 0, now}},
+                      {Algorithm::kTokenBucket, "<dd", {7 * 100'000, now}}};
+  for (const Old& old : olds) {
+    SCOPED_TRACE(algorithm_name(old.algorithm));
+    const Limit limit = *Limit::make(old.algorithm, 10, kMicrosPerSecond);
+    // Token bucket units: one token is period_units() units.
+    std::vector<std::int64_t> fields = old.fields;
+    if (old.algorithm == Algorithm::kTokenBucket) fields[0] = 7 * limit.period_units();
+    const std::string key = std::string("old-") + std::string(algorithm_name(old.algorithm));
+    const std::string stored = store->storage_key(key, limit);
+    std::string args;
+    for (std::int64_t f : fields) args += " " + std::to_string(f);
+    const std::string set = reservation_server().cli(
+        "EVAL \"return redis.call('SET', KEYS[1], struct.pack('" + old.format + "'" +
+        (fields.size() == 3 ? ", ARGV[1], ARGV[2], ARGV[3]" : ", ARGV[1], ARGV[2]") + "))\" 1 " +
+        stored + args);
+    ASSERT_EQ(set, "OK\n");
+    EXPECT_EQ(remaining(*store, key, limit, now), 7);
+    const std::string id = reserve_bucket(*store, key, limit, 2, now);
+    ASSERT_FALSE(id.empty());
+    EXPECT_EQ(reservation_server().cli("STRLEN " + stored),
+              old.algorithm == Algorithm::kGcra ? "40\n" : "32\n");
+    const Result<Decision> d = store->check(key, limit, 1, now);
+    ASSERT_TRUE(d.has_value() && d->allowed) << show_redis(d);
+    const Result<Settled> touched = store->settle_and_wait({.id = id, .cost = 0, .now = now});
+    ASSERT_TRUE(touched.has_value()) << show_redis(touched);
+    EXPECT_EQ((*touched)[0].refunded, 0) << show_redis(touched);
+    EXPECT_EQ(remaining(*store, key, limit, now), 4);
+    const std::string alone = reserve_bucket(*store, key, limit, 3, now);
+    ASSERT_FALSE(alone.empty());
+    const Result<Settled> untouched = store->settle_and_wait({.id = alone, .cost = 1, .now = now});
+    ASSERT_TRUE(untouched.has_value()) << show_redis(untouched);
+    EXPECT_EQ((*untouched)[0].refunded, 2) << show_redis(untouched);
+    EXPECT_EQ(remaining(*store, key, limit, now), 3);
+  }
+}
+
 TEST(RedisReservationCluster, ADenialOnOneSlotLeavesNothingWithTheDryRun) {
   expect_denial_on_one_slot_leaves_nothing(true);
 }
