@@ -7,13 +7,15 @@
 // never be for an answer queued behind itself. Never call it on a thread that must run the
 // answer (an event loop whose I/O delivers it).
 //
-// Thread safety: the value is handed over under a mutex; this returns only after the callback
-// let go of it. Ownership: the callback refers to this frame; it must not be called twice.
+// Thread safety: the value is handed over under a mutex (or, answered during start() on this
+// thread, directly); this returns only after the callback let go of it. Ownership: the callback
+// refers to this frame; it must not be called twice.
 #pragma once
 
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "src/core/inline_completion.h"
@@ -26,15 +28,25 @@ T wait_for_answer(Start&& start) {
     std::mutex mutex;
     std::condition_variable answered;
     std::optional<T> answer;
+    std::thread::id caller = std::this_thread::get_id();
+    bool inline_answer = false;  // answered on the caller's thread, during start(): no lock
   } slot;
   {
     DirectCompletion direct;
     std::forward<Start>(start)([&slot](T answer) {
+      // On the caller's own thread the callback can only run during start() (the caller is
+      // blocked below otherwise), and no other thread touches the slot then.
+      if (std::this_thread::get_id() == slot.caller) {
+        slot.answer.emplace(std::move(answer));
+        slot.inline_answer = true;
+        return;
+      }
       std::lock_guard lock(slot.mutex);
       slot.answer.emplace(std::move(answer));
       slot.answered.notify_one();
     });
   }
+  if (slot.inline_answer) return std::move(*slot.answer);
   std::unique_lock lock(slot.mutex);
   slot.answered.wait(lock, [&slot] { return slot.answer.has_value(); });
   return std::move(*slot.answer);

@@ -32,7 +32,7 @@ void LeaseStore::Impl::acquire(const KeyedLimit& check, std::int64_t need,
   Micros max_age = 0;
   Entry* entry = nullptr;
   {
-    std::lock_guard lock(shard.mutex);
+    std::lock_guard lock(shard.lock);
     entry = &shard.entries.try_emplace(place.entry_key, *check.limit, check.key).first->second;
     entry->spec = *check.lease;
     entry->waiters.push_back(std::move(waiter));
@@ -41,7 +41,7 @@ void LeaseStore::Impl::acquire(const KeyedLimit& check, std::int64_t need,
     entry->acquiring = true;
     // The lease in place (if any) is over or too small for this request: end it.
     leftover = end_lease(*entry, now);
-    if (leftover) held_.fetch_sub(leftover->unused, std::memory_order_relaxed);
+    if (leftover) held_.add(-leftover->unused);
     size = lease_size(entry->limit, entry->spec, need, entry->last_used, entry->last_span);
     // Enough for every check already waiting, within the cap.
     size = std::max(size, std::min(entry->waiting_need, lease_cap(entry->limit, entry->spec)));
@@ -69,7 +69,7 @@ void LeaseStore::Impl::send_acquire(Shard* shard, Entry* entry, std::int64_t siz
   if (!request) {
     std::vector<std::function<void(Result<void>)>> waiters;
     {
-      std::lock_guard lock(shard->mutex);
+      std::lock_guard lock(shard->lock);
       entry->acquiring = false;
       entry->waiting_need = 0;
       waiters.swap(entry->waiters);
@@ -88,7 +88,7 @@ void LeaseStore::Impl::send_acquire(Shard* shard, Entry* entry, std::int64_t siz
       return;
     }
     {
-      std::lock_guard lock(shard->mutex);
+      std::lock_guard lock(shard->lock);
       entry->acquiring = false;
       entry->waiting_need = 0;
       waiters.swap(entry->waiters);
@@ -104,7 +104,7 @@ void LeaseStore::Impl::send_acquire(Shard* shard, Entry* entry, std::int64_t siz
           entry->given_time = given.has_value();
           ++entry->generation;
           entry->denied.reset();
-          held_.fetch_add(size, std::memory_order_relaxed);
+          held_.add(size);
         } else {
           entry->denied = RememberedDenial::of(d, size, sent);
           entry->denial = d;

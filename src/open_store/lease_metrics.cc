@@ -14,13 +14,13 @@
 namespace spillway {
 
 LeaseStore::Counts LeaseStore::Impl::counts() const {
-  return {.held = held_.load(std::memory_order_relaxed),
-          .used = used_.load(std::memory_order_relaxed),
+  return {.held = held_.sum(),
+          .used = used_.sum(),
           .returned = returned_.load(std::memory_order_relaxed),
           .lost = lost_.load(std::memory_order_relaxed),
           .acquire_calls = acquire_calls_.load(std::memory_order_relaxed),
           .return_calls = return_calls_.load(std::memory_order_relaxed),
-          .local_decisions = local_.load(std::memory_order_relaxed)};
+          .local_decisions = static_cast<std::uint64_t>(local_.sum())};
 }
 
 void LeaseStore::append_metrics(std::string& out) const {

@@ -73,12 +73,12 @@ void LeaseStore::Impl::decide(const StoreRequest& request, AllCallback& done) {
       for (const KeyedLimit& check : checks) {
         Place place = place_of(*check.limit, check.key);
         Shard& shard = shards_[place.shard];
-        std::lock_guard lock(shard.mutex);
+        std::lock_guard lock(shard.lock);
         auto it = shard.entries.find(place.entry_key);
         if (it == shard.entries.end() || it->second.acquiring || it->second.borrowers > 0) {
           continue;  // in use: its lease ends by time
         }
-        held_.fetch_sub(std::max<std::int64_t>(0, it->second.left()), std::memory_order_relaxed);
+        held_.add(-std::max<std::int64_t>(0, it->second.left()));
         shard.entries.erase(it);
       }
     }
@@ -97,7 +97,7 @@ void LeaseStore::Impl::decide(const StoreRequest& request, AllCallback& done) {
 
 void LeaseStore::Impl::clear_caches() {
   for (Shard& shard : shards_) {
-    std::lock_guard lock(shard.mutex);
+    std::lock_guard lock(shard.lock);
     for (auto& [key, entry] : shard.entries) {
       entry.denied.reset();
     }

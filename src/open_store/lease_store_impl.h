@@ -8,7 +8,8 @@
 // Units are the limit's (a check's cost); times are Micros on the store's time base (a request's
 // own `now` when given, else the clock).
 // Thread safety: every public method from any thread; an entry only under its shard's lock; the
-// counters are relaxed atomics; the wait for returns in flight under returns_mutex_.
+// counters are relaxed atomics (the hot ones striped per thread); the wait for returns in flight
+// under returns_mutex_.
 // Ownership: `inner` is the LeaseStore's wrapped store, which outlives every call this object
 // makes to it (LeaseStore's destructor stops the sweeper and gives leftovers back before it ends
 // the wrapped store); callbacks given to the wrapped store hold `this`.
@@ -26,6 +27,7 @@
 #include <string>
 
 #include "spillway/lease_store.h"
+#include "src/core/striped_counter.h"
 #include "src/open_store/lease_table.h"
 
 namespace spillway {
@@ -80,8 +82,11 @@ class LeaseStore::Impl {
   const std::shared_ptr<const Clock> clock_;
   std::array<Shard, lease_table::kShards> shards_;
 
-  std::atomic<std::int64_t> held_{0}, used_{0}, returned_{0}, lost_{0};
-  std::atomic<std::uint64_t> acquire_calls_{0}, return_calls_{0}, local_{0};
+  // Added to by every local decision: striped, so that threads deciding from one lease do not
+  // also share these lines.
+  core::StripedCounter held_, used_, local_;
+  std::atomic<std::int64_t> returned_{0}, lost_{0};
+  std::atomic<std::uint64_t> acquire_calls_{0}, return_calls_{0};
   std::atomic<std::int64_t> returns_in_flight_{0};
 
   std::mutex returns_mutex_;

@@ -24,7 +24,7 @@ void LeaseStore::Impl::sweep(std::optional<Micros> at) {
   std::vector<Leftover> leftovers;
   for (std::size_t s = 0; s < kShards; ++s) {
     Shard& shard = shards_[s];
-    std::lock_guard lock(shard.mutex);
+    std::lock_guard lock(shard.lock);
     for (auto it = shard.entries.begin(); it != shard.entries.end();) {
       Entry& entry = it->second;
       if (entry.acquiring || entry.borrowers > 0) {
@@ -33,7 +33,7 @@ void LeaseStore::Impl::sweep(std::optional<Micros> at) {
       }
       if (!entry.id.empty() && now >= entry.expires) {
         if (auto leftover = end_lease(entry, now)) {
-          held_.fetch_sub(leftover->unused, std::memory_order_relaxed);
+          held_.add(-leftover->unused);
           leftovers.push_back(std::move(*leftover));
         }
       }
@@ -50,13 +50,13 @@ void LeaseStore::Impl::release_all(std::chrono::milliseconds timeout) {
   const Micros now = clock_->now();
   for (std::size_t s = 0; s < kShards; ++s) {
     Shard& shard = shards_[s];
-    std::lock_guard lock(shard.mutex);
+    std::lock_guard lock(shard.lock);
     for (auto& [key, entry] : shard.entries) {
       if (entry.acquiring) continue;
       // A lease charged at a given time ends at its own latest time, not the clock's.
       const Micros end = entry.given_time ? std::max(entry.acquired, entry.last_seen) : now;
       if (auto leftover = end_lease(entry, end)) {
-        held_.fetch_sub(leftover->unused, std::memory_order_relaxed);
+        held_.add(-leftover->unused);
         leftovers.push_back(std::move(*leftover));
       }
     }

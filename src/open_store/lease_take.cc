@@ -40,7 +40,7 @@ void LeaseStore::Impl::attempt(const StoreRequest& request, AllCallback& done,
     const Limit& limit = *checks[i].limit;
     Place place = place_of(limit, checks[i].key);
     Shard& shard = shards_[place.shard];
-    std::lock_guard lock(shard.mutex);
+    std::lock_guard lock(shard.lock);
     Entry& entry = shard.entries.try_emplace(place.entry_key, limit, checks[i].key).first->second;
     entry.spec = *checks[i].lease;
     entry.last_seen = std::max(entry.last_seen, now);
@@ -58,7 +58,7 @@ void LeaseStore::Impl::attempt(const StoreRequest& request, AllCallback& done,
     }
     if (!entry.id.empty() && now < entry.expires && entry.left() >= cost) {
       entry.used += cost;
-      held_.fetch_sub(cost, std::memory_order_relaxed);
+      held_.add(-cost);
       taken.push_back({&shard, &entry, entry.generation, cost, has_exact});
       if (has_exact) ++entry.borrowers;
       const Micros since = std::max<Micros>(0, now - entry.acquired);
@@ -77,11 +77,11 @@ void LeaseStore::Impl::attempt(const StoreRequest& request, AllCallback& done,
   // The units go back to their leases (not admitted after all); either way the request lets go.
   auto put_back = [this](const TakenUnits& units) {
     units.for_each([this](const Taken& t) {
-      std::lock_guard lock(t.shard->mutex);
+      std::lock_guard lock(t.shard->lock);
       if (t.borrowed) --t.entry->borrowers;
       if (t.entry->generation == t.generation && !t.entry->id.empty()) {
         t.entry->used -= t.units;
-        held_.fetch_add(t.units, std::memory_order_relaxed);
+        held_.add(t.units);
       } else {
         lost_.fetch_add(t.units, std::memory_order_relaxed);  // its lease ended meanwhile
       }
@@ -143,8 +143,8 @@ void LeaseStore::Impl::attempt(const StoreRequest& request, AllCallback& done,
   if (exact.empty()) {
     std::int64_t units = 0;
     taken.for_each([&units](const Taken& t) { units += t.units; });
-    used_.fetch_add(units, std::memory_order_relaxed);
-    local_.fetch_add(1, std::memory_order_relaxed);
+    used_.add(units);
+    local_.add(1);
     complete_inline(done, Result<Decisions>(std::move(out)));
     return;
   }
@@ -171,10 +171,10 @@ void LeaseStore::Impl::attempt(const StoreRequest& request, AllCallback& done,
       std::int64_t units = 0;
       taken.for_each([&units](const Taken& t) {
         units += t.units;
-        std::lock_guard lock(t.shard->mutex);
+        std::lock_guard lock(t.shard->lock);
         --t.entry->borrowers;
       });
-      used_.fetch_add(units, std::memory_order_relaxed);
+      used_.add(units);
     } else {
       put_back(taken);
     }
