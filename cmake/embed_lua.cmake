@@ -11,9 +11,10 @@
 #                           wrapped in "local function settle_<a>" + the id tables + settle.lua
 #   refund script:          refund.lua (undoes a reservation of the all-or-nothing script)
 # An algorithm's file holds three blocks: the decide block, then after a "  -- @mark" line the
-# mark block (sets mark_at, mark_debt from the state right after a charge), then after a
-# "  -- @settle" line the settle block (usage-based limits: sets done, and state and idle_at as
-# the decide block does). Each mirrors the C++ function of the same name in src/core/<a>.cc.
+# mark block (sets mark_at, mark_debt and, for the buckets, mark_since from the state right after
+# a charge), then after a "  -- @settle" line the settle block (usage-based limits: sets done,
+# and state and idle_at as the decide block does). Each mirrors the C++ function of the same
+# name in src/core/<a>.cc.
 #   standalone scripts:     tenant_write.lua, tenant_read.lua, tenant_scan.lua, reset.lua,
 #                           probe.lua, quota_share.lua as they are
 # The id table maps each algorithm's number (its position in the list, as the C++ sends it) to
@@ -65,10 +66,12 @@ foreach(name IN LISTS algorithms)
   string(APPEND function "${script}${write}")
   string(APPEND function "  return allowed, remaining, retry_after, reset_after, delay\nend\n")
   set(mark_function "local function mark_${name}(key, limit, period, burst, limit_units, ")
-  string(APPEND mark_function "period_units)\n  local mark_at, mark_debt = -1, 0\n${mark_block}")
-  string(APPEND mark_function "  return mark_at, mark_debt\nend\n")
+  string(APPEND mark_function
+         "period_units)\n  local mark_at, mark_debt, mark_since = -1, 0, nil\n${mark_block}")
+  string(APPEND mark_function "  return mark_at, mark_debt, mark_since\nend\n")
   set(settle_function "local function settle_${name}(key, limit, period, burst, limit_units, ")
-  string(APPEND settle_function "period_units, max_delay, delta, mark_at, mark_debt)\n")
+  string(APPEND settle_function "period_units, max_delay, delta, mark_at, mark_debt, ")
+  string(APPEND settle_function "mark_since)\n")
   string(APPEND settle_function "  local done, state, idle_at = 0\n${settle_block}${write}")
   string(APPEND settle_function "  return done\nend\n")
   string(APPEND checks

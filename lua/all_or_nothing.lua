@@ -29,8 +29,8 @@
 -- Record   (usage-based limits, docs/SPEC.md §5.3) when every layer admits and was charged, the
 --          record of the reservation is written in the same step (SET NX with the ttl): per key
 --          its name, index, algorithm and limit, its estimate, its charge's mark (mark_<name>
---          after the charge), its max_delay and its reserved last, and the triples and slots
---          given; cmsgpack keeps every number exact.
+--          after the charge), its max_delay, its reserved and (buckets) the mark's busy stretch
+--          last, and the triples and slots given; cmsgpack keeps every number exact.
 --          lua/settle.lua consumes it. A call with no layer writes a record only (the home
 --          record of a reservation over several Cluster slots, written once they all charged).
 local reserve, dry = ARGV[3] == '1', ARGV[3] == '2'
@@ -86,9 +86,9 @@ if all_admit and not dry and record_ttl ~= '' then
   local record = {keys = {}, layers = {}, slots = {}}
   for i = 1, n do
     local l, algorithm = layers[i], tonumber(ARGV[5 + (i - 1) * 9])
-    local at, debt = mark_by_id[algorithm](KEYS[i], l[2], l[3], l[4], l[5], l[6])
+    local at, debt, since = mark_by_id[algorithm](KEYS[i], l[2], l[3], l[4], l[5], l[6])
     record.keys[i] = {KEYS[i], tonumber(ARGV[4 + 9 * n + i]), algorithm, l[2], l[3], l[4], l[5],
-                      l[6], l[9], at, debt, l[7], l[8]}
+                      l[6], l[9], at, debt, l[7], l[8], since}
   end
   local a = 5 + 10 * n  -- m, then the triples
   for j = 1, tonumber(ARGV[a]) do

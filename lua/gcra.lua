@@ -72,12 +72,14 @@
     remaining = max(0, remaining)
   end
   -- @mark
-  -- gcra's mark (src/core/gcra.cc, mark): the last admission and the debt (tat - last, scaled).
+  -- gcra's mark (src/core/gcra.cc, mark): the last admission, the debt (tat - last, scaled) and
+  -- the busy stretch's start.
   do
     local v = redis.call('GET', key)
     if v then
       local tat_us, tat_rem, last = unpack('<ddd', v)
       mark_at, mark_debt = last, (tat_us - last) * (limit_units + 0) + tat_rem
+      if #v >= 40 then mark_since = unpack('<d', v, 25) end
     end
   end
   -- @settle
@@ -119,7 +121,7 @@
       local give = min(-delta, whole + 1) * interval
       if not (last == mark_at and (tat_us - mark_at) * scale + tat_rem == mark_debt) then
         -- touched: busy_stretch.h, touched_room
-        if mark_at < since or low == -1 then give = 0 else give = min(give, low) end
+        if mark_since ~= since or low == -1 then give = 0 else give = min(give, low) end
       end
       next = max(0, debt - give)
       if low ~= -1 then low = max(0, low - (debt - next)) end  -- busy_stretch.h, note_refund

@@ -99,10 +99,12 @@ out[#out + 1] = #record.slots
 for _, slot in ipairs(record.slots) do out[#out + 1] = slot end
 for _, k in ipairs(record.keys) do
   -- name, index, algorithm, limit, period, burst, limit_units, period_units, estimate, mark,
-  -- max_delay, reserved (a record written before delays or priorities has none: 0)
+  -- max_delay, reserved (a record written before delays or priorities has none: 0), the mark's
+  -- busy stretch (buckets; a record written before it has none: nothing given back after other
+  -- charges)
   local name, index, algorithm = k[1], k[2], k[3]
   local done = settle_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], k[12] or 0,
-                                       actual[index] - k[9], k[10], k[11])
+                                       actual[index] - k[9], k[10], k[11], k[14])
   local allowed, remaining, retry_after, reset_after =
       decide_by_id[algorithm](name, k[4], k[5], k[6], k[7], k[8], 0, k[13] or 0, 0, false)
   local o = #out

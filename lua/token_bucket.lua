@@ -35,11 +35,13 @@
     end
 
     allowed, retry_after = false, 0
+    local found = 0  -- the shortfall this charge found (src/core/busy_stretch.h)
     if cost > burst then
       retry_after = NEVER
     elseif wait <= max_delay then
       allowed = true
       if wait > 0 then delay = at + wait - now end  -- the bucket goes below empty
+      found = capacity - units
       units = units - cost * per_token
     else
       retry_after = at + wait - max_delay - now
@@ -50,7 +52,7 @@
     reset_after = at + full_in - now
     if allowed and cost > 0 and commit then
       -- The busy stretch (src/core/busy_stretch.h, note_charge), from the shortfall found.
-      local found, since, low = missing - cost * per_token, 0, -1
+      local since, low = 0, -1
       if v then
         since, low = last, 0
         if #v >= 32 then since, low = unpack('<dd', v, 17) end
@@ -68,12 +70,14 @@
     remaining = max(0, remaining)  -- a key in debt has none
   end
   -- @mark
-  -- token_bucket's mark (src/core/token_bucket.cc, mark): the last update and the shortfall.
+  -- token_bucket's mark (src/core/token_bucket.cc, mark): the last update, the shortfall and the
+  -- busy stretch's start.
   do
     local v = redis.call('GET', key)
     if v then
       local s_units, last = unpack('<dd', v)
       mark_at, mark_debt = last, (burst + 0) * (period_units + 0) - s_units
+      if #v >= 32 then mark_since = unpack('<d', v, 17) end
     end
   end
   -- @settle
@@ -121,7 +125,7 @@
       local give = min(-delta, whole + 1) * per_token
       if not (last == mark_at and capacity - s_units == mark_debt) then
         -- touched: busy_stretch.h, touched_room
-        if mark_at < since or low == -1 then give = 0 else give = min(give, low) end
+        if mark_since ~= since or low == -1 then give = 0 else give = min(give, low) end
       end
       next = max(0, debt - give)
       if low ~= -1 then low = max(0, low - (debt - next)) end  -- busy_stretch.h, note_refund

@@ -10,8 +10,10 @@
 // is the key's debt the charge found. A refund of d lowers the key and shrinks the gap by d. So
 // the gap, the most the key may give back, is at most min(r*T, every debt a charge since the mark
 // found, less every refund since) -- and `low` is that minimum over a longer span (since the
-// stretch began, which is no later than the mark), so it never gives back too much. A stretch
-// that began after the mark means the key was idle in between, the model too: nothing to give.
+// stretch began, which is no later than the mark), so it never gives back too much. The mark
+// keeps the stretch it was made in (ChargeMark::since): another stretch now means the key was
+// idle in between (the model too: nothing to give), or its state was dropped and made anew (a
+// sweep, an expiry, a reset) and its history since the mark is unknown: nothing is given either.
 //
 // Plain functions on plain values; the Lua mirrors (lua/gcra.lua, lua/token_bucket.lua) repeat
 // them inline, line for line.
@@ -46,11 +48,11 @@ inline void note_refund(std::int64_t& low, std::int64_t moved) {
   if (low != kNoLow) low = std::max<std::int64_t>(0, low - moved);
 }
 
-// The most (scaled) a key touched since `mark` may give back of `wanted`: nothing if a stretch
-// began after the mark (or, defensively, if no charge was seen since the stretch began).
+// The most (scaled) a key touched since `mark` may give back of `wanted`: nothing unless the key
+// is in the stretch the mark was made in (and, defensively, a charge was seen in it).
 inline std::int64_t touched_room(Micros since, std::int64_t low, const ChargeMark& mark,
                                  std::int64_t wanted) {
-  if (mark.at < since || low == kNoLow) return 0;
+  if (mark.since != since || low == kNoLow) return 0;
   return std::min(wanted, low);
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "spillway/duration.h"
 
@@ -15,6 +16,9 @@ struct ChargeMark {
   Micros at = 0;          // when the charge was recorded (µs): the state's time right after it
   std::int64_t debt = 0;  // the bucket algorithms: how far from full the key was right after the
                           // charge, in the algorithm's scaled units; 0 for the window algorithms
+  // The bucket algorithms: the start of the key's busy stretch right after the charge
+  // (src/core/busy_stretch.h); the default matches no stretch.
+  Micros since = std::numeric_limits<Micros>::min();
 };
 
 // A key may owe at most one full limit beyond empty: a charge without a check (debt) stops

@@ -68,7 +68,8 @@ Micros idle_at(const GcraState& state, const Limit&) {
 
 ChargeMark mark(const GcraState& state, const Limit& limit) {
   return {.at = state.last,
-          .debt = (state.tat_us - state.last) * limit.limit_units() + state.tat_rem};
+          .debt = (state.tat_us - state.last) * limit.limit_units() + state.tat_rem,
+          .since = state.since};
 }
 
 std::int64_t settle(GcraState& state, const Limit& limit, Micros now, std::int64_t delta,

@@ -58,7 +58,9 @@ Micros idle_at(const TokenBucketState& state, const Limit& limit) {
 }
 
 ChargeMark mark(const TokenBucketState& state, const Limit& limit) {
-  return {.at = state.last, .debt = limit.burst() * limit.period_units() - state.units};
+  return {.at = state.last,
+          .debt = limit.burst() * limit.period_units() - state.units,
+          .since = state.since};
 }
 
 std::int64_t settle(TokenBucketState& state, const Limit& limit, Micros now, std::int64_t delta,

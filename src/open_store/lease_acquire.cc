@@ -32,7 +32,7 @@ void LeaseStore::Impl::acquire(const KeyedLimit& check, std::int64_t need,
   Micros max_age = 0;
   Entry* entry = nullptr;
   {
-    std::lock_guard lock(shard.lock);
+    std::lock_guard lock(shard.mutex);
     entry = &shard.entries.try_emplace(place.entry_key, *check.limit, check.key).first->second;
     entry->spec = *check.lease;
     entry->waiters.push_back(std::move(waiter));
@@ -48,8 +48,9 @@ void LeaseStore::Impl::acquire(const KeyedLimit& check, std::int64_t need,
     max_age = entry->spec.max_age;
   }
   if (!leftover) return send_acquire(&shard, entry, size, need, given, max_age, false);
-  // The leftover first, then the new lease: a bucket refunds only a key nothing touched since
-  // the charge (docs/SPEC.md §2.1), and this process's own new charge would be such a touch.
+  // The leftover first, then the new lease: a bucket refunds in full a key nothing touched since
+  // the charge, and after other charges only what its busy stretch allows (docs/SPEC.md §2.1);
+  // this process's own new charge would be such a touch.
   give_back(std::move(leftover->id), leftover->used, leftover->unused, leftover->at,
             [this, shard = &shard, entry, size, need, given, max_age] {
               send_acquire(shard, entry, size, need, given, max_age, false);
@@ -69,7 +70,7 @@ void LeaseStore::Impl::send_acquire(Shard* shard, Entry* entry, std::int64_t siz
   if (!request) {
     std::vector<std::function<void(Result<void>)>> waiters;
     {
-      std::lock_guard lock(shard->lock);
+      std::lock_guard lock(shard->mutex);
       entry->acquiring = false;
       entry->waiting_need = 0;
       waiters.swap(entry->waiters);
@@ -88,7 +89,7 @@ void LeaseStore::Impl::send_acquire(Shard* shard, Entry* entry, std::int64_t siz
       return;
     }
     {
-      std::lock_guard lock(shard->lock);
+      std::lock_guard lock(shard->mutex);
       entry->acquiring = false;
       entry->waiting_need = 0;
       waiters.swap(entry->waiters);

@@ -73,7 +73,7 @@ void LeaseStore::Impl::decide(const StoreRequest& request, AllCallback& done) {
       for (const KeyedLimit& check : checks) {
         Place place = place_of(*check.limit, check.key);
         Shard& shard = shards_[place.shard];
-        std::lock_guard lock(shard.lock);
+        std::lock_guard lock(shard.mutex);
         auto it = shard.entries.find(place.entry_key);
         if (it == shard.entries.end() || it->second.acquiring || it->second.borrowers > 0) {
           continue;  // in use: its lease ends by time
@@ -97,7 +97,7 @@ void LeaseStore::Impl::decide(const StoreRequest& request, AllCallback& done) {
 
 void LeaseStore::Impl::clear_caches() {
   for (Shard& shard : shards_) {
-    std::lock_guard lock(shard.lock);
+    std::lock_guard lock(shard.mutex);
     for (auto& [key, entry] : shard.entries) {
       entry.denied.reset();
     }

@@ -24,7 +24,7 @@ void LeaseStore::Impl::sweep(std::optional<Micros> at) {
   std::vector<Leftover> leftovers;
   for (std::size_t s = 0; s < kShards; ++s) {
     Shard& shard = shards_[s];
-    std::lock_guard lock(shard.lock);
+    std::lock_guard lock(shard.mutex);
     for (auto it = shard.entries.begin(); it != shard.entries.end();) {
       Entry& entry = it->second;
       if (entry.acquiring || entry.borrowers > 0) {
@@ -50,7 +50,7 @@ void LeaseStore::Impl::release_all(std::chrono::milliseconds timeout) {
   const Micros now = clock_->now();
   for (std::size_t s = 0; s < kShards; ++s) {
     Shard& shard = shards_[s];
-    std::lock_guard lock(shard.lock);
+    std::lock_guard lock(shard.mutex);
     for (auto& [key, entry] : shard.entries) {
       if (entry.acquiring) continue;
       // A lease charged at a given time ends at its own latest time, not the clock's.

@@ -6,7 +6,7 @@
 //
 // Units are the limit's units (a check's cost); times are Micros on the store's time base (a
 // request's own `now` when given, else the clock).
-// Thread safety: an Entry and its Shard's map are guarded by the Shard's lock: every read or
+// Thread safety: an Entry and its Shard's map are guarded by the Shard's mutex: every read or
 // write of either holds it, except the const members `limit` and `key`. A Pending is guarded by
 // its own mutex. TakenUnits, Leftover and Place are plain values of one thread.
 #pragma once
@@ -111,7 +111,7 @@ struct Entry {
 
 // On cache lines of its own: threads on two shards never share a line.
 struct alignas(64) Shard {
-  std::mutex lock;
+  std::mutex mutex;
   std::unordered_map<std::string, Entry> entries;
 };
 

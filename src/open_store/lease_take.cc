@@ -40,7 +40,7 @@ void LeaseStore::Impl::attempt(const StoreRequest& request, AllCallback& done,
     const Limit& limit = *checks[i].limit;
     Place place = place_of(limit, checks[i].key);
     Shard& shard = shards_[place.shard];
-    std::lock_guard lock(shard.lock);
+    std::lock_guard lock(shard.mutex);
     Entry& entry = shard.entries.try_emplace(place.entry_key, limit, checks[i].key).first->second;
     entry.spec = *checks[i].lease;
     entry.last_seen = std::max(entry.last_seen, now);
@@ -77,7 +77,7 @@ void LeaseStore::Impl::attempt(const StoreRequest& request, AllCallback& done,
   // The units go back to their leases (not admitted after all); either way the request lets go.
   auto put_back = [this](const TakenUnits& units) {
     units.for_each([this](const Taken& t) {
-      std::lock_guard lock(t.shard->lock);
+      std::lock_guard lock(t.shard->mutex);
       if (t.borrowed) --t.entry->borrowers;
       if (t.entry->generation == t.generation && !t.entry->id.empty()) {
         t.entry->used -= t.units;
@@ -171,7 +171,7 @@ void LeaseStore::Impl::attempt(const StoreRequest& request, AllCallback& done,
       std::int64_t units = 0;
       taken.for_each([&units](const Taken& t) {
         units += t.units;
-        std::lock_guard lock(t.shard->lock);
+        std::lock_guard lock(t.shard->mutex);
         --t.entry->borrowers;
       });
       used_.add(units);
