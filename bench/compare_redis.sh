@@ -45,7 +45,7 @@ sha=$(build/release/bench/print_script gcra | redis-cli -p "$port" -x SCRIPT LOA
 requests=$((seconds * 60000))
 rb_cpu_before=$(redis_cpu)
 rb=$(redis-benchmark -p "$port" -c 50 -n $requests -P 16 -r $keys --csv \
-       EVALSHA "$sha" 1 'bench:{__rand_int__}' '' 0 100 1000000 100 1 10000 1 | tail -1 |
+       EVALSHA "$sha" 1 'bench:{__rand_int__}' '' 0 100 1000000 100 1 10000 0 0 1 | tail -1 |
      cut -d, -f2 | tr -d '"')
 rb_cpu=$(python3 -c "print($(redis_cpu) - $rb_cpu_before)")
 

@@ -59,7 +59,7 @@ for name, form in (("digested", digested), ("digested-sw", digested_short_prefix
     with open(f"{work}/calls-{name}.txt", "w") as f:
         for i in range(100000):
             f.write(resp("EVALSHA", sha, "1", form(f"user:{i:07d}"),
-                         "", "0", "100", "3600000000", "100", "1", "36000000", "1"))
+                         "", "0", "100", "3600000000", "100", "1", "36000000", "0", "0", "1"))
     with open(f"{work}/sample-{name}.txt", "w") as f:
         f.write(form("user:0000000"))
 PY

@@ -4,9 +4,9 @@
 # round (the machine is shared: each round runs every script once, the table gives medians).
 #   article        bench/article_gcra.lua: the source article's GCRA (inexact; the reference)
 #   <algorithm>    spillway's script for it, one check per call, the server's TIME
-#   gcra x8        spillway's GCRA script, 8 checks per call, each with its six arguments
+#   gcra x8        spillway's GCRA script, 8 checks per call, each with its eight arguments
 #   gcra x8 shared the same 8 checks as batching sends checks of one limit: the first with its
-#                  six arguments, each next one with its cost alone (-1 - cost): per check
+#                  eight arguments, each next one with its cost alone (-1 - cost): per check
 #   NAME=FILE      any other script taking the GCRA script's arguments (e.g. an older version),
 #                  one check per call and 8 (each with its six arguments)
 # 10,000 keys, 100 per second per key (so most checks are admitted and write).
@@ -32,7 +32,7 @@ trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$wor
 until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
 
 # name|file|checks per call|arguments after the sha
-limit_args="100 1000000 100 1 10000 1"
+limit_args="100 1000000 100 1 10000 0 0 1"  # limit period burst limit_units period_units max_delay reserved cost
 runs=("article|bench/article_gcra.lua|1|1 k:{__rand_int__} 10000 1000000 1700000000000000")
 for a in gcra token_bucket fixed_window sliding_window sliding_log; do
   build/release/bench/print_script "$a" > "$workdir/$a.lua"
