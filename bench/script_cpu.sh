@@ -7,8 +7,9 @@
 #   gcra x8        spillway's GCRA script, 8 checks per call, each with its eight arguments
 #   gcra x8 shared the same 8 checks as batching sends checks of one limit: the first with its
 #                  eight arguments, each next one with its cost alone (-1 - cost): per check
-#   NAME=FILE      any other script taking the GCRA script's arguments (e.g. an older version),
-#                  one check per call and 8 (each with its six arguments)
+#   NAME=FILE      any other script taking the current GCRA script's eight arguments per check,
+#                  one check per call and 8 (a version from before shaping took six, before
+#                  priorities seven: it would read these as other arguments)
 # 10,000 keys, 100 per second per key (so most checks are admitted and write).
 # Usage: bench/script_cpu.sh [ROUNDS] [NAME=FILE ...]   (see docs/benchmarks.md)
 set -euo pipefail

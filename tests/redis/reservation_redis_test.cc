@@ -874,7 +874,8 @@ std::string reserve_bucket(Store& store, const std::string& key, const Limit& li
 // the start). Then a reservation of 4 on the busy key, a check of 1, settled at 0: the state
 // proves only that the key was 1 from idle since (what the first refund left of the least debt a
 // charge found), so it gives back 1 of 4: 7 - 4 - 1 + 1 = 3 left, never more than the 6 a key
-// charged 0 would have.
+// charged 0 would have. Last, a reservation whose key is reset and then charged in full at an
+// earlier `now` gives nothing back.
 void expect_busy_bucket_refunds(Store& store, const std::string& key, const Limit& limit) {
   const Micros now = kRedisNow;
   const std::string first = reserve_bucket(store, key, limit, 5, now);
@@ -899,6 +900,25 @@ void expect_busy_bucket_refunds(Store& store, const std::string& key, const Limi
   ASSERT_EQ(two->size(), 1u);
   EXPECT_EQ((*two)[0].refunded, 1) << show_redis(two);
   EXPECT_EQ(remaining(store, key, limit, now), 3);
+
+  // The key reset while a reservation is open, then charged at an earlier `now` (a clock that
+  // went back): another busy stretch, so nothing is given back after those charges.
+  const std::string third = reserve_bucket(store, key, limit, 2, now);
+  ASSERT_FALSE(third.empty());
+  const KeyedLimit reset_keys[] = {{key, &limit}};
+  const Result<StoreRequest> reset =
+      StoreRequest::make(reset_keys, 0, std::nullopt, Operation::kReset);
+  ASSERT_TRUE(reset.has_value()) << reset.error().message;
+  ASSERT_TRUE(store.decide_and_wait(*reset).has_value());
+  const Micros earlier = now - 100;
+  for (int i = 0; i < 2; ++i) {
+    const Result<Decision> c = store.check(key, limit, 5, earlier);
+    ASSERT_TRUE(c.has_value() && c->allowed) << show_redis(c);
+  }
+  const Result<Settled> three = store.settle_and_wait({.id = third, .cost = 0, .now = earlier});
+  ASSERT_TRUE(three.has_value()) << show_redis(three);
+  EXPECT_EQ((*three)[0].refunded, 0) << show_redis(three);
+  EXPECT_EQ(remaining(store, key, limit, earlier), 0);
 }
 
 TEST(RedisReservationCluster, ABusyBucketGivesBackTheUnusedPartOnMemoryRedisAndCluster) {
