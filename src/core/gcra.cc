@@ -43,14 +43,14 @@ Decision decide(GcraState& state, const Limit& limit, Micros now, std::int64_t c
     // retry_after is.
     if (wait > 0) d.delay = at + wait - now;
     if (cost > 0) {
-      Micros since = state.since;
-      std::int64_t low = state.low;
-      note_charge(since, low, state.last, at, debt);
+      note_charge(state.since, state.low, state.last, at, debt);
       const std::int64_t rem = x_rem + cost * interval;
       x_us += rem / scale;
       x_rem = rem % scale;
       debt += cost * interval;
-      state = {.tat_us = x_us, .tat_rem = x_rem, .last = at, .since = since, .low = low};
+      state.tat_us = x_us;
+      state.tat_rem = x_rem;
+      state.last = at;
     }
   } else {
     // Admitted (after the longest delay) at the first t with (x - t) * scale <= over past now.
@@ -84,15 +84,13 @@ std::int64_t settle(GcraState& state, const Limit& limit, Micros now, std::int64
       active && state.tat_us >= at ? (state.tat_us - at) * scale + state.tat_rem : 0;
   std::int64_t next = debt;
   Micros last = state.last;
-  Micros since = state.since;
-  std::int64_t low = state.low;
   if (delta > 0) {
     // Up to the debt bound past the delay queue (a key that delayed may be past it already).
     const std::int64_t bound = (1 + kDebtLimits) * tolerance + limit.max_delay() * scale;
     const std::int64_t room = std::max<std::int64_t>(0, bound - debt);
     next += std::min(delta, room / interval) * interval;
     if (next == debt) return 0;
-    note_charge(since, low, last, at, debt);
+    note_charge(state.since, state.low, last, at, debt);
     last = at;
   } else {
     if (debt == 0) return 0;
@@ -101,16 +99,15 @@ std::int64_t settle(GcraState& state, const Limit& limit, Micros now, std::int64
     const bool untouched =
         state.last == mark.at && (state.tat_us - mark.at) * scale + state.tat_rem == mark.debt;
     const std::int64_t wanted = std::min(-delta, debt / interval + 1) * interval;
-    const std::int64_t give = untouched ? wanted : touched_room(since, low, mark, wanted);
+    const std::int64_t give =
+        untouched ? wanted : touched_room(state.since, state.low, mark, wanted);
     next = std::max<std::int64_t>(0, debt - give);
     if (next == debt) return 0;
-    note_refund(low, debt - next);
+    note_refund(state.low, debt - next);
   }
-  state = {.tat_us = at + next / scale,
-           .tat_rem = next % scale,
-           .last = last,
-           .since = since,
-           .low = low};
+  state.tat_us = at + next / scale;
+  state.tat_rem = next % scale;
+  state.last = last;
   return (next > debt ? next - debt : debt - next) / interval;
 }
 

@@ -37,11 +37,10 @@ Decision decide(TokenBucketState& state, const Limit& limit, Micros now, std::in
     // Shaping (the bucket goes below empty): to proceed at at + wait, counted from `now`.
     if (wait > 0) d.delay = at + wait - now;
     if (cost > 0) {
-      Micros since = state.since;
-      std::int64_t low = state.low;
-      note_charge(since, low, state.last, at, capacity - units);
+      note_charge(state.since, state.low, state.last, at, capacity - units);
       units -= cost * per_token;
-      state = {.units = units, .last = at, .since = since, .low = low};
+      state.units = units;
+      state.last = at;
     }
   } else {
     d.retry_after = at + wait - max_delay - now;
@@ -80,27 +79,27 @@ std::int64_t settle(TokenBucketState& state, const Limit& limit, Micros now, std
   // The shortfall now, as in GCRA's debt: (capacity - units) with the same scale.
   const std::int64_t debt = capacity - units;
   std::int64_t next = debt;
-  Micros since = state.since;
-  std::int64_t low = state.low;
   if (delta > 0) {
     // As in gcra.cc: up to the debt bound past the delay queue.
     const std::int64_t bound = (1 + kDebtLimits) * capacity + limit.max_delay() * per_micro;
     const std::int64_t room = std::max<std::int64_t>(0, bound - debt);
     next += std::min(delta, room / per_token) * per_token;
     if (next == debt) return 0;
-    note_charge(since, low, state.last, at, debt);
+    note_charge(state.since, state.low, state.last, at, debt);
   } else {
     if (debt == 0) return 0;
     // As in gcra.cc: exactly when nothing touched the bucket since the mark, else no more than
     // the busy stretch allows.
     const bool untouched = state.last == mark.at && capacity - state.units == mark.debt;
     const std::int64_t wanted = std::min(-delta, debt / per_token + 1) * per_token;
-    const std::int64_t give = untouched ? wanted : touched_room(since, low, mark, wanted);
+    const std::int64_t give =
+        untouched ? wanted : touched_room(state.since, state.low, mark, wanted);
     next = std::max<std::int64_t>(0, debt - give);
     if (next == debt) return 0;
-    note_refund(low, debt - next);
+    note_refund(state.low, debt - next);
   }
-  state = {.units = capacity - next, .last = at, .since = since, .low = low};
+  state.units = capacity - next;
+  state.last = at;
   return (next > debt ? next - debt : debt - next) / per_token;
 }
 
