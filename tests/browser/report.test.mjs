@@ -158,7 +158,10 @@ for (const testCase of CASES) {
         const out = path.join(dir, 'report.html');
         const svg = path.join(dir, 'chart.svg');
         const args = ['simulate', ...testCase.args, '--out', out, '--svg', svg];
-        const result = await runBinary(args);
+        // The heavy case simulates ~3 million requests per algorithm: about a minute under
+        // ThreadSanitizer on an idle 2-core machine, more beside other tests. The deadline only
+        // turns a hang into a failure (ctest's own is 300 s for the whole file).
+        const result = await runBinary(args, { timeoutMs: 240000 });
         assert.equal(result.code, 0, `spillway ${args.join(' ')} exited ${result.code}; stderr:\n${result.stderr}`);
         const summary = parseSummary(result.stdout);
         await fsp.access(out);
